@@ -1,0 +1,74 @@
+"""Forward hooks that capture a forward pass, named by module path (TransformerLens style).
+
+Hooks are global state on the modules: they are installed only inside `capture(...)` and
+removed in `finally`, so nothing is left behind when a forward pass raises. They are
+installed around one forward pass at a time, never across a `yield`, so a generator that is
+abandoned mid-way cannot leave hooks on a model other people use.
+
+Names, in the order a forward pass produces them:
+    embed                       token embedding lookup      (1, T, d_model)
+    blocks.{i}.attn.pattern     attention after softmax     (1, heads, q, k)
+    blocks.{i}.attn.out         attention block output      (1, T, d_model)
+    blocks.{i}.mlp.out          feed-forward block output   (1, T, d_model)
+    blocks.{i}.resid_post       residual stream after block (1, T, d_model)
+    ln_final                    final norm output           (1, T, d_model)
+    logits                      LM head output              (1, T_kept, vocab)
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+
+from .loading import Arch
+
+
+def hook_names(n_layers: int) -> list[str]:
+    """The ordered list of names one forward pass captures."""
+    names = ["embed"]
+    for i in range(n_layers):
+        names += [f"blocks.{i}.attn.pattern", f"blocks.{i}.attn.out", f"blocks.{i}.mlp.out", f"blocks.{i}.resid_post"]
+    return names + ["ln_final", "logits"]
+
+
+def _first_tensor(out):
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def _pattern(out):
+    w = out[1] if isinstance(out, (tuple, list)) and len(out) > 1 else None
+    assert isinstance(w, torch.Tensor), "attention weights were not returned: load the model with attn_implementation='eager'"
+    return w
+
+
+@contextmanager
+def capture(arch: Arch) -> Iterator[dict[str, torch.Tensor]]:
+    """Install the hooks; yield the dict they fill (detached tensors, in execution order)."""
+    store: dict[str, torch.Tensor] = {}
+
+    def put(name, pick):
+        def hook(_module, _inp, out):
+            store[name] = pick(out).detach()
+
+        return hook
+
+    handles = [arch.embed.register_forward_hook(put("embed", _first_tensor))]
+    try:
+        for i, (layer, attn, mlp) in enumerate(zip(arch.layers, arch.attn, arch.mlp)):
+            handles.append(attn.register_forward_hook(put(f"blocks.{i}.attn.pattern", _pattern)))
+            handles.append(attn.register_forward_hook(put(f"blocks.{i}.attn.out", _first_tensor)))
+            handles.append(mlp.register_forward_hook(put(f"blocks.{i}.mlp.out", _first_tensor)))
+            handles.append(layer.register_forward_hook(put(f"blocks.{i}.resid_post", _first_tensor)))
+        handles.append(arch.norm.register_forward_hook(put("ln_final", _first_tensor)))
+        handles.append(arch.lm_head.register_forward_hook(put("logits", _first_tensor)))
+        yield store
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def hooks_installed(arch: Arch) -> int:
+    """How many forward hooks are on the captured modules (0 outside `capture`)."""
+    mods = [arch.embed, arch.norm, arch.lm_head, *arch.layers, *arch.attn, *arch.mlp]
+    return sum(len(m._forward_hooks) for m in mods)

@@ -1,0 +1,237 @@
+"""Prefill + KV-cached decode, as a generator yielding one immutable record per token.
+
+    gen = start(lm, "Why is the sky blue?", Settings(temperature=0.7, seed=1))
+    gen.prompt            # PromptRecord: rendered chat template, ids, pieces
+    for step in gen:      # StepRecord per new token, CPU data only
+        print(step.text, end="")
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from . import sampling
+from .capture import capture
+from .loading import LoadedModel
+from .records import PromptRecord, Settings, StageRecord, StepRecord, Trace
+from .sampling import SettingsError
+from .tokens import Detokenizer
+
+TOP_N = 100  # candidates kept per step, by raw logit
+MAX_MATRIX_TOKENS = 512  # the prefill T x T attention is stored up to this prompt length
+
+
+def validate(settings: Settings) -> None:
+    """Raise SettingsError (one sentence: what is wrong, what to do) for out-of-range settings."""
+    sampling.build_stages(
+        temperature=settings.temperature,
+        top_k=settings.top_k,
+        top_p=settings.top_p,
+        repetition_penalty=settings.repetition_penalty,
+    )
+    if int(settings.max_new_tokens) != settings.max_new_tokens or settings.max_new_tokens < 1:
+        raise SettingsError(f"max new tokens must be a whole number of at least 1, not {settings.max_new_tokens}")
+    if int(settings.seed) != settings.seed or settings.seed < 0:
+        raise SettingsError(f"the seed must be a whole number, 0 or more, not {settings.seed}")
+
+
+def eos_ids(lm: LoadedModel) -> set[int]:
+    ids = set()
+    gc = getattr(lm.model, "generation_config", None)
+    for src in (getattr(gc, "eos_token_id", None), lm.tokenizer.eos_token_id):
+        if src is not None:
+            ids |= set(src) if isinstance(src, (list, tuple)) else {int(src)}
+    return ids
+
+
+def kv_bytes(cache) -> int:
+    """Bytes held by the cache's key and value tensors, measured from the tensors."""
+    total = 0
+    for layer in getattr(cache, "layers", []):
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+            if isinstance(t, torch.Tensor):
+                total += t.numel() * t.element_size()
+    return total
+
+
+def kv_formula(lm: LoadedModel, positions: int) -> int:
+    i = lm.info
+    bytes_per = torch.finfo(next(lm.model.parameters()).dtype).bits // 8
+    return 2 * i.n_layers * i.n_kv_heads * i.head_dim * positions * bytes_per
+
+
+@dataclass
+class Generation:
+    """One generation: the prompt record (ready at once) and the steps (lazily, by iterating)."""
+
+    lm: LoadedModel
+    settings: Settings
+    prompt: PromptRecord
+    prefix: tuple[int, ...] = ()  # already generated tokens to continue from
+    ignore_eos: bool = False  # benchmarks: always run to max_new_tokens
+    steps: list[StepRecord] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[StepRecord]:
+        for rec in _run(self.lm, self.settings, self.prompt, self.prefix, set() if self.ignore_eos else eos_ids(self.lm)):
+            self.steps.append(rec)
+            yield rec
+
+    def trace(self) -> Trace:
+        return Trace(self.lm.info, self.settings, self.prompt, tuple(self.steps), self.lm.projection, self.lm.vocab_cloud)
+
+
+def start(lm: LoadedModel, text: str, settings: Settings, *, prefix: Sequence[int] = (), ignore_eos: bool = False) -> Generation:
+    """Tokenise and validate eagerly (errors surface before streaming); generate lazily."""
+    validate(settings)
+    if not isinstance(text, str) or not text.strip():
+        raise SettingsError("the prompt is empty: type some text for the model to continue")
+    enc = lm.tokens.encode_prompt(text, chat=settings.chat, system_prompt=settings.system_prompt, parse_special=settings.parse_special)
+    n, ctx = len(enc.ids) + len(prefix), lm.info.context_length
+    if n >= ctx:
+        raise SettingsError(f"the prompt is {n} tokens but the model's context window holds {ctx}: shorten it to under {ctx} tokens")
+    emb = lm.model.get_input_embeddings()
+    with torch.inference_mode():
+        vecs = emb.weight[torch.as_tensor(enc.ids, dtype=torch.long)].float().cpu().numpy()  # (T, d_model)
+    prompt = PromptRecord(
+        text=text,
+        system_prompt=settings.system_prompt if settings.chat else None,
+        rendered=enc.rendered,
+        token_ids=tuple(enc.ids),
+        pieces=tuple(lm.tokens.pieces(enc.ids)),
+        embed_2d=lm.projection.apply(vecs) if len(enc.ids) else np.zeros((0, 2), np.float32),
+    )
+    return Generation(lm, settings, prompt, tuple(int(i) for i in prefix), ignore_eos)
+
+
+def run_trace(lm: LoadedModel, text: str, settings: Settings) -> Trace:
+    gen = start(lm, text, settings)
+    for _ in gen:
+        pass
+    return gen.trace()
+
+
+def _forward(lm: LoadedModel, ids: list[int], cache) -> dict[str, torch.Tensor]:
+    """One forward pass (prefill: all ids; decode: one id) with hooks; returns the captures."""
+    x = torch.as_tensor([ids], dtype=torch.long, device=lm.model.device)
+    with lm.lock, capture(lm.arch) as cap:
+        lm.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
+    return cap
+
+
+def _top(logits: np.ndarray, n: int) -> np.ndarray:
+    """Ids of the n largest logits, by logit descending (ties by id)."""
+    n = min(n, logits.size)
+    idx = np.argpartition(-logits, n - 1)[:n]
+    return idx[np.lexsort((idx, -logits[idx]))]
+
+
+@torch.inference_mode()
+def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tuple[int, ...], stop_ids: set[int]) -> Iterator[StepRecord]:
+    from transformers import DynamicCache
+
+    rng = np.random.default_rng(settings.seed)
+    cache = DynamicCache(config=lm.model.config)
+    ctx_len = lm.info.context_length
+    emb_w = lm.model.get_input_embeddings().weight
+    context = list(prompt.token_ids) + list(prefix)
+    pieces = list(prompt.pieces) + lm.tokens.pieces(prefix)
+    detok = Detokenizer(lm.tokens)
+    for t in prefix:
+        detok.add(t, final=True)
+    feed = list(context)  # 1. prefill feeds the whole context, then one token per step
+    index = len(prefix)
+    while True:
+        t0 = time.perf_counter()
+        phase = "prefill" if len(feed) == len(context) else "decode"
+        cap = _forward(lm, feed, cache)
+        position = len(context) - 1
+        # 2. the next-token distribution, over the full vocabulary
+        logits = cap["logits"][0, -1, : lm.info.vocab_size].float().cpu().numpy()  # (vocab,)
+        stages = sampling.build_stages(
+            temperature=settings.temperature,
+            top_k=settings.top_k,
+            top_p=settings.top_p,
+            repetition_penalty=settings.repetition_penalty,
+            context_ids=context,
+        )
+        res = sampling.apply_stages(logits, stages)
+        token = sampling.greedy_or_draw(res, stages, rng)
+        # 3. why it stops, if it does
+        n_new = index + 1
+        stop = None
+        if token in stop_ids:
+            stop = "eos"
+        elif n_new >= settings.max_new_tokens:
+            stop = "max_new_tokens"
+        elif position + 2 >= ctx_len:  # the context is full with this token
+            stop = "context_limit"
+        text = "" if stop == "eos" else detok.add(token, final=stop is not None)
+        # 4. the record
+        fields = _record_fields(lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text, emb_w)
+        rec = StepRecord(**fields, stop_reason=stop, ms=(time.perf_counter() - t0) * 1000.0)
+        yield rec
+        if stop is not None:
+            return
+        context.append(token)
+        pieces.append(rec.piece)
+        feed = [token]
+        index += 1
+
+
+def _record_fields(lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text, emb_w) -> dict:
+    """Everything a StepRecord holds but its wall time and stop reason, as CPU data."""
+    L = lm.info.n_layers
+    lse = sampling.logsumexp(logits)
+    probs = np.exp(logits.astype(np.float64) - lse)  # (vocab,) temperature 1
+    top = _top(logits, TOP_N)
+    # attention of every layer and head: (layers, heads, q, k) per layer in the capture
+    pats = [cap[f"blocks.{i}.attn.pattern"][0] for i in range(L)]
+    attention = torch.stack([p[:, -1, :] for p in pats]).float().cpu().numpy()  # (L, H, K)
+    matrix = None
+    if phase == "prefill" and pats[0].shape[-2] <= MAX_MATRIX_TOKENS:
+        matrix = torch.stack(pats).float().cpu().numpy()  # (L, H, T, T)
+    hidden = torch.stack([cap["embed"][0, -1]] + [cap[f"blocks.{i}.resid_post"][0, -1] for i in range(L)])  # (L+1, d)
+    attn_norm = torch.stack([cap[f"blocks.{i}.attn.out"][0, -1].float().norm() for i in range(L)])  # (L,)
+    mlp_norm = torch.stack([cap[f"blocks.{i}.mlp.out"][0, -1].float().norm() for i in range(L)])  # (L,)
+    emb = emb_w[token].float().cpu().numpy()  # (d_model,)
+    return dict(
+        index=index,
+        phase=phase,
+        position=position,
+        context_ids=tuple(context),
+        context_pieces=tuple(pieces),
+        token_id=int(token),
+        piece=lm.tokens.piece(token),
+        text=text,
+        top_ids=top.astype(np.int64),
+        top_pieces=tuple(lm.tokens.piece(int(i)) for i in top),
+        top_logits=logits[top].astype(np.float32),
+        top_probs=probs[top].astype(np.float32),
+        top_final_probs=res.final_probs[top].astype(np.float32),
+        logsumexp=lse,
+        entropy=sampling.entropy_bits(probs),
+        final_entropy=sampling.entropy_bits(res.final_probs),
+        stages=tuple(
+            StageRecord(st.name, float(st.param), k, m, p[top].astype(np.float32))
+            for st, k, m, p in zip(stages, res.stage_kept, res.stage_mass, res.stage_probs)
+        ),
+        chosen_prob=float(probs[token]),
+        chosen_final_prob=float(res.final_probs[token]),
+        attention=attention,
+        attention_matrix=matrix,
+        embed_2d=lm.projection.apply(emb),
+        attn_out_norm=attn_norm.cpu().numpy(),
+        mlp_out_norm=mlp_norm.cpu().numpy(),
+        kv_cache_bytes=kv_bytes(cache),
+        kv_cache_bytes_formula=kv_formula(lm, position + 1),
+        logits=logits,
+        embedding=emb,
+        hidden=hidden.float().cpu().numpy(),
+    )
+
+
+__all__ = ["Generation", "SettingsError", "start", "run_trace", "validate", "TOP_N"]

