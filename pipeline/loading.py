@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .paths import cache_dir
 from .records import ModelInfo, Projection, VocabCloud
 from .tokens import TokenView
 
@@ -35,14 +36,6 @@ CLOUD_SIZE = 1500
 
 class ModelLoadError(RuntimeError):
     """The model a person asked for cannot be loaded; the message says what to do."""
-
-
-def cache_dir() -> Path:
-    """Where converted weights live: $LLM_VIZ_CACHE, else $XDG_CACHE_HOME/llm-pipeline-viz."""
-    if os.environ.get("LLM_VIZ_CACHE"):
-        return Path(os.environ["LLM_VIZ_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "llm-pipeline-viz"
 
 
 def embedded_gguf_path() -> Path | None:

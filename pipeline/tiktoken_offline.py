@@ -14,6 +14,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from .paths import cache_dir
+
 _BASE = "https://openaipublic.blob.core.windows.net/encodings/"
 # name -> (shown label, sha256 of the rank file, as in tiktoken_ext/openai_public.py)
 ENCODINGS = {
@@ -35,8 +37,6 @@ def _data_dir() -> Path | None:
 
 def _cache_dir() -> Path:
     if not os.environ.get("TIKTOKEN_CACHE_DIR"):
-        from .loading import cache_dir
-
         os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir() / "tiktoken")
     return Path(os.environ["TIKTOKEN_CACHE_DIR"])
 

@@ -1,0 +1,344 @@
+"""The live visualizer: a Gradio page over a real model, traced through forward hooks.
+
+Layout and listeners only. The model is the one global; each person's trace lives in
+gr.State. Data flows pipeline -> records -> viz -> here.
+
+    python app.py [--model HUB_ID_OR_DIR] [--port 7860] [--host 127.0.0.1] [--share]
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import gradio as gr
+
+from pipeline import records
+from pipeline.records import Settings, Trace
+from pipeline.sampling import SettingsError
+from viz import page
+from viz.captions import CAPTIONS
+
+ROOT = Path(__file__).resolve().parent
+EXAMPLE = ROOT / "assets" / "example_trace.json.gz"
+CSS = (ROOT / "assets" / "style.css").read_text(encoding="utf-8")
+HEAVY_EVERY_S = 1.0  # attention / embeddings / KV figures refresh at most this often while streaming
+MAX_NEW_TOKENS = 512
+
+
+# -- the model (the only global) ---------------------------------------------------------------
+class ModelHolder:
+    """Loads the model in the background so the page (with the example trace) is up at once."""
+
+    def __init__(self, spec: str | None):
+        self.spec, self.lm, self.error, self.status = spec, None, None, "loading the model ..."
+        self.ready = threading.Event()
+
+    def start(self) -> "ModelHolder":
+        threading.Thread(target=self._load, daemon=True).start()
+        return self
+
+    def _load(self):
+        from pipeline.loading import load_model
+
+        try:
+            self.lm = load_model(self.spec, progress=self._progress)
+            self.status = page.model_markdown(self.lm.info)
+        except Exception as e:  # shown on the page; the example trace stays explorable
+            self.error = str(e)
+            self.status = f"**Model failed to load:** {e}"
+        finally:
+            self.ready.set()
+
+    def _progress(self, msg: str):
+        print(msg, flush=True)
+        self.status = f"_{msg.strip()}_"
+
+    def get(self):
+        if not self.ready.wait(timeout=600):
+            raise gr.Error("The model is still loading; try again in a minute.")
+        if self.lm is None:
+            raise gr.Error(f"The model could not be loaded: {self.error}. Restart the app with --model pointing at a working model.")
+        return self.lm
+
+
+HOLDER: ModelHolder | None = None
+
+
+def example_trace() -> Trace | None:
+    try:
+        return records.loads(gzip.decompress(EXAMPLE.read_bytes()))
+    except (OSError, records.TraceFormatError) as e:
+        print(f"example trace unavailable: {e}", flush=True)
+        return None
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _settings(mode, system, temperature, top_k, top_p, seed, max_new) -> Settings:
+    chat = mode != "Raw text"
+    try:
+        return Settings(
+            temperature=float(temperature), top_k=int(top_k) if float(top_k).is_integer() else float(top_k),
+            top_p=float(top_p), seed=int(seed), max_new_tokens=int(max_new), chat=chat,
+            system_prompt=(system if system and system.strip() else None) if chat else None,
+        )
+    except (TypeError, ValueError) as e:
+        raise SettingsError(f"a setting is not a number ({e})") from e
+
+
+def _view(trace: Trace | None, step, layer, head, temperature, top_k, top_p, *, heavy=True, stop_note=True) -> dict:
+    """Every panel for one step of a trace, as {component: value}."""
+    if trace is None:
+        return {}
+    out = page.render(trace, step=step, layer=layer, head=head, temperature=temperature, top_k=top_k, top_p=top_p, heavy=heavy)
+    return {C[k]: v for k, v in out.items()}
+
+
+def _slider(trace: Trace | None, value=None):
+    n = len(trace.steps) if trace else 0
+    return gr.Slider(minimum=0, maximum=max(n - 1, 0), value=min(value if value is not None else n - 1, max(n - 1, 0)), step=1, interactive=n > 1)
+
+
+def _layer_head_choices(trace: Trace | None):
+    L = trace.model.n_layers if trace else 1
+    H = trace.model.n_heads if trace else 1
+    return gr.Dropdown(choices=list(range(L))), gr.Dropdown(choices=["all"] + list(range(H)))
+
+
+def _download_file(trace: Trace | None):
+    if not trace or not trace.steps:
+        return gr.DownloadButton(value=None, interactive=False)
+    d = Path(tempfile.mkdtemp(prefix="trace-"))
+    name = f"trace-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    (d / name).write_text(records.dumps(trace), encoding="utf-8")
+    return gr.DownloadButton(value=str(d / name), interactive=True)
+
+
+# -- listeners --------------------------------------------------------------------------------
+def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, state, start_step=None, one_step=False):
+    """Generate and stream: cheap panels every token, heavy ones at a bounded rate and at the end."""
+    lm = HOLDER.get()
+    prev: Trace | None = state
+    try:
+        settings = _settings(mode, system, temperature, top_k, top_p, seed, max_new)
+        keep: tuple = ()
+        if start_step is not None:  # continue from a step of the trace on screen
+            if prev is None or prev.model.id != lm.info.id or not prev.steps:
+                raise SettingsError("there is no generation from this model on screen to continue; press Generate first")
+            start_step = int(start_step)
+            keep = prev.steps[:start_step]
+            prompt, settings = prev.prompt.text, replace(settings, chat=prev.settings.chat, system_prompt=prev.prompt.system_prompt)
+        if one_step:
+            settings = replace(settings, max_new_tokens=1)
+        from pipeline.generate import start
+
+        gen = start(lm, prompt, settings, prefix=[s.token_id for s in keep])
+    except SettingsError as e:
+        raise gr.Error(f"{str(e)[0].upper()}{str(e)[1:]}.")
+    trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud)
+    last_heavy = 0.0
+    yield {state_c: trace, **_view(trace, max(len(keep) - 1, 0), layer, head, temperature, top_k, top_p, heavy=True), C["slider"]: _slider(trace)} if keep else {
+        state_c: trace, C["output"]: page.output_only(trace), C["tokens"]: page.tokens_only(trace)}
+    for step in gen:
+        trace = replace(trace, steps=trace.steps + (step,))
+        heavy = time.perf_counter() - last_heavy >= HEAVY_EVERY_S or step.stop_reason is not None
+        if heavy:
+            last_heavy = time.perf_counter()
+        i = len(trace.steps) - 1
+        yield {state_c: trace, **_view(trace, i, layer, head, temperature, top_k, top_p, heavy=heavy), C["slider"]: _slider(trace)}
+
+
+def finish(trace, step, layer, head, temperature, top_k, top_p):
+    """After streaming ends or is stopped: every panel for the last step, and the download."""
+    if trace is None:
+        return {}
+    step = len(trace.steps) - 1
+    return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step), C["download"]: _download_file(trace)}
+
+
+def redraw(trace, step, layer, head, temperature, top_k, top_p):
+    try:
+        return _view(trace, step, layer, head, temperature, top_k, top_p)
+    except SettingsError as e:
+        gr.Warning(f"{e}")
+        return {}
+
+
+def reshape(trace, step, temperature, top_k, top_p):
+    """Slider moved: redraw only the distribution, from the logits already captured."""
+    if trace is None or not trace.steps:
+        return gr.skip()
+    try:
+        return page.distribution_only(trace, step=step, temperature=temperature, top_k=top_k, top_p=top_p)
+    except SettingsError as e:
+        gr.Warning(f"{e}")
+        return gr.skip()
+
+
+def load_trace(file, layer, head, temperature, top_k, top_p):
+    if file is None:
+        return {}
+    path = file if isinstance(file, str) else getattr(file, "name", str(file))
+    try:
+        raw = Path(path).read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        trace = records.loads(raw)
+    except (OSError, EOFError, records.TraceFormatError) as e:
+        raise gr.Error(f"Could not read that trace: {e}")
+    if not trace.steps:
+        raise gr.Error("That trace holds no generated steps.")
+    L, H = _layer_head_choices(trace)
+    s = trace.settings
+    return {
+        state_c: trace, **_view(trace, len(trace.steps) - 1, 0, "all", s.temperature, s.top_k, s.top_p),
+        C["slider"]: _slider(trace), C["layer"]: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
+        C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),
+        C["temperature"]: s.temperature, C["top_k"]: s.top_k, C["top_p"]: s.top_p, C["seed"]: s.seed,
+        C["info"]: page.model_markdown(trace.model, loaded_from_file=True), C["download"]: _download_file(trace),
+    }
+
+
+def play_tick(trace, step):
+    if trace is None or not trace.steps:
+        return gr.skip(), gr.Timer(active=False)
+    nxt = int(step) + 1
+    if nxt >= len(trace.steps):
+        return gr.skip(), gr.Timer(active=False)
+    return nxt, gr.skip()
+
+
+# -- layout -----------------------------------------------------------------------------------
+C: dict = {}
+state_c = None
+
+
+def build(example: Trace | None) -> gr.Blocks:
+    global state_c
+    with gr.Blocks(title="LLM pipeline visualizer") as demo:
+        state_c = gr.State(example)
+        gr.Markdown("# Watch a language model think, one token at a time\n" + CAPTIONS["intro"], elem_id="intro")
+        C["info"] = gr.Markdown(HOLDER.status if HOLDER else "", elem_id="model-info")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=4, min_width=320):
+                C["mode"] = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode")
+                C["prompt"] = gr.Textbox(label="Prompt", value="Why is the sky blue?", lines=3, max_lines=12, elem_id="prompt", autofocus=True,
+                                         placeholder="Type a prompt and press Enter (Shift+Enter for a new line)")
+                C["system"] = gr.Textbox(label="System prompt (chat mode; empty: the template's own default)", lines=2, elem_id="system-prompt")
+                with gr.Row():
+                    C["generate"] = gr.Button("Generate", variant="primary", elem_id="generate")
+                    C["step"] = gr.Button("+1 token", elem_id="step")
+                    C["stop"] = gr.Button("Stop", variant="stop", elem_id="stop")
+                with gr.Accordion("Sampling", open=True):
+                    C["temperature"] = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature")
+                    C["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k")
+                    C["top_p"] = gr.Slider(0.01, 1, value=0.9, step=0.01, label="Top-p (1 = off)", elem_id="top-p")
+                    with gr.Row():
+                        C["seed"] = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="seed")
+                        C["max_new"] = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label="Max new tokens", elem_id="max-new-tokens")
+                    C["resample"] = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm")
+                with gr.Row():
+                    C["download"] = gr.DownloadButton("Download trace", elem_id="download-trace", interactive=False, size="sm")
+                    C["upload"] = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
+            with gr.Column(scale=7, min_width=480):
+                gr.Markdown(CAPTIONS["output"], elem_classes="caption")
+                C["output"] = gr.HTML(elem_id="output")
+                with gr.Row(equal_height=True):
+                    C["slider"] = gr.Slider(0, 0, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
+                    C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm")
+                    C["boundaries"] = gr.Checkbox(value=True, label="Show token boundaries", elem_id="boundaries", scale=1)
+                with gr.Group(elem_id="panel-tokens"):
+                    gr.Markdown("### 1 · Tokens\n" + CAPTIONS["tokens"], elem_classes="caption")
+                    C["tokens"] = gr.HTML(elem_id="tokens-html")
+                    C["compare"] = gr.HTML(elem_id="tokenizer-compare")
+        with gr.Row(equal_height=False):
+            with gr.Column(elem_id="panel-distribution"):
+                gr.Markdown("### 4 · Next-token distribution\n" + CAPTIONS["distribution"], elem_classes="caption")
+                C["dist"] = gr.Plot(show_label=False, elem_id="dist-plot")
+            with gr.Column(elem_id="panel-embeddings"):
+                gr.Markdown("### 2 · Embeddings\n" + CAPTIONS["embeddings"], elem_classes="caption")
+                C["emb"] = gr.Plot(show_label=False, elem_id="emb-plot")
+        with gr.Column(elem_id="panel-attention"):
+            gr.Markdown("### 3 · Attention\n" + CAPTIONS["attention"], elem_classes="caption")
+            with gr.Row():
+                C["layer"] = gr.Dropdown(choices=list(range(example.model.n_layers if example else 1)), value=0, label="Layer", elem_id="layer", scale=1)
+                C["head"] = gr.Dropdown(choices=["all"] + list(range(example.model.n_heads if example else 1)), value="all", label="Head", elem_id="head", scale=1)
+                C["metric"] = gr.Radio(["entropy", "newest", "first"], value="entropy", label="Overview: per head", elem_id="overview-metric", scale=2)
+            with gr.Row(equal_height=False):
+                C["attn"] = gr.Plot(show_label=False, elem_id="attn-plot", scale=3)
+                C["overview"] = gr.Plot(show_label=False, elem_id="attn-overview", scale=2)
+        with gr.Column(elem_id="panel-kv"):
+            gr.Markdown("### 5 · KV cache and timing\n" + CAPTIONS["kv"], elem_classes="caption")
+            C["kv_text"] = gr.HTML(elem_id="kv-summary")
+            C["kv"] = gr.Plot(show_label=False, elem_id="kv-plot")
+        C["timer"] = gr.Timer(0.6, active=False)
+
+        view_in = [state_c, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
+        all_out = [state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"]]
+        gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"], state_c]
+        fin_out = [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"]]
+
+        def gen_fn(*a):
+            yield from stream(*a)
+
+        def step_fn(*a):
+            trace = a[-1]
+            cont = trace is not None and HOLDER.lm is not None and trace.model.id == HOLDER.lm.info.id and trace.steps \
+                and trace.prompt.text == a[0] and trace.steps[-1].stop_reason in (None, "max_new_tokens")
+            yield from stream(*a, start_step=len(trace.steps) if cont else None, one_step=True)
+
+        def resample_fn(step, *a):
+            yield from stream(*a, start_step=step)
+
+        events = []
+        for trigger, fn, extra in ((C["generate"].click, gen_fn, []), (C["prompt"].submit, gen_fn, []), (C["step"].click, step_fn, []),
+                                   (C["resample"].click, resample_fn, [C["slider"]])):
+            ev = trigger(fn, extra + gen_in, all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden")
+            ev.then(finish, view_in, fin_out, show_progress="hidden")
+            events.append(ev)
+        C["stop"].click(finish, view_in, fin_out, cancels=events, show_progress="hidden")
+
+        panels = [C[k] for k in page.PANEL_KEYS]
+        C["slider"].input(redraw, view_in, panels, show_progress="hidden", trigger_mode="always_last", concurrency_limit=None)
+        C["slider"].change(redraw, view_in, panels, show_progress="hidden", trigger_mode="always_last", concurrency_limit=None)
+        for k in ("layer", "head"):
+            C[k].input(redraw, view_in, panels, show_progress="hidden", concurrency_limit=None)
+        for k in ("temperature", "top_k", "top_p"):
+            C[k].input(reshape, [state_c, C["slider"], C["temperature"], C["top_k"], C["top_p"]], C["dist"],
+                       show_progress="hidden", trigger_mode="always_last", concurrency_limit=None)
+        C["boundaries"].input(lambda t, s, b: page.output_only(t, step=s, boundaries=b) if t else gr.skip(),
+                              [state_c, C["slider"], C["boundaries"]], C["output"], show_progress="hidden")
+        C["metric"].input(lambda t, s, m: page.overview_only(t, step=s, metric=m) if t else gr.skip(),
+                          [state_c, C["slider"], C["metric"]], C["overview"], show_progress="hidden")
+        C["upload"].upload(load_trace, [C["upload"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
+                           [state_c, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"], C["download"]])
+        C["play"].click(lambda t, s: (0 if t and int(s) >= len(t.steps) - 1 else gr.skip(), gr.Timer(active=True)),
+                        [state_c, C["slider"]], [C["slider"], C["timer"]])
+        C["timer"].tick(play_tick, [state_c, C["slider"]], [C["slider"], C["timer"]], show_progress="hidden")
+        demo.load(lambda t: {**_view(t, len(t.steps) - 1, 0, "all", 0.7, 0, 0.9), C["slider"]: _slider(t), C["info"]: HOLDER.status} if t else {C["info"]: HOLDER.status},
+                  [state_c], [*panels, C["slider"], C["info"]])
+        gr.Timer(1.0).tick(lambda: HOLDER.status, None, C["info"], show_progress="hidden")
+    return demo
+
+
+def main(argv=None):
+    global HOLDER
+    ap = argparse.ArgumentParser(description="LLM pipeline visualizer")
+    ap.add_argument("--model", default=os.environ.get("LLM_VIZ_MODEL"), help="Hub id or local directory (default: embedded SmolLM2-135M-Instruct)")
+    ap.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    ap.add_argument("--port", type=int, default=int(os.environ.get("PORT", os.environ.get("GRADIO_SERVER_PORT", 7860))))
+    ap.add_argument("--share", action="store_true", help="also open a public gradio.live link")
+    a = ap.parse_args(argv)
+    HOLDER = ModelHolder(a.model).start()
+    demo = build(example_trace())
+    demo.queue(default_concurrency_limit=8)
+    demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, theme=gr.themes.Soft(), show_error=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Token chips, tokenizer comparison and the generated text: escaping, counts, boundaries."""
+import dataclasses
+import html
+import re
+
+from tests.synthetic import make_trace
+from viz.output import STOP_WORDS, output_html
+from viz.tokens import compare_tokenizers_html, tokens_html
+
+EVIL = ("<script>", "<img src=x onerror=alert(1)>")
+
+
+def _no_raw_markup(s: str):
+    for bad in EVIL + ("<script", "onerror=alert(1)>"):
+        assert bad not in s
+
+
+def test_tokens_html_escapes_every_piece_and_shows_whitespace():
+    t = make_trace(prompt_len=12)  # the prompt holds '<script>', ' hello', '\n', '😀' and more
+    assert "<script>" in t.prompt.pieces and "\n" in t.prompt.pieces
+    out = tokens_html(t.prompt, t.steps, upto=None, highlight=None)
+    _no_raw_markup(out)
+    assert "&lt;script&gt;" in out
+    assert "·hello" in out and "↵" in out and "😀" in out
+
+
+def test_tokens_html_counts_chips_and_highlight():
+    t = make_trace(n_steps=4)
+    out = tokens_html(t.prompt, t.steps, upto=2, highlight=1)
+    assert out.count("class='tok'") == len(t.prompt.token_ids)
+    assert out.count("class='tok gen") == 3  # steps 0..2 inclusive
+    hl = re.findall(r"class='tok gen hl'[^>]*title=\"([^\"]*)\"", out)
+    assert len(hl) == 1 and "generated at step 1 " in html.unescape(hl[0])
+    # every chip shows its id
+    for tid in list(t.prompt.token_ids) + [s.token_id for s in t.steps[:3]]:
+        assert f">{tid}</span>" in out
+    p_chars, T0 = len(t.prompt.rendered), len(t.prompt.token_ids)
+    g_chars = sum(len(s.text) for s in t.steps[:3])
+    assert f"{p_chars:,} characters → {T0:,} tokens ({p_chars / T0:.2f} characters per token)" in out
+    assert f"{g_chars:,} characters → 3 tokens ({g_chars / 3:.2f} characters per token)" in out
+
+
+def test_tokens_html_without_steps():
+    t = make_trace()
+    out = tokens_html(t.prompt, (), upto=None, highlight=None)
+    assert "class='tok gen" not in out and "0 tokens (–" in out
+
+
+def test_compare_tokenizers_rows_and_counts():
+    text = "<script>x</script> hi"
+    out = compare_tokenizers_html(text, [("A <b>", ["<script>", "x", "</script>", " hi"], [1, 2, 3, 4]), ("B", [text], [9])])
+    _no_raw_markup(out)
+    assert "A &lt;b&gt;</b>: 4 tokens" in out and "B</b>: 1 tokens" in out
+    assert out.count("class='cmp-row'") == 2
+
+
+def _steps_with_text(texts):
+    t = make_trace(n_steps=len(texts))
+    return tuple(dataclasses.replace(s, text=x) for s, x in zip(t.steps, texts))
+
+
+def test_output_html_escapes_and_keeps_newlines():
+    steps = _steps_with_text(["Hi", " <script>alert(1)</script>", "\n", "é😀"])
+    plain = output_html(steps, upto=None, show_boundaries=False, stop_reason=None)
+    _no_raw_markup(plain)
+    assert html.escape("Hi <script>alert(1)</script>\né😀") in plain
+    assert "white-space:pre-wrap" in plain and "stop-reason" not in plain
+
+
+def test_output_html_boundaries_alternate_and_upto():
+    steps = _steps_with_text(["a", "b", "", "c"])  # an empty step (held-back bytes / eos) gets no span
+    out = output_html(steps, upto=None, show_boundaries=True, stop_reason=None)
+    spans = re.findall(r"<span class='step' style='background:(#[0-9a-f]+)[^>]*title=\"([^\"]*)\">([^<]*)</span>", out)
+    assert [s[2] for s in spans] == ["a", "b", "c"]
+    assert spans[0][0] != spans[1][0] and spans[2][0] == spans[1][0]  # shade by step parity: steps 0, 1, 3
+    assert html.unescape(spans[2][1]).startswith(f"step 3 · id {steps[3].token_id}")
+    assert f"p={steps[1].chosen_final_prob:.3f}" in html.unescape(spans[1][1])
+    short = output_html(steps, upto=1, show_boundaries=True, stop_reason=None)
+    assert short.count("class='step'") == 2
+
+
+def test_output_html_stop_reason_in_words():
+    steps = _steps_with_text(["a"])
+    for reason, words in STOP_WORDS.items():
+        assert words in output_html(steps, upto=None, show_boundaries=False, stop_reason=reason)
+    assert "end-of-sequence" in STOP_WORDS["eos"] and "maximum number of new tokens" in STOP_WORDS["max_new_tokens"]
+    assert "context limit" in STOP_WORDS["context_limit"]

@@ -1,0 +1,186 @@
+"""The next-token distribution of one step, reshaped by sampling settings with the very code
+that sampled it (pipeline.sampling).
+
+Exact when the settings are the step's own (the recorded numbers) or when the step holds its
+full-vocabulary logits; otherwise approximate over the recorded top N candidates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from pipeline import sampling
+from pipeline.records import StepRecord
+
+from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
+
+
+@dataclass(frozen=True)
+class Reshaped:
+    """A step's candidates under some sampling settings. Arrays are (N,), in the step's top order
+    (by raw logit, descending)."""
+
+    raw_probs: np.ndarray  # temperature 1, full vocabulary (the step's top_probs)
+    final_probs: np.ndarray  # in the distribution that would be sampled from
+    kept: np.ndarray  # bool: survives every stage
+    stage_names: tuple[str, ...]
+    stage_params: tuple[float, ...]
+    stage_kept: tuple[int, ...]  # tokens surviving each stage (over the vocabulary, or the top N if not exact)
+    stage_mass: tuple[float, ...]  # mass of those tokens in the distribution entering the stage
+    n_kept: int  # tokens that can be sampled (last stage's kept)
+    cutoff: int  # candidates (in top order) up to and including the last kept one
+    final_entropy: float  # bits
+    exact: bool
+    source: str  # "recorded" | "logits" | "top-N"
+
+
+def recorded_settings(step: StepRecord) -> list[tuple[str, float]]:
+    return [(s.name, float(s.param)) for s in step.stages]
+
+
+def _same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
+    return len(a) == len(b) and all(x[0] == y[0] and np.isclose(x[1], y[1], rtol=1e-6, atol=1e-9) for x, y in zip(a, b))
+
+
+def reshape(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0,
+            use_recorded: bool = True) -> Reshaped:
+    """Final sampling probabilities of the step's candidates under these settings.
+
+    Order of sources: the step's recorded numbers when the settings are its own (and
+    use_recorded); a recomputation from step.logits (full vocabulary, exact); else a
+    recomputation over the top N logits only (exact=False). Raises SettingsError for bad settings."""
+    stages = sampling.build_stages(temperature=temperature, top_k=top_k, top_p=top_p,
+                                   repetition_penalty=repetition_penalty, context_ids=step.context_ids)
+    wanted = [(s.name, float(s.param)) for s in stages]
+    raw = np.asarray(step.top_probs, np.float64)  # (N,)
+    N = raw.size
+    rp = any(s.name == "repetition_penalty" for s in stages)
+    if use_recorded and _same(wanted, recorded_settings(step)):
+        final = np.asarray(step.top_final_probs, np.float64)
+        kept_n = step.stages[-1].kept if step.stages else N
+        # without a repetition penalty every stage keeps the order, so the kept tokens are a prefix
+        kept = final > 0 if rp else np.arange(N) < kept_n
+        return _result(raw, final, kept, [(s.name, s.param, s.kept, s.mass) for s in step.stages], kept_n,
+                       step.final_entropy, True, "recorded")
+    if step.logits is not None:
+        res = sampling.apply_stages(step.logits, stages)
+        ids = np.asarray(step.top_ids, np.int64)
+        final = res.final_probs[ids]
+        kept = np.isfinite(res.final_logits[ids])
+        info = [(s.name, s.param, k, m) for s, k, m in zip(stages, res.stage_kept, res.stage_mass)]
+        return _result(raw, final, kept, info, res.stage_kept[-1], sampling.entropy_bits(res.final_probs), True, "logits")
+    # Approximate: only the top N logits are known; the repetition penalty sees the context ids among them.
+    ctx = set(int(i) for i in step.context_ids)
+    local = [j for j, i in enumerate(step.top_ids) if int(i) in ctx]
+    stages = sampling.build_stages(temperature=temperature, top_k=top_k, top_p=top_p,
+                                   repetition_penalty=repetition_penalty, context_ids=local)
+    res = sampling.apply_stages(np.asarray(step.top_logits, np.float32), stages)
+    info = [(s.name, s.param, k, m) for s, k, m in zip(stages, res.stage_kept, res.stage_mass)]
+    return _result(raw, res.final_probs, np.isfinite(res.final_logits), info, res.stage_kept[-1],
+                   sampling.entropy_bits(res.final_probs), False, "top-N")
+
+
+def _result(raw, final, kept, info, n_kept, final_entropy, exact, source) -> Reshaped:
+    kept = np.asarray(kept, bool)
+    idx = np.flatnonzero(kept)
+    return Reshaped(
+        raw_probs=raw, final_probs=np.asarray(final, np.float64), kept=kept,
+        stage_names=tuple(i[0] for i in info), stage_params=tuple(float(i[1]) for i in info),
+        stage_kept=tuple(int(i[2]) for i in info), stage_mass=tuple(float(i[3]) for i in info),
+        n_kept=int(n_kept), cutoff=int(idx[-1]) + 1 if idx.size else 0,
+        final_entropy=float(final_entropy), exact=exact, source=source,
+    )
+
+
+def _tokens(k: int) -> str:
+    return f"{k:,} token" + ("" if k == 1 else "s")
+
+
+def _cut_text(r: Reshaped) -> str:
+    """What the filtering stages did, in words, from the stage records."""
+    parts = []
+    for name, param, k, m in zip(r.stage_names, r.stage_params, r.stage_kept, r.stage_mass):
+        if name == "top_p":
+            parts.append(f"top-p {param:g} keeps {_tokens(k)} holding {m:.1%} of the probability")
+        elif name == "top_k":
+            parts.append(f"top-k {int(param)} keeps {_tokens(k)} ({m:.1%})")
+        elif name == "temperature" and param == 0:
+            parts.append("temperature 0: greedy, only the most likely token")
+    return "; ".join(parts)
+
+
+def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
+                        repetition_penalty: float = 1.0, n: int = 20, vocab_size: int | None = None) -> go.Figure:
+    """Top-n candidates by raw logit: probability at temperature 1 beside the final sampling
+    probability under these settings; filtered tokens grey; the cut-off line; the sampled token
+    marked; one bar for the rest of the vocabulary so the bars add up to 1."""
+    r = reshape(step, temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=repetition_penalty)
+    N = r.raw_probs.size
+    n = max(1, min(n, N))
+    V = vocab_size or (step.logits.size if step.logits is not None else None)
+    ids = np.asarray(step.top_ids)[:n]
+    chosen = [k for k in range(N) if int(step.top_ids[k]) == step.token_id]
+    rank = chosen[0] if chosen else None  # 0-based, within the recorded top N
+
+    labels, raw, fin = [], list(r.raw_probs[:n]), list(r.final_probs[:n])
+    for k in range(n):
+        lab = f"#{k + 1} {plot_piece(step.top_pieces[k], 14)}"
+        if k == rank:
+            lab = f"<b>{lab} ◀ sampled</b>"
+        elif not r.kept[k]:
+            lab = f"<span style='color:{MUTED}'>{lab}</span>"
+        labels.append(lab)
+    rest_label = f"rest of vocabulary ({V - n:,} tokens)" if V else "rest of vocabulary"
+    labels.append(f"<i>{rest_label}</i>")
+    raw_rest = max(0.0, 1.0 - float(np.sum(r.raw_probs[:n])))
+    fin_rest = max(0.0, 1.0 - float(np.sum(r.final_probs[:n])))
+    raw.append(raw_rest)
+    fin.append(fin_rest)
+
+    hover = [f"{plot_piece(step.top_pieces[k], 40)} · id {int(ids[k])}<br>raw logit {float(step.top_logits[k]):.2f}"
+             + ("" if r.kept[k] else "<br><b>removed</b> by the sampling settings") for k in range(n)]
+    hover.append(f"{rest_label}: every token outside the top {n}")
+    raw_col = [PROMPT_COLOR if r.kept[k] else MUTED for k in range(n)] + ["#cbd5e0"]
+    fin_col = [NEW_COLOR if k == rank else GEN_COLOR for k in range(n)] + ["#cbd5e0"]
+    line_w = [2.5 if k == rank else 0 for k in range(n)] + [0]
+    bars = [
+        go.Bar(y=labels, x=raw, orientation="h", name="probability at temperature 1 (raw)",
+               marker=dict(color=raw_col, line=dict(width=line_w, color=NEW_COLOR)),
+               customdata=hover, hovertemplate="%{customdata}<br>raw probability %{x:.2%}<extra></extra>"),
+        go.Bar(y=labels, x=fin, orientation="h", name="probability sampled from (your settings)", marker=dict(color=fin_col),
+               customdata=hover, hovertemplate="%{customdata}<br>sampling probability %{x:.2%}<extra></extra>",
+               text=[f"{v:.0%}" if v >= 0.005 else "" for v in fin], textposition="outside", cliponaxis=False,
+               constraintext="none", textfont=dict(size=11)),
+    ]
+    shapes, notes, annotations = [], [], []
+    cut = _cut_text(r)
+    if 0 < r.cutoff < n:  # a line between the last kept candidate and the next
+        shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=r.cutoff - 0.5, y1=r.cutoff - 0.5,
+                           line=dict(color=NEW_COLOR, width=1.5, dash="dash"), name="cut-off"))
+        annotations.append(dict(xref="paper", x=1, xanchor="left", yref="y", y=r.cutoff - 0.5, yanchor="middle", showarrow=False,
+                                text="cut-off", font=dict(size=11, color=NEW_COLOR), name="cut-off"))
+    if r.cutoff >= n and cut:
+        cut += f" (more than the {n} shown)"
+    if rank is None:
+        notes.append(f"sampled token {plot_piece(step.piece)} is not among the top {N} (p={step.chosen_prob:.2e})")
+    elif rank >= n:
+        notes.append(f"sampled token {plot_piece(step.piece)} ranked #{rank + 1} (p={step.chosen_prob:.2%})")
+    if not r.exact:
+        notes.append(f"<b>approximate</b>: the trace holds only the top {N} logits, so these settings are applied to them alone")
+    if notes:  # below the x axis title
+        annotations.append(dict(xref="paper", yref="paper", x=0, y=0, yshift=-48, xanchor="left", yanchor="top", showarrow=False,
+                                align="left", text="<br>".join(notes), font=dict(size=12, color="#4a5568"), name="notes"))
+    # entropies are never negative; + 0.0 turns a -0.0 into 0.0 for display
+    title = (f"Next token at position {step.position + 1} · entropy {step.entropy + 0.0:.2f} bits raw → "
+             f"{r.final_entropy + 0.0:.2f} bits sampled from" + (" (approximate)" if not r.exact else ""))
+    if cut:
+        title += f"<br><sup>{cut}</sup>"
+    layout = base_layout(title, height=max(420, 24 * (n + 1) + 150 + 18 * len(notes)),
+                         margin=dict(l=160, r=60, t=100, b=60 + 18 * len(notes)),
+                         barmode="group", bargap=0.25, bargroupgap=0.05, legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+                         shapes=shapes, annotations=annotations,
+                         xaxis=dict(range=[0, 1.08], autorange=False, tickformat=".0%", title=dict(text="probability"), fixedrange=True),
+                         yaxis=dict(type="category", autorange="reversed", fixedrange=True, tickfont=dict(size=12)))
+    return go.Figure(data=bars, layout=layout)

@@ -1,0 +1,96 @@
+"""The context's input embeddings in the model's fixed 2D projection (PCA of its embedding matrix)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from pipeline.records import PromptRecord, StepRecord, VocabCloud
+
+from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
+
+MAX_LABELS = 60
+
+
+def axis_ranges(prompt: PromptRecord, steps: Sequence[StepRecord], cloud: VocabCloud | None, *, pad: float = 0.06):
+    """([x0, x1], [y0, y1]) over the cloud, the prompt and every step of the trace (not only
+    those shown), so points stay put while the step slider moves."""
+    parts = [np.asarray(prompt.embed_2d, np.float64).reshape(-1, 2)]  # (T, 2)
+    parts += [np.asarray([s.embed_2d for s in steps], np.float64).reshape(-1, 2)]  # (n_steps, 2)
+    if cloud is not None:
+        parts.append(np.asarray(cloud.xy, np.float64).reshape(-1, 2))  # (n, 2)
+    pts = np.concatenate(parts)
+    pts = pts[np.isfinite(pts).all(axis=1)]
+    if not len(pts):
+        return [-1.0, 1.0], [-1.0, 1.0]
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    span = np.maximum(hi - lo, 1e-6)
+    lo, hi = lo - pad * span, hi + pad * span
+    return [float(lo[0]), float(hi[0])], [float(lo[1]), float(hi[1])]
+
+
+def _labelled(ids: list[int], max_labels: int) -> set[int]:
+    """Positions to label: the most recent occurrence of each distinct token, newest first, at most max_labels."""
+    seen, out = set(), set()
+    for k in range(len(ids) - 1, -1, -1):
+        if len(out) >= max_labels:
+            break
+        if ids[k] not in seen:
+            seen.add(ids[k])
+            out.add(k)
+    return out
+
+
+def embeddings_figure(*, prompt: PromptRecord, steps: Sequence[StepRecord], step: int | None, cloud: VocabCloud | None,
+                      max_labels: int = MAX_LABELS) -> go.Figure:
+    """Grey vocabulary cloud, prompt tokens (blue), generated tokens of steps[0..step] (orange),
+    the newest (steps[step]) larger in red. Axis ranges are fixed over the whole trace."""
+    xr, yr = axis_ranges(prompt, steps, cloud)
+    traces = []
+    if cloud is not None and len(cloud.ids):
+        traces.append(go.Scatter(
+            x=cloud.xy[:, 0], y=cloud.xy[:, 1], mode="markers", name="vocabulary (sample)",
+            marker=dict(size=4, color=MUTED, opacity=0.35),
+            hovertext=[f"{plot_piece(p)} · id {int(i)}" for p, i in zip(cloud.pieces, cloud.ids)],
+            hovertemplate="%{hovertext}<extra>vocabulary</extra>",
+        ))
+    shown = [] if step is None else list(steps[: step + 1])
+    T0 = len(prompt.token_ids)
+    labelled = _labelled(list(prompt.token_ids) + [s.token_id for s in shown], max_labels)  # context positions
+
+    pxy = np.asarray(prompt.embed_2d, np.float32).reshape(-1, 2)  # (T0, 2)
+    traces.append(go.Scatter(
+        x=pxy[:, 0], y=pxy[:, 1], mode="markers+text", name="prompt tokens",
+        marker=dict(size=8, color=PROMPT_COLOR, opacity=0.85),
+        text=[plot_piece(p, 12) if k in labelled else "" for k, p in enumerate(prompt.pieces)],
+        textposition="top center", textfont=dict(size=11, color=PROMPT_COLOR),
+        hovertext=[f"prompt position {k}: {plot_piece(p)} · id {i}" for k, (p, i) in enumerate(zip(prompt.pieces, prompt.token_ids))],
+        hovertemplate="%{hovertext}<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
+    ))
+    if len(shown) > 1:
+        old = shown[:-1]
+        gxy = np.asarray([s.embed_2d for s in old], np.float32).reshape(-1, 2)  # (step, 2)
+        traces.append(go.Scatter(
+            x=gxy[:, 0], y=gxy[:, 1], mode="markers+text", name="generated tokens",
+            marker=dict(size=9, color=GEN_COLOR, opacity=0.9, symbol="diamond"),
+            text=[plot_piece(s.piece, 12) if T0 + i in labelled else "" for i, s in enumerate(old)],
+            textposition="top center", textfont=dict(size=11, color=GEN_COLOR),
+            hovertext=[f"step {i}: {plot_piece(s.piece)} · id {s.token_id}" for i, s in enumerate(old)],
+            hovertemplate="%{hovertext}<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
+        ))
+    if shown:
+        s = shown[-1]
+        traces.append(go.Scatter(
+            x=[float(s.embed_2d[0])], y=[float(s.embed_2d[1])], mode="markers+text", name=f"newest (step {len(shown) - 1})",
+            marker=dict(size=16, color=NEW_COLOR, symbol="star", line=dict(width=1, color="white")),
+            text=[f"<b>{plot_piece(s.piece, 16)}</b>"], textposition="top center", textfont=dict(size=14, color=NEW_COLOR),
+            hovertext=[f"newest, step {len(shown) - 1}: {plot_piece(s.piece)} · id {s.token_id}"],
+            hovertemplate="%{hovertext}<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
+        ))
+    title = "Input embeddings, projected to 2D" + (f" · step {len(shown) - 1}" if shown else "")
+    layout = base_layout(title, height=460, legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+                         margin=dict(l=60, r=20, t=80, b=50),
+                         xaxis=dict(range=xr, autorange=False, title=dict(text="direction 1 (PCA)"), zeroline=False),
+                         yaxis=dict(range=yr, autorange=False, title=dict(text="direction 2 (PCA)"), zeroline=False))
+    return go.Figure(data=traces, layout=layout)

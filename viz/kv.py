@@ -1,0 +1,105 @@
+"""The KV cache's size step by step (measured and by formula) and each step's wall time."""
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from pipeline.records import ModelInfo, StepRecord
+
+from .style import GEN_COLOR, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes
+
+
+def bytes_per_value(step: StepRecord, model: ModelInfo) -> float:
+    """Bytes per cached number, read back from the recorded formula value."""
+    per_pos = 2 * model.n_layers * model.n_kv_heads * model.head_dim * (step.position + 1)
+    return step.kv_cache_bytes_formula / per_pos if per_pos else float("nan")
+
+
+def timing_stats(steps: Sequence[StepRecord]) -> dict:
+    """Prefill time and tokens (the first prefill step), decode median ms/token and tokens/s."""
+    pre = next((s for s in steps if s.phase == "prefill"), None)
+    dec = [s.ms for s in steps if s.phase == "decode"]
+    med = float(np.median(dec)) if dec else None
+    return dict(
+        prefill_ms=pre.ms if pre else None, prefill_tokens=pre.position + 1 if pre else None,
+        decode_median_ms=med, decode_tokens_per_s=1000.0 / med if med else None, n_decode=len(dec),
+    )
+
+
+def kv_timing_figure(*, steps: Sequence[StepRecord], step: int, model: ModelInfo) -> go.Figure:
+    """Left: KV cache bytes after each step, measured and by formula, the step on screen marked.
+    Right: milliseconds per step, the prefill bar coloured apart from the decode bars."""
+    steps = list(steps)
+    x = [s.index for s in steps]
+    cur = steps[step]
+    per_layer = [f"step {s.index} ({s.phase}): {s.position + 1:,} positions cached<br>measured {human_bytes(s.kv_cache_bytes)}"
+                 f" = {human_bytes(s.kv_cache_bytes / model.n_layers)} in each of {model.n_layers} layers"
+                 for s in steps]
+    traces = [
+        # (a) cache size, on axes x / y
+        go.Scatter(x=x, y=[s.kv_cache_bytes for s in steps], mode="lines+markers", name="measured (cache tensors)",
+                   line=dict(color=PROMPT_COLOR, width=2), marker=dict(size=5), customdata=per_layer,
+                   hovertemplate="%{customdata}<br>%{y:,} bytes<extra>measured</extra>"),
+        go.Scatter(x=x, y=[s.kv_cache_bytes_formula for s in steps], mode="lines", name="formula",
+                   line=dict(color=GEN_COLOR, width=2, dash="dot"),
+                   hovertemplate="formula: %{y:,} bytes<extra>2 × layers × KV heads × head size × positions × bytes</extra>"),
+        go.Scatter(x=[cur.index], y=[cur.kv_cache_bytes], mode="markers", name=f"step {cur.index} (on screen)",
+                   marker=dict(size=13, color=NEW_COLOR, symbol="circle-open", line=dict(width=3)),
+                   hovertemplate="step on screen: %{y:,} bytes<extra></extra>"),
+        # (b) timing, on axes x2 / y2
+        go.Bar(x=x, y=[s.ms for s in steps], name="ms per step", xaxis="x2", yaxis="y2", showlegend=False,
+               marker=dict(color=[PROMPT_COLOR if s.phase == "prefill" else GEN_COLOR for s in steps],
+                           line=dict(width=[2.5 if s.index == cur.index else 0 for s in steps], color=NEW_COLOR)),
+               customdata=[f"step {s.index}: {s.phase}, {(s.position + 1) if s.phase == 'prefill' else 1} token(s) fed" for s in steps],
+               hovertemplate="%{customdata}<br>%{y:.1f} ms<extra></extra>"),
+    ]
+    t = timing_stats(steps)
+    notes = []
+    if t["prefill_ms"] is not None:
+        notes.append(f"prefill: {t['prefill_ms']:.0f} ms for {t['prefill_tokens']:,} tokens")
+    if t["decode_median_ms"] is not None:
+        notes.append(f"decode: median {t['decode_median_ms']:.1f} ms/token = {t['decode_tokens_per_s']:.1f} tokens/s")
+    sub = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=13))
+    annotations = [dict(sub, x=0.22, xanchor="center", text="KV cache size after each step"),
+                   dict(sub, x=0.78, xanchor="center", text="Time per step")]
+    if notes:
+        annotations.append(dict(xref="x2 domain", yref="y2 domain", x=0.98, y=0.98, xanchor="right", yanchor="top", showarrow=False,
+                                align="right", text="<br>".join(notes), font=dict(size=12), bgcolor="rgba(255,255,255,0.85)"))
+    xr = [min(x) - 0.5, max(x) + 0.5]
+    ymax = max(1, max(max(s.kv_cache_bytes, s.kv_cache_bytes_formula) for s in steps))
+    tmax = max(1e-3, max(s.ms for s in steps))
+    xa = dict(range=xr, autorange=False, title=dict(text="step"))
+    layout = base_layout(
+        "KV cache and timing", height=400, margin=dict(l=70, r=20, t=80, b=80), bargap=0.15,
+        legend=dict(orientation="h", x=0, y=-0.22), annotations=annotations,
+        xaxis=dict(xa, domain=[0.0, 0.44], anchor="y"), xaxis2=dict(xa, domain=[0.56, 1.0], anchor="y2"),
+        yaxis=dict(range=[0, ymax * 1.08], autorange=False, tickformat="~s", title=dict(text="bytes"), anchor="x"),
+        yaxis2=dict(range=[0, tmax * 1.12], autorange=False, title=dict(text="milliseconds"), anchor="x2"),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def kv_summary_html(*, steps: Sequence[StepRecord], step: int, model: ModelInfo) -> str:
+    """The step's cache in words: positions, bytes, and the formula with the model's numbers."""
+    s = steps[step]
+    P = s.position + 1
+    bpv = bytes_per_value(s, model)
+    bpv_txt = f"{int(bpv)}" if float(bpv).is_integer() else f"{bpv:.2f}"
+    L, G, D = model.n_layers, model.n_kv_heads, model.head_dim
+    per_token = 2 * L * G * D * bpv
+    lines = [
+        f"After the forward pass of step {s.index} the cache holds keys and values for <b>{P:,} positions</b> "
+        f"(0 to {P - 1}); the token this step chose gets its own when it is fed in at the next step.",
+        f"Measured: <b>{human_bytes(s.kv_cache_bytes)}</b> ({s.kv_cache_bytes:,} bytes), "
+        f"{human_bytes(s.kv_cache_bytes / L)} per layer.",
+        f"Formula: 2 (keys and values) × {L} layers × {G} KV heads × {D} numbers per head × {P:,} positions × "
+        f"{bpv_txt} bytes ({html.escape(model.dtype)}) = <b>{s.kv_cache_bytes_formula:,} bytes</b>, "
+        f"that is {per_token:,.0f} bytes for every token in the context.",
+    ]
+    if G != model.n_heads and G:
+        lines.append(f"Grouped-query attention: {model.n_heads} query heads share {G} KV heads, "
+                     f"so the cache is {model.n_heads / G:g}× smaller than with one KV head per query head.")
+    return "<div class='kv-summary' style='font-size:14px;line-height:1.5'>" + "".join(f"<p style='margin:2px 0'>{x}</p>" for x in lines) + "</div>"

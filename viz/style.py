@@ -1,0 +1,82 @@
+"""Shared look and text helpers for every panel: fonts, colours, safe readable token text.
+
+Token pieces can hold any characters (including '<script>'), so every piece that reaches
+HTML or a plotly label goes through `html_piece` / `plot_piece`, which make whitespace
+visible and escape markup.
+"""
+from __future__ import annotations
+
+import html
+
+FONT = dict(family="Inter, 'Segoe UI', Helvetica, Arial, sans-serif", size=14, color="#1a202c")
+TITLE_FONT = dict(size=15)
+# Eight pastel chip colours, cycled by token position.
+PASTELS = ("#fde2e4", "#e2ece9", "#dfe7fd", "#fff1c1", "#e8dff5", "#d7f2f7", "#fce1cf", "#e4f4d7")
+PROMPT_COLOR = "#3b6fd8"  # prompt tokens (blue)
+GEN_COLOR = "#e07b1a"  # generated tokens (orange)
+NEW_COLOR = "#c0262d"  # the newest / sampled token (red)
+MUTED = "#a0aec0"  # filtered / background (grey)
+# White at 0, dark blue at 1; the low end is stretched so small attention weights stay visible.
+WEIGHT_SCALE = [[0.0, "#ffffff"], [0.02, "#eef3fb"], [0.1, "#c6d8f0"], [0.3, "#7fa6dc"], [0.6, "#3b6fd8"], [1.0, "#0b2a6b"]]
+
+_VISIBLE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}
+
+
+def visible(piece: str) -> str:
+    """Whitespace and control characters made visible: ' a\\n' -> '·a↵'; '' -> '∅'."""
+    if piece == "":
+        return "∅"
+    out = []
+    for c in piece:
+        if c in _VISIBLE:
+            out.append(_VISIBLE[c])
+        elif ord(c) < 0x20 or ord(c) == 0x7F:
+            out.append(chr(0x2400 + ord(c)) if ord(c) < 0x20 else "␡")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def truncate(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: max(n - 1, 1)] + "…"
+
+
+def html_piece(piece: str, n: int | None = None) -> str:
+    """A piece ready for HTML: visible whitespace, optionally truncated, escaped."""
+    v = visible(piece)
+    return html.escape(truncate(v, n) if n else v)
+
+
+def plot_piece(piece: str, n: int | None = 16) -> str:
+    """A piece ready for plotly text, ticks and hover (plotly renders some HTML: escape it)."""
+    v = visible(piece)
+    return html.escape(truncate(v, n) if n else v, quote=False)
+
+
+def plot_text(s: str) -> str:
+    """Any other text from the records for plotly labels (escaped, whitespace kept)."""
+    return html.escape(s, quote=False)
+
+
+def base_layout(title: str, *, height: int = 420, **kw) -> dict:
+    """The common layout: white template, readable font, short title, compact margins."""
+    layout = dict(
+        template="plotly_white",
+        title=dict(text=title, font=TITLE_FONT, x=0.01, xanchor="left"),
+        font=FONT,
+        height=height,
+        margin=dict(l=60, r=20, t=60, b=50),
+        hoverlabel=dict(font_size=13, bgcolor="white"),
+    )
+    layout.update(kw)
+    return layout
+
+
+def human_bytes(n: float) -> str:
+    """1658880 -> '1.66 MB' (decimal units, as people read them)."""
+    n = float(n)
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{int(n)} bytes" if unit == "bytes" else f"{n:.3g} {unit}"
+        n /= 1000.0
+    return f"{n:.3g} TB"

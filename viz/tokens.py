@@ -1,0 +1,80 @@
+"""Token chips: the context the model reads (chat template included), and tokenizer comparisons.
+
+Every piece is escaped (html.escape) and has its whitespace made visible.
+"""
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+from pipeline.records import PromptRecord, StepRecord
+
+from .style import PASTELS, html_piece, visible
+
+_CHIP = ("display:inline-flex;flex-direction:column;align-items:center;margin:2px 1px;padding:1px 4px;"
+         "border-radius:4px;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:14px;line-height:1.25;"
+         "vertical-align:top;background:{bg};border:{border}")
+_ID = "<span style='font-size:10px;color:#718096'>{id}</span>"
+_WRAP = "<div style='line-height:1.2;max-height:420px;overflow-y:auto'>{}</div>"
+
+
+def _chip(piece: str, tid: int, pos: int, *, generated: bool, highlight: bool, title: str, n: int | None = 24) -> str:
+    border = "2px solid #c0262d" if highlight else ("2px solid #4a5568" if generated else "1px solid #e2e8f0")
+    style = _CHIP.format(bg=PASTELS[pos % len(PASTELS)], border=border)
+    if highlight:
+        style += ";box-shadow:0 0 0 3px #fbd38d"
+    return (f"<span class='tok{' gen' if generated else ''}{' hl' if highlight else ''}' style=\"{style}\" "
+            f"title=\"{html.escape(title)}\"><span>{html_piece(piece, n)}</span>{_ID.format(id=int(tid))}</span>")
+
+
+def _ratio(chars: int, toks: int) -> str:
+    return f"{chars / toks:.2f}" if toks else "–"
+
+
+def tokens_html(prompt: PromptRecord, steps: Sequence[StepRecord], *, upto: int | None = None, highlight: int | None = None) -> str:
+    """The rendered context as chips: prompt tokens (thin border) then generated ones (bold border).
+
+    upto: show the generated tokens of steps[0..upto] inclusive (None: all steps).
+    highlight: the step whose chip is emphasised (None: none).
+    Each chip shows the readable piece and its id below; its title gives position and id."""
+    shown = list(steps) if upto is None else list(steps[: upto + 1])
+    T0 = len(prompt.token_ids)
+    p_chars = len(prompt.rendered)
+    g_chars = sum(len(s.text) for s in shown)
+    counts = (
+        f"<div class='tok-counts' style='font-size:13.5px;color:#2d3748;margin-bottom:4px'>"
+        f"<b>Prompt</b> (with chat template): {p_chars:,} characters → {T0:,} tokens "
+        f"({_ratio(p_chars, T0)} characters per token) · "
+        f"<b>Generated</b>: {g_chars:,} characters → {len(shown):,} tokens ({_ratio(g_chars, len(shown))} characters per token)"
+        f"</div>"
+    )
+    chips = []
+    for pos, (tid, piece) in enumerate(zip(prompt.token_ids, prompt.pieces)):
+        chips.append(_chip(piece, tid, pos, generated=False, highlight=False,
+                           title=f"prompt token · position {pos} · id {tid} · {visible(piece)!r}"))
+    for i, s in enumerate(shown):
+        pos = s.position + 1  # the chosen token sits after the query that chose it
+        chips.append(_chip(s.piece, s.token_id, pos, generated=True, highlight=highlight == i,
+                           title=f"generated at step {i} ({s.phase}) · position {pos} · id {s.token_id} · "
+                                 f"p={s.chosen_final_prob:.3f} · {visible(s.piece)!r}"))
+    legend = ("<div style='font-size:12px;color:#718096;margin-top:4px'>Thin border: prompt. Bold border: generated. "
+              "Red: the step on screen. Small number: the token id. Shown as ‘·’: a space, ‘↵’: a newline, ‘→’: a tab.</div>")
+    return counts + _WRAP.format("".join(chips)) + legend
+
+
+def compare_tokenizers_html(text: str, encodings: Sequence[tuple[str, list[str], list[int]]]) -> str:
+    """One row of chips per tokenizer for the same text: (name, pieces, ids) each, with its count."""
+    rows = []
+    for name, pieces, ids in encodings:
+        chips = "".join(
+            _chip(p, i, k, generated=False, highlight=False, title=f"{name} · token {k} · id {i}")
+            for k, (p, i) in enumerate(zip(pieces, ids))
+        )
+        rows.append(
+            f"<div class='cmp-row' style='margin:6px 0'><div style='font-size:13.5px'><b>{html.escape(name)}</b>: "
+            f"{len(ids):,} tokens ({_ratio(len(text), len(ids))} characters per token)</div>{_WRAP.format(chips)}</div>"
+        )
+    if not rows:
+        rows.append("<div style='color:#718096'>No other tokenizer is available to compare.</div>")
+    head = f"<div style='font-size:13.5px;color:#2d3748'>The same {len(text):,} characters, split by different tokenizers:</div>"
+    return head + "".join(rows)
