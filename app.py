@@ -27,8 +27,14 @@ from viz.captions import CAPTIONS
 ROOT = Path(__file__).resolve().parent
 EXAMPLE = ROOT / "assets" / "example_trace.json.gz"
 CSS = (ROOT / "assets" / "style.css").read_text(encoding="utf-8")
-HEAVY_EVERY_S = 1.0  # attention / embeddings / KV figures refresh at most this often while streaming
+# While streaming, the figures refresh at most this often (seconds): the distribution, and the
+# heavy ones (attention, embeddings, KV). Text and token chips follow every token.
+DIST_EVERY_S = float(os.environ.get("LLM_VIZ_DIST_EVERY_S", 0.5))
+HEAVY_EVERY_S = float(os.environ.get("LLM_VIZ_HEAVY_EVERY_S", 3.0))
 MAX_NEW_TOKENS = 512
+# Longer prompts work in the pipeline, but a CPU prefill with every attention map captured
+# grows with the square of the length: the page keeps a class's wait short.
+MAX_PROMPT_TOKENS = int(os.environ.get("LLM_VIZ_MAX_PROMPT_TOKENS", 2048))
 
 
 # -- the model (the only global) ---------------------------------------------------------------
@@ -60,10 +66,12 @@ class ModelHolder:
         self.status = f"_{msg.strip()}_"
 
     def get(self):
-        if not self.ready.wait(timeout=600):
-            raise gr.Error("The model is still loading; try again in a minute.")
+        if not self.ready.wait(timeout=3):
+            raise SettingsError(f"the model is still loading ({self.status.strip('_')}); the example trace below "
+                                "can be explored meanwhile: try Generate again in a moment")
         if self.lm is None:
-            raise gr.Error(f"The model could not be loaded: {self.error}. Restart the app with --model pointing at a working model.")
+            raise SettingsError(f"the model could not be loaded: {self.error}. Restart the app with --model "
+                                "pointing at a working model")
         return self.lm
 
 
@@ -87,8 +95,13 @@ def _settings(mode, system, temperature, top_k, top_p, seed, max_new) -> Setting
             top_p=float(top_p), seed=int(seed), max_new_tokens=int(max_new), chat=chat,
             system_prompt=(system if system and system.strip() else None) if chat else None,
         )
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise SettingsError(f"a setting is not a number ({e})") from e
+
+
+def _unchanged() -> dict:
+    """An update that changes nothing (Gradio reads an empty dict as one missing value)."""
+    return {C["output"]: gr.skip()}
 
 
 def _view(trace: Trace | None, step, layer, head, temperature, top_k, top_p, *, heavy=True, stop_note=True) -> dict:
@@ -101,7 +114,10 @@ def _view(trace: Trace | None, step, layer, head, temperature, top_k, top_p, *, 
 
 def _slider(trace: Trace | None, value=None):
     n = len(trace.steps) if trace else 0
-    return gr.Slider(minimum=0, maximum=max(n - 1, 0), value=min(value if value is not None else n - 1, max(n - 1, 0)), step=1, interactive=n > 1)
+    top = max(n - 1, 0)
+    v = top if value is None else max(0, min(int(value), top))
+    # a Gradio slider needs minimum < maximum: with one step or none it shows 0..1, locked
+    return gr.Slider(minimum=0, maximum=max(top, 1), value=v, step=1, interactive=n > 1)
 
 
 def _layer_head_choices(trace: Trace | None):
@@ -122,9 +138,9 @@ def _download_file(trace: Trace | None):
 # -- listeners --------------------------------------------------------------------------------
 def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, state, start_step=None, one_step=False):
     """Generate and stream: cheap panels every token, heavy ones at a bounded rate and at the end."""
-    lm = HOLDER.get()
     prev: Trace | None = state
     try:
+        lm = HOLDER.get()
         settings = _settings(mode, system, temperature, top_k, top_p, seed, max_new)
         keep: tuple = ()
         if start_step is not None:  # continue from a step of the trace on screen
@@ -137,26 +153,38 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
             settings = replace(settings, max_new_tokens=1)
         from pipeline.generate import start
 
+        if not 1 <= settings.max_new_tokens <= MAX_NEW_TOKENS:
+            raise SettingsError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this page, not {settings.max_new_tokens}")
         gen = start(lm, prompt, settings, prefix=[s.token_id for s in keep])
+        if len(gen.prompt.token_ids) > MAX_PROMPT_TOKENS:
+            raise SettingsError(f"the prompt is {len(gen.prompt.token_ids)} tokens; this page takes up to {MAX_PROMPT_TOKENS} "
+                                "(every attention map of the prompt is drawn): shorten it")
     except SettingsError as e:
-        raise gr.Error(f"{str(e)[0].upper()}{str(e)[1:]}.")
+        # a warning, not an error: the panels keep what they show, and nothing typed is touched
+        gr.Warning(f"{str(e)[0].upper()}{str(e)[1:]}.")
+        return
     trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud)
-    last_heavy = 0.0
-    yield {state_c: trace, **_view(trace, max(len(keep) - 1, 0), layer, head, temperature, top_k, top_p, heavy=True), C["slider"]: _slider(trace)} if keep else {
-        state_c: trace, C["output"]: page.output_only(trace), C["tokens"]: page.tokens_only(trace)}
+    last_dist = last_heavy = 0.0
     for step in gen:
         trace = replace(trace, steps=trace.steps + (step,))
-        heavy = time.perf_counter() - last_heavy >= HEAVY_EVERY_S or step.stop_reason is not None
-        if heavy:
-            last_heavy = time.perf_counter()
-        i = len(trace.steps) - 1
-        yield {state_c: trace, **_view(trace, i, layer, head, temperature, top_k, top_p, heavy=heavy), C["slider"]: _slider(trace)}
+        i, now = len(trace.steps) - 1, time.perf_counter()
+        # the text and the token chips every token; figures at a bounded rate (drawing them
+        # costs the browser far more than the model's step); `finish` draws everything at the end
+        out = {state_c: trace, C["output"]: page.output_only(trace, step=i), C["tokens"]: page.tokens_only(trace, step=i),
+               C["slider"]: _slider(trace)}
+        if now - last_heavy >= HEAVY_EVERY_S:
+            last_heavy = last_dist = now
+            out.update(_view(trace, i, layer, head, temperature, top_k, top_p, heavy=True))
+        elif now - last_dist >= DIST_EVERY_S:
+            last_dist = now
+            out[C["dist"]] = page.distribution_only(trace, step=i, temperature=temperature, top_k=top_k, top_p=top_p)
+        yield out
 
 
 def finish(trace, step, layer, head, temperature, top_k, top_p):
     """After streaming ends or is stopped: every panel for the last step, and the download."""
     if trace is None:
-        return {}
+        return _unchanged()
     step = len(trace.steps) - 1
     return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step), C["download"]: _download_file(trace)}
 
@@ -166,7 +194,7 @@ def redraw(trace, step, layer, head, temperature, top_k, top_p):
         return _view(trace, step, layer, head, temperature, top_k, top_p)
     except SettingsError as e:
         gr.Warning(f"{e}")
-        return {}
+        return _unchanged()
 
 
 def reshape(trace, step, temperature, top_k, top_p):
@@ -182,7 +210,7 @@ def reshape(trace, step, temperature, top_k, top_p):
 
 def load_trace(file, layer, head, temperature, top_k, top_p):
     if file is None:
-        return {}
+        return _unchanged()
     path = file if isinstance(file, str) else getattr(file, "name", str(file))
     try:
         raw = Path(path).read_bytes()
@@ -190,9 +218,11 @@ def load_trace(file, layer, head, temperature, top_k, top_p):
             raw = gzip.decompress(raw)
         trace = records.loads(raw)
     except (OSError, EOFError, records.TraceFormatError) as e:
-        raise gr.Error(f"Could not read that trace: {e}")
+        gr.Warning(f"Could not read that trace: {e}")
+        return _unchanged()
     if not trace.steps:
-        raise gr.Error("That trace holds no generated steps.")
+        gr.Warning("That trace holds no generated steps.")
+        return _unchanged()
     L, H = _layer_head_choices(trace)
     s = trace.settings
     return {
@@ -204,13 +234,12 @@ def load_trace(file, layer, head, temperature, top_k, top_p):
     }
 
 
-def play_tick(trace, step):
-    if trace is None or not trace.steps:
-        return gr.skip(), gr.Timer(active=False)
+def play_tick(trace, step, layer, head, temperature, top_k, top_p):
+    """One frame of Play: the next step, every panel with it; stops at the last step."""
+    if trace is None or not trace.steps or int(step) + 1 >= len(trace.steps):
+        return {C["timer"]: gr.Timer(active=False)}
     nxt = int(step) + 1
-    if nxt >= len(trace.steps):
-        return gr.skip(), gr.Timer(active=False)
-    return nxt, gr.skip()
+    return {C["slider"]: nxt, **_view(trace, nxt, layer, head, temperature, top_k, top_p)}
 
 
 # -- layout -----------------------------------------------------------------------------------
@@ -249,7 +278,7 @@ def build(example: Trace | None) -> gr.Blocks:
                 gr.Markdown(CAPTIONS["output"], elem_classes="caption")
                 C["output"] = gr.HTML(elem_id="output")
                 with gr.Row(equal_height=True):
-                    C["slider"] = gr.Slider(0, 0, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
+                    C["slider"] = gr.Slider(0, 1, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
                     C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm")
                     C["boundaries"] = gr.Checkbox(value=True, label="Show token boundaries", elem_id="boundaries", scale=1)
                 with gr.Group(elem_id="panel-tokens"):
@@ -279,7 +308,7 @@ def build(example: Trace | None) -> gr.Blocks:
         C["timer"] = gr.Timer(0.6, active=False)
 
         view_in = [state_c, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
-        all_out = [state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"]]
+        all_out = [state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"]]
         gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"], state_c]
         fin_out = [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"]]
 
@@ -296,16 +325,16 @@ def build(example: Trace | None) -> gr.Blocks:
             yield from stream(*a, start_step=step)
 
         events = []
-        for trigger, fn, extra in ((C["generate"].click, gen_fn, []), (C["prompt"].submit, gen_fn, []), (C["step"].click, step_fn, []),
-                                   (C["resample"].click, resample_fn, [C["slider"]])):
-            ev = trigger(fn, extra + gen_in, all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden")
+        for trigger, fn, extra, name in ((C["generate"].click, gen_fn, [], "generate"), (C["prompt"].submit, gen_fn, [], None),
+                                         (C["step"].click, step_fn, [], "step"), (C["resample"].click, resample_fn, [C["slider"]], "resample")):
+            ev = trigger(fn, extra + gen_in, all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden",
+                         api_name=name, api_visibility="public" if name else "private")
             ev.then(finish, view_in, fin_out, show_progress="hidden")
             events.append(ev)
         C["stop"].click(finish, view_in, fin_out, cancels=events, show_progress="hidden")
 
         panels = [C[k] for k in page.PANEL_KEYS]
         C["slider"].input(redraw, view_in, panels, show_progress="hidden", trigger_mode="always_last", concurrency_limit=None)
-        C["slider"].change(redraw, view_in, panels, show_progress="hidden", trigger_mode="always_last", concurrency_limit=None)
         for k in ("layer", "head"):
             C[k].input(redraw, view_in, panels, show_progress="hidden", concurrency_limit=None)
         for k in ("temperature", "top_k", "top_p"):
@@ -317,12 +346,23 @@ def build(example: Trace | None) -> gr.Blocks:
                           [state_c, C["slider"], C["metric"]], C["overview"], show_progress="hidden")
         C["upload"].upload(load_trace, [C["upload"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
                            [state_c, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"], C["download"]])
-        C["play"].click(lambda t, s: (0 if t and int(s) >= len(t.steps) - 1 else gr.skip(), gr.Timer(active=True)),
-                        [state_c, C["slider"]], [C["slider"], C["timer"]])
-        C["timer"].tick(play_tick, [state_c, C["slider"]], [C["slider"], C["timer"]], show_progress="hidden")
+        def play(trace, step, *view):
+            if trace is None or len(trace.steps) < 2:
+                return _unchanged()
+            out = {C["timer"]: gr.Timer(active=True)}
+            if int(step) >= len(trace.steps) - 1:  # at the end: start over from the prefill
+                out.update({C["slider"]: 0, **_view(trace, 0, *view)})
+            return out
+
+        C["play"].click(play, view_in, [C["slider"], C["timer"], *panels], show_progress="hidden")
+        C["timer"].tick(play_tick, view_in, [C["slider"], C["timer"], *panels], show_progress="hidden", trigger_mode="once")
         demo.load(lambda t: {**_view(t, len(t.steps) - 1, 0, "all", 0.7, 0, 0.9), C["slider"]: _slider(t), C["info"]: HOLDER.status} if t else {C["info"]: HOLDER.status},
                   [state_c], [*panels, C["slider"], C["info"]])
-        gr.Timer(1.0).tick(lambda: HOLDER.status, None, C["info"], show_progress="hidden")
+        def status_tick():  # until the model has loaded (or failed), then the timer stops
+            return HOLDER.status, gr.Timer(active=not HOLDER.ready.is_set())
+
+        status_timer = gr.Timer(1.0)
+        status_timer.tick(status_tick, None, [C["info"], status_timer], show_progress="hidden")
     return demo
 
 
@@ -330,7 +370,7 @@ def main(argv=None):
     global HOLDER
     ap = argparse.ArgumentParser(description="LLM pipeline visualizer")
     ap.add_argument("--model", default=os.environ.get("LLM_VIZ_MODEL"), help="Hub id or local directory (default: embedded SmolLM2-135M-Instruct)")
-    ap.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    ap.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), help="0.0.0.0 to serve other machines (a Space sets GRADIO_SERVER_NAME)")
     ap.add_argument("--port", type=int, default=int(os.environ.get("PORT", os.environ.get("GRADIO_SERVER_PORT", 7860))))
     ap.add_argument("--share", action="store_true", help="also open a public gradio.live link")
     a = ap.parse_args(argv)

@@ -96,6 +96,7 @@ def start(lm: LoadedModel, text: str, settings: Settings, *, prefix: Sequence[in
     emb = lm.model.get_input_embeddings()
     with torch.inference_mode():
         vecs = emb.weight[torch.as_tensor(enc.ids, dtype=torch.long)].float().cpu().numpy()  # (T, d_model)
+    text_ids = lm.tokens.plain_ids(text)
     prompt = PromptRecord(
         text=text,
         system_prompt=settings.system_prompt if settings.chat else None,
@@ -103,6 +104,8 @@ def start(lm: LoadedModel, text: str, settings: Settings, *, prefix: Sequence[in
         token_ids=tuple(enc.ids),
         pieces=tuple(lm.tokens.pieces(enc.ids)),
         embed_2d=lm.projection.apply(vecs) if len(enc.ids) else np.zeros((0, 2), np.float32),
+        text_ids=tuple(text_ids),
+        text_pieces=tuple(lm.tokens.pieces(text_ids)),
     )
     return Generation(lm, settings, prompt, tuple(int(i) for i in prefix), ignore_eos)
 

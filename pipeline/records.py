@@ -76,6 +76,9 @@ class PromptRecord:
     token_ids: tuple[int, ...]
     pieces: tuple[str, ...]  # readable pieces (byte markers decoded)
     embed_2d: np.ndarray  # (T, 2) input embeddings in the fixed projection
+    # the typed text alone, tokenised as plain text (no template): for comparing tokenizers
+    text_ids: tuple[int, ...] = ()
+    text_pieces: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,8 @@ def trace_to_json(trace: Trace, *, full: bool = False) -> dict:
             "token_ids": list(p.token_ids),
             "pieces": list(p.pieces),
             "embed_2d": _f32(p.embed_2d),
+            "text_ids": list(p.text_ids),
+            "text_pieces": list(p.text_pieces),
         },
         "steps": [_step_to_json(s, full=full) for s in trace.steps],
         "stop_reason": trace.stop_reason,
@@ -311,6 +316,8 @@ def trace_from_json(d: Any) -> Trace:
             token_ids=tuple(int(i) for i in p["token_ids"]),
             pieces=tuple(p["pieces"]),
             embed_2d=_arr(p["embed_2d"]).reshape(-1, 2),
+            text_ids=tuple(int(i) for i in p.get("text_ids", ())),
+            text_pieces=tuple(p.get("text_pieces", ())),
         )
         ids, pieces = list(prompt.token_ids), list(prompt.pieces)
         steps = []

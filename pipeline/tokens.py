@@ -99,6 +99,10 @@ class TokenView:
     def _has_special_text(self, text: str) -> bool:
         return any(s and s in text for s in self.special_strings)
 
+    def plain_ids(self, text: str) -> list[int]:
+        """The text alone, as plain text: no template, no BOS, special-token text not special."""
+        return self._encode_plain(text, False)
+
     def _encode_plain(self, text: str, parse_special: bool) -> list[int]:
         return list(self.tok(text, add_special_tokens=False, split_special_tokens=not parse_special)["input_ids"])
 

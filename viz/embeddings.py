@@ -89,8 +89,8 @@ def embeddings_figure(*, prompt: PromptRecord, steps: Sequence[StepRecord], step
             hovertemplate="%{hovertext}<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
         ))
     title = "Input embeddings, projected to 2D" + (f" · step {len(shown) - 1}" if shown else "")
-    layout = base_layout(title, height=460, legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
-                         margin=dict(l=60, r=20, t=80, b=50),
+    layout = base_layout(title, height=500, legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+                         margin=dict(l=60, r=20, t=110, b=50),
                          xaxis=dict(range=xr, autorange=False, title=dict(text="direction 1 (PCA)"), zeroline=False),
                          yaxis=dict(range=yr, autorange=False, title=dict(text="direction 2 (PCA)"), zeroline=False))
     return go.Figure(data=traces, layout=layout)

@@ -50,13 +50,17 @@ def _compare(text: str) -> tuple:
 
 def compare_html(trace: Trace, step: int) -> str:
     """The person's text and the model's reply, in the model's tokenizer and in two of OpenAI's."""
-    text = trace.prompt.text + "".join(s.text for s in trace.steps[: step + 1])
-    ids = list(trace.prompt.token_ids)  # the model's own count is of the same plain text, not the template
-    own = (f"{trace.model.id} (this model)", None, None)
-    rows = [own] + list(_compare(text))
-    return tokens.compare_tokenizers_html(text, [r for r in rows if r[1] is not None]) + (
-        f"<p class='cmp-note'>Same text: your prompt and the reply so far ({len(text)} characters), "
-        f"without the chat template. This model read {len(ids)} prompt tokens including the template.</p>"
+    reply = trace.steps[: step + 1]
+    text = trace.prompt.text + "".join(s.text for s in reply)
+    rows = list(_compare(text))
+    if trace.prompt.text_ids:  # traces written before text_ids existed have no row of their own
+        gen = [s for s in reply if s.text]  # the end-of-sequence token adds no text
+        rows.insert(0, (f"{trace.model.id} (this model)", list(trace.prompt.text_pieces) + [s.piece for s in gen],
+                        list(trace.prompt.text_ids) + [s.token_id for s in gen]))
+    return tokens.compare_tokenizers_html(text, rows) + (
+        f"<p class='cmp-note'>Same text: your prompt and the reply so far ({len(text)} characters), without the chat "
+        f"template. This model's row is your prompt tokenised on its own plus the tokens it generated; with the "
+        f"template it read {len(trace.prompt.token_ids)} prompt tokens.</p>"
     )
 
 

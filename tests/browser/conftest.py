@@ -1,0 +1,34 @@
+import pytest
+
+from .harness import ROOT, app_server, chromium_path
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory):
+    log = tmp_path_factory.mktemp("app") / "app.log"
+    with app_server(log=log) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser():
+    exe = chromium_path()
+    if exe is None:
+        pytest.fail("Chromium is not installed: run `bash scripts/setup.sh --dev` (it installs Debian's chromium)")
+    from playwright.sync_api import sync_playwright
+
+    from .harness import CHROMIUM_FLAGS
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def shots():
+    d = ROOT / "artifacts" / "screenshots"
+    d.mkdir(parents=True, exist_ok=True)
+    return d

@@ -1,0 +1,121 @@
+"""Start the real app on a free port and drive it in Debian's headless Chromium.
+
+Shared by the browser tests and scripts/browser_bench.py.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-quic",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def app_server(*args: str, log: Path | None = None, timeout: float = 300):
+    """`python app.py` in a subprocess; yields its URL once it answers HTTP."""
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+    out = open(log, "w") if log else subprocess.DEVNULL
+    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port), *args], cwd=ROOT, env=env,
+                            stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"app.py exited with code {proc.returncode}" + (f"; see {log}" if log else ""))
+            try:
+                urllib.request.urlopen(url, timeout=2).read(1)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise RuntimeError(f"app.py did not answer on {url} within {timeout} s")
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if log:
+            out.close()
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def wait_model_loaded(page, timeout_ms: int = 300_000):
+    """The model line reads 'Model: ...' once loading has finished (or says it failed)."""
+    page.wait_for_function(
+        "() => { const t = document.querySelector('#model-info')?.innerText || '';"
+        " return t.startsWith('Model:') || t.includes('failed'); }", timeout=timeout_ms)
+    text = page.inner_text("#model-info")
+    if "failed" in text:
+        raise RuntimeError(text)
+
+
+def open_page(browser, url: str, *, width: int = 1400, height: int = 1000):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.errors = []  # type: ignore[attr-defined]
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("dialog", lambda d: (page.errors.append(f"dialog: {d.message}"), d.dismiss()))
+    page.goto(url)
+    page.wait_for_selector("#panel-distribution .js-plotly-plot", timeout=60_000)
+    return page
+
+
+# -- reading the page --------------------------------------------------------------------------
+def slider_max(page, elem_id: str = "step-slider") -> int:
+    return int(page.get_attribute(f"#{elem_id} input[type=range]", "max"))
+
+
+def slider_value(page, elem_id: str = "step-slider") -> int:
+    return int(float(page.input_value(f"#{elem_id} input[type=number]")))
+
+
+def set_number(page, elem_id: str, value) -> None:
+    """Type into a slider's or number box's number field and commit it, as a person would."""
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Enter")
+    box.blur()
+
+
+def plot_data(page, elem_id: str) -> list:
+    """The traces Plotly drew in a gr.Plot (the real figure data in the browser)."""
+    return page.evaluate(
+        f"() => {{ const el = document.querySelector('#{elem_id} .js-plotly-plot');"
+        " return el && el.data ? JSON.parse(JSON.stringify(el.data.map(t => ({name: t.name, x: t.x, y: t.y, type: t.type})))) : null; }")
+
+
+def plot_title(page, elem_id: str) -> str:
+    return page.evaluate(
+        f"() => {{ const el = document.querySelector('#{elem_id} .js-plotly-plot');"
+        " const t = el && el.layout && el.layout.title; return t ? (t.text || String(t)) : ''; }")
+
+
+def output_text(page) -> str:
+    return page.inner_text("#output")
+
+
+def n_generated_chips(page) -> int:
+    return page.evaluate("() => document.querySelectorAll('#output span.step:not(.stale)').length")

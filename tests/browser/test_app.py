@@ -1,0 +1,269 @@
+"""The app in a real browser: what a person does, checked on what the page shows.
+
+One app process (the embedded SmolLM2-135M) for the whole module; each test opens its own
+page, which is its own Gradio session.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import time
+
+import pytest
+
+from pipeline import records
+
+from .harness import (n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,
+                      slider_value, wait_model_loaded)
+
+pytestmark = pytest.mark.browser
+
+
+def _generate(page, prompt: str, *, max_new: int, temperature=None, mode: str | None = None, wait_done=True):
+    wait_model_loaded(page)
+    if mode:
+        page.get_by_label(mode).check()
+    page.fill("#prompt textarea", prompt)
+    set_number(page, "max-new-tokens", max_new)
+    if temperature is not None:
+        set_number(page, "temperature", temperature)
+    mark_stale(page)
+    page.click("#generate")
+    if wait_done:
+        wait_stopped(page)
+
+
+def mark_stale(page):
+    """Tag what the output shows now, so waits see only what the next generation draws."""
+    page.evaluate("() => document.querySelectorAll('#output *').forEach(e => e.classList.add('stale'))")
+
+
+def wait_stopped(page, timeout_ms=180_000):
+    page.wait_for_selector("#output .stop-reason:not(.stale)", timeout=timeout_ms)
+    # the final full redraw (`finish`) enables the download button
+    page.wait_for_function("() => !document.querySelector('#download-trace').disabled", timeout=60_000)
+
+
+def wait_dist_changed(page, before: list[float], timeout_ms=10_000):
+    page.wait_for_function(
+        "(a) => { const el = document.querySelector('#dist-plot .js-plotly-plot');"
+        " const t = el && el.data && el.data.find(t => t.name && t.name.includes('sampled from'));"
+        " if (!t) return false; const x = Array.from(t.x);"
+        " return x.length !== a.length || x.some((v, i) => Math.abs(v - a[i]) > 1e-6); }", arg=before, timeout=timeout_ms)
+
+
+def _dist_final_probs(page) -> list[float]:
+    data = plot_data(page, "dist-plot")
+    final = [t for t in data if t["name"] and "sampled from" in t["name"]]
+    assert final, [t["name"] for t in data]
+    return [float(x) for x in final[0]["x"]]
+
+
+def test_generate_streams_tokens_and_every_panel_renders(browser, app_url, shots):
+    page = open_page(browser, app_url)
+    wait_model_loaded(page)
+    page.fill("#prompt textarea", "Write a short poem about the sea.")
+    set_number(page, "max-new-tokens", 40)
+    set_number(page, "temperature", 0)
+    mark_stale(page)
+    page.click("#generate")
+    # watch the output grow token by token while the model runs
+    seen = []
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        seen.append(n_generated_chips(page))
+        if page.query_selector("#output .stop-reason:not(.stale)"):
+            break
+        time.sleep(0.15)
+    wait_stopped(page)
+    counts = sorted(set(c for c in seen if c > 0))
+    assert len(counts) >= 5, f"the output did not stream: chip counts seen {counts}"
+    assert n_generated_chips(page) >= 20
+    assert "stopped:" in page.inner_text("#output")
+    page.screenshot(path=str(shots / "app-after-generate.png"), full_page=True)
+
+    n = slider_max(page)
+    assert slider_value(page) == n >= 20
+    # every panel has drawn for the last step
+    for pid in ("dist-plot", "emb-plot", "attn-plot", "attn-overview", "kv-plot"):
+        assert plot_data(page, pid), pid
+    assert f"step {n}" in plot_title(page, "attn-plot")
+    assert f"step {n}" in plot_title(page, "emb-plot")
+    tokens = page.inner_text("#panel-tokens")
+    assert "<|im_start|>" in tokens and "Write" in tokens  # the chat template is shown
+    assert "GPT-4 (cl100k_base)" in tokens and "GPT-4o (o200k_base)" in tokens and "(this model)" in tokens
+    assert "prefill" in page.inner_text("#panel-kv")
+    assert not page.errors
+
+
+def test_temperature_and_top_p_reshape_the_distribution_without_the_model(browser, app_url):
+    page = open_page(browser, app_url)
+    _generate(page, "The capital of France is", max_new=6, temperature=0.7, mode="Raw text")
+    text_before = output_text(page)
+    p07 = _dist_final_probs(page)
+    set_number(page, "temperature", 1.5)
+    wait_dist_changed(page, p07)
+    p15 = _dist_final_probs(page)
+    assert max(p15) < max(p07)  # a higher temperature flattens the distribution
+    set_number(page, "top-p", 0.3)
+    wait_dist_changed(page, p15)
+    p_top = _dist_final_probs(page)
+    assert sum(1 for x in p_top if x > 0) < sum(1 for x in p15 if x > 0)  # top-p removed candidates
+    assert output_text(page) == text_before  # nothing was generated again
+    assert not page.errors
+
+
+def test_step_slider_scrubs_every_panel(browser, app_url):
+    page = open_page(browser, app_url)
+    _generate(page, "One, two, three,", max_new=8, temperature=0, mode="Raw text")
+    n = slider_max(page)
+    assert n >= 3
+    set_number(page, "step-slider", 1)
+    page.wait_for_function("() => (document.querySelector('#attn-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 1')",
+                           timeout=15_000)
+    assert "step 1" in plot_title(page, "emb-plot")
+    assert n_generated_chips(page) == 2  # the output shows steps 0 and 1 only
+    assert "stopped:" not in page.inner_text("#output")
+    set_number(page, "step-slider", n)
+    page.wait_for_selector("#output .stop-reason", timeout=15_000)
+    assert not page.errors
+
+
+def test_stop_mid_generation_keeps_the_steps(browser, app_url):
+    page = open_page(browser, app_url)
+    _generate(page, "Tell me a long story about a dragon.", max_new=300, temperature=0.8, wait_done=False)
+    page.wait_for_function("() => document.querySelectorAll('#output span.step:not(.stale)').length >= 5", timeout=120_000)
+    page.click("#stop")
+    page.wait_for_function("() => !document.querySelector('#download-trace').disabled", timeout=30_000)
+    time.sleep(1.0)
+    n1 = n_generated_chips(page)
+    time.sleep(3.0)
+    assert n_generated_chips(page) == n1, "generation went on after Stop"
+    assert 5 <= n1 < 100
+    assert slider_max(page) == n1 - 1  # every step on screen is in the trace
+    # the steps so far stay explorable
+    assert slider_max(page) >= n1 - 1
+    set_number(page, "step-slider", 2)
+    page.wait_for_function("() => (document.querySelector('#attn-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 2')",
+                           timeout=15_000)
+    assert not page.errors
+
+
+def test_one_token_per_click_in_step_mode(browser, app_url):
+    page = open_page(browser, app_url)
+    wait_model_loaded(page)
+    page.get_by_label("Raw text").check()
+    page.fill("#prompt textarea", "Once upon a time")
+    set_number(page, "temperature", 0)
+    mark_stale(page)
+    page.click("#step")
+    page.wait_for_function("() => document.querySelectorAll('#output span.step:not(.stale)').length === 1", timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('#download-trace').disabled", timeout=30_000)
+    first = output_text(page)
+    page.click("#step")
+    page.wait_for_function("() => document.querySelectorAll('#output span.step:not(.stale)').length === 2", timeout=60_000)
+    assert output_text(page).startswith(first.split("\n")[0])
+    assert not page.errors
+
+
+def test_download_and_reload_a_trace(browser, app_url, tmp_path):
+    page = open_page(browser, app_url)
+    _generate(page, "Name three colours.", max_new=10, temperature=0)
+    text = page.inner_text("#output .gen-text")
+    with page.expect_download() as dl:
+        page.click("#download-trace")
+    path = tmp_path / "trace.json"
+    dl.value.save_as(path)
+    trace = records.loads(path.read_bytes())  # the pipeline's own format, readable by the CLI too
+    assert trace.prompt.text == "Name three colours."
+    assert trace.text == text.replace("\u00a0", " ") or trace.text.strip() == text.strip()
+
+    other = open_page(browser, app_url)  # a new session: the example trace is on screen
+    with other.expect_file_chooser() as fc:
+        other.click("#upload-trace")
+    fc.value.set_files(str(path))
+    other.wait_for_function("(t) => document.querySelector('#output .gen-text')?.innerText === t", arg=text, timeout=30_000)
+    assert slider_max(other) == len(trace.steps) - 1
+    assert "Viewing a saved trace" in other.inner_text("#model-info")
+    # a gzip of the same trace loads too
+    gz = tmp_path / "trace.json.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert not other.errors
+
+
+def test_malformed_trace_file_gives_a_message(browser, app_url, tmp_path):
+    page = open_page(browser, app_url)
+    before = page.inner_text("#output")
+    bad = tmp_path / "notes.json"
+    bad.write_text(json.dumps({"hello": "world"}))
+    with page.expect_file_chooser() as fc:
+        page.click("#upload-trace")
+    fc.value.set_files(str(bad))
+    page.wait_for_selector("text=Could not read that trace", timeout=15_000)
+    assert page.inner_text("#output") == before  # the page stays as it was
+    assert "Error" not in page.inner_text("#panel-distribution")
+    assert not page.errors
+
+
+def test_markup_in_a_prompt_is_shown_as_text(browser, app_url):
+    page = open_page(browser, app_url)
+    evil = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+    _generate(page, evil, max_new=4, temperature=0, mode="Raw text")
+    assert page.evaluate("() => window.__pwned") is None
+    assert page.query_selector("#panel-tokens img") is None and page.query_selector("#output img") is None
+    tokens = page.inner_text("#panel-tokens")
+    assert "<img" in tokens and "script" in tokens
+    assert page.input_value("#prompt textarea") == evil  # what was typed is kept
+    assert not page.errors
+
+
+def test_bad_input_warns_and_keeps_what_was_typed(browser, app_url):
+    page = open_page(browser, app_url)
+    wait_model_loaded(page)
+    page.fill("#prompt textarea", "   ")
+    page.click("#generate")
+    page.wait_for_selector("text=The prompt is empty", timeout=15_000)
+    page.fill("#prompt textarea", "A prompt worth keeping")
+    set_number(page, "seed", -3)
+    page.click("#generate")
+    page.wait_for_selector("text=seed", timeout=15_000)
+    assert page.input_value("#prompt textarea") == "A prompt worth keeping"
+    assert not page.errors
+
+
+def test_out_of_range_values_through_the_api_get_a_clear_error(app_url):
+    from gradio_client import Client
+
+    client = Client(app_url, verbose=False)
+    base = dict(prompt="hi", system="", mode="Raw text", temperature=0.5, top_k=0, top_p=0.9, seed=0, max_new=2, layer=0, head="all")
+    for bad, word in ((dict(temperature=-1), "minimum"), (dict(top_p=7), "maximum"), (dict(max_new=100000), "maximum"),
+                      (dict(top_k=-5), "minimum")):
+        args = {**base, **bad}
+        with pytest.raises(Exception) as e:
+            client.predict(*args.values(), api_name="/generate")
+        assert word in str(e.value).lower(), str(e.value)
+    # the app still answers a good request afterwards
+    deadline = time.time() + 300
+    while True:  # (until the model has loaded, the app answers with a warning and no output)
+        out = client.predict(*base.values(), api_name="/generate")
+        if "stopped:" in str(out) or time.time() > deadline:
+            break
+        time.sleep(2)
+    assert "stopped:" in str(out)
+
+
+def test_two_sessions_do_not_block_each_other(browser, app_url):
+    a = open_page(browser, app_url)
+    b = open_page(browser, app_url)
+    _generate(a, "Explain photosynthesis in detail.", max_new=120, temperature=0.7, wait_done=False)
+    a.wait_for_function("() => document.querySelectorAll('#output span.step:not(.stale)').length >= 3", timeout=120_000)
+    # while A generates, B scrubs its own (example) trace and gets an answer quickly
+    t = time.perf_counter()
+    set_number(b, "step-slider", 3)
+    b.wait_for_function("() => (document.querySelector('#attn-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 3')",
+                        timeout=20_000)
+    assert time.perf_counter() - t < 20
+    assert "sky" in b.inner_text("#panel-tokens")  # B still sees its own trace, not A's
+    assert not a.query_selector("#output .stop-reason:not(.stale)")
+    a.click("#stop")
+    assert not a.errors and not b.errors
