@@ -29,9 +29,10 @@ EXAMPLE = ROOT / "assets" / "example_trace.json.gz"
 CSS = (ROOT / "assets" / "style.css").read_text(encoding="utf-8")
 # While streaming, the figures refresh at most this often (seconds): the distribution, and the
 # heavy ones (attention, embeddings, KV). Text and token chips follow every token.
-DIST_EVERY_S = float(os.environ.get("LLM_VIZ_DIST_EVERY_S", 0.5))
-HEAVY_EVERY_S = float(os.environ.get("LLM_VIZ_HEAVY_EVERY_S", 3.0))
+DIST_EVERY_S = float(os.environ.get("LLM_VIZ_DIST_EVERY_S", 1.0))
+HEAVY_EVERY_S = float(os.environ.get("LLM_VIZ_HEAVY_EVERY_S", 4.0))
 MAX_NEW_TOKENS = 512
+TIMING = bool(os.environ.get("LLM_VIZ_TIMING"))  # print how long redraws take on the server
 # Longer prompts work in the pipeline, but a CPU prefill with every attention map captured
 # grows with the square of the length: the page keeps a class's wait short.
 MAX_PROMPT_TOKENS = int(os.environ.get("LLM_VIZ_MAX_PROMPT_TOKENS", 2048))
@@ -104,11 +105,11 @@ def _unchanged() -> dict:
     return {C["output"]: gr.skip()}
 
 
-def _view(trace: Trace | None, step, layer, head, temperature, top_k, top_p, *, heavy=True, stop_note=True) -> dict:
-    """Every panel for one step of a trace, as {component: value}."""
+def _view(trace: Trace | None, step, layer, head, temperature, top_k, top_p, *, heavy=True, only=None) -> dict:
+    """Every panel for one step of a trace (or the `only` ones), as {component: value}."""
     if trace is None:
         return {}
-    out = page.render(trace, step=step, layer=layer, head=head, temperature=temperature, top_k=top_k, top_p=top_p, heavy=heavy)
+    out = page.render(trace, step=step, layer=layer, head=head, temperature=temperature, top_k=top_k, top_p=top_p, heavy=heavy, only=only)
     return {C[k]: v for k, v in out.items()}
 
 
@@ -136,7 +137,7 @@ def _download_file(trace: Trace | None):
 
 
 # -- listeners --------------------------------------------------------------------------------
-def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, state, start_step=None, one_step=False):
+def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, live, state, start_step=None, one_step=False):
     """Generate and stream: cheap panels every token, heavy ones at a bounded rate and at the end."""
     prev: Trace | None = state
     try:
@@ -164,7 +165,7 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
         gr.Warning(f"{str(e)[0].upper()}{str(e)[1:]}.")
         return
     trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud)
-    last_dist = last_heavy = 0.0
+    last_dist = last_heavy = time.perf_counter()  # the first token goes out as text, at once
     for step in gen:
         trace = replace(trace, steps=trace.steps + (step,))
         i, now = len(trace.steps) - 1, time.perf_counter()
@@ -172,7 +173,9 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
         # costs the browser far more than the model's step); `finish` draws everything at the end
         out = {state_c: trace, C["output"]: page.output_only(trace, step=i), C["tokens"]: page.tokens_only(trace, step=i),
                C["slider"]: _slider(trace)}
-        if now - last_heavy >= HEAVY_EVERY_S:
+        if not live:  # text only while generating: the model runs at full speed on a small machine
+            pass
+        elif now - last_heavy >= HEAVY_EVERY_S:
             last_heavy = last_dist = now
             out.update(_view(trace, i, layer, head, temperature, top_k, top_p, heavy=True))
         elif now - last_dist >= DIST_EVERY_S:
@@ -189,9 +192,20 @@ def finish(trace, step, layer, head, temperature, top_k, top_p):
     return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step), C["download"]: _download_file(trace)}
 
 
-def redraw(trace, step, layer, head, temperature, top_k, top_p):
+# A redraw comes in parts, so the panels a person watches change first: the browser draws
+# each part before the next arrives.
+REDRAW_PARTS = (("output", "tokens", "dist"), ("attn",), ("emb", "overview", "kv", "kv_text", "compare"))
+
+
+def redraw(trace, step, layer, head, temperature, top_k, top_p, *, only=None):
+    if trace is None:
+        return {C[k]: gr.skip() for k in only or ("output",)}
     try:
-        return _view(trace, step, layer, head, temperature, top_k, top_p)
+        t = time.perf_counter()
+        out = _view(trace, step, layer, head, temperature, top_k, top_p, only=only)
+        if TIMING:
+            print(f"[timing] redraw {only} step {step}: {1000 * (time.perf_counter() - t):.0f} ms", flush=True)
+        return out
     except SettingsError as e:
         gr.Warning(f"{e}")
         return _unchanged()
@@ -250,7 +264,9 @@ state_c = None
 def build(example: Trace | None) -> gr.Blocks:
     global state_c
     with gr.Blocks(title="LLM pipeline visualizer") as demo:
-        state_c = gr.State(example)
+        # Each session's trace. It starts empty and gets the example on page load: Gradio would
+        # otherwise deep-copy the example per session and re-serialise it on every update.
+        state_c = gr.State(None)
         gr.Markdown("# Watch a language model think, one token at a time\n" + CAPTIONS["intro"], elem_id="intro")
         C["info"] = gr.Markdown(HOLDER.status if HOLDER else "", elem_id="model-info")
         with gr.Row(equal_height=False):
@@ -263,6 +279,8 @@ def build(example: Trace | None) -> gr.Blocks:
                     C["generate"] = gr.Button("Generate", variant="primary", elem_id="generate")
                     C["step"] = gr.Button("+1 token", elem_id="step")
                     C["stop"] = gr.Button("Stop", variant="stop", elem_id="stop")
+                C["live"] = gr.Checkbox(value=True, label="Redraw the figures while generating (off: text only until the end, fastest)",
+                                        elem_id="live-figures")
                 with gr.Accordion("Sampling", open=True):
                     C["temperature"] = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature")
                     C["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k")
@@ -309,7 +327,7 @@ def build(example: Trace | None) -> gr.Blocks:
 
         view_in = [state_c, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
         all_out = [state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"]]
-        gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"], state_c]
+        gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"], C["live"], state_c]
         fin_out = [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"]]
 
         def gen_fn(*a):
@@ -334,9 +352,14 @@ def build(example: Trace | None) -> gr.Blocks:
         C["stop"].click(finish, view_in, fin_out, cancels=events, show_progress="hidden")
 
         panels = [C[k] for k in page.PANEL_KEYS]
-        C["slider"].input(redraw, view_in, panels, show_progress="hidden", trigger_mode="always_last", concurrency_limit=None)
+        assert sorted(sum(REDRAW_PARTS, ())) == sorted(page.PANEL_KEYS)
+        ev = C["slider"]
+        for i, part in enumerate(REDRAW_PARTS):
+            fn = (lambda part: lambda *a: redraw(*a, only=part))(part)
+            ev = (ev.input if i == 0 else ev.then)(fn, view_in, [C[k] for k in part], show_progress="hidden", concurrency_limit=None,
+                                                   **({"trigger_mode": "always_last"} if i == 0 else {}))
         for k in ("layer", "head"):
-            C[k].input(redraw, view_in, panels, show_progress="hidden", concurrency_limit=None)
+            C[k].input(lambda *a: redraw(*a, only=("attn",)), view_in, C["attn"], show_progress="hidden", concurrency_limit=None)
         for k in ("temperature", "top_k", "top_p"):
             C[k].input(reshape, [state_c, C["slider"], C["temperature"], C["top_k"], C["top_p"]], C["dist"],
                        show_progress="hidden", trigger_mode="always_last", concurrency_limit=None)
@@ -356,8 +379,16 @@ def build(example: Trace | None) -> gr.Blocks:
 
         C["play"].click(play, view_in, [C["slider"], C["timer"], *panels], show_progress="hidden")
         C["timer"].tick(play_tick, view_in, [C["slider"], C["timer"], *panels], show_progress="hidden", trigger_mode="once")
-        demo.load(lambda t: {**_view(t, len(t.steps) - 1, 0, "all", 0.7, 0, 0.9), C["slider"]: _slider(t), C["info"]: HOLDER.status} if t else {C["info"]: HOLDER.status},
-                  [state_c], [*panels, C["slider"], C["info"]])
+        def on_load():
+            t = example  # immutable: every session can share the one object
+            if t is None:
+                return {C["info"]: HOLDER.status}
+            s = t.settings
+            return {state_c: t, **_view(t, len(t.steps) - 1, 0, "all", s.temperature, s.top_k, s.top_p), C["slider"]: _slider(t),
+                    C["info"]: HOLDER.status}
+
+        demo.load(on_load, None, [state_c, *panels, C["slider"], C["info"]])
+
         def status_tick():  # until the model has loaded (or failed), then the timer stops
             return HOLDER.status, gr.Timer(active=not HOLDER.ready.is_set())
 

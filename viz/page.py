@@ -86,29 +86,28 @@ def overview_only(trace: Trace, *, step, metric: str = "entropy"):
     return attention.attention_overview_figure(step=st, n_kv_heads=trace.model.n_kv_heads, metric=metric)
 
 
-def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, heavy: bool = True, metric: str = "entropy") -> dict:
-    """{panel key: value} for the step on screen; light panels only when not `heavy`."""
+def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, heavy: bool = True, metric: str = "entropy",
+           only: tuple[str, ...] | None = None) -> dict:
+    """{panel key: value} for the step on screen: the light panels, the heavy ones too when
+    `heavy`, or just the keys in `only`."""
     if not trace.steps:
         return {"output": "", "tokens": tokens.tokens_html(trace.prompt, (), upto=None, highlight=None)}
     s = _clamp_step(trace, step)
     st = trace.steps[s]
-    out = {
-        "output": output_only(trace, step=s),
-        "tokens": tokens_only(trace, step=s),
-        "dist": distribution_only(trace, step=s, temperature=temperature, top_k=top_k, top_p=top_p),
+    makers = {
+        "output": lambda: output_only(trace, step=s),
+        "tokens": lambda: tokens_only(trace, step=s),
+        "dist": lambda: distribution_only(trace, step=s, temperature=temperature, top_k=top_k, top_p=top_p),
+        "emb": lambda: embeddings.embeddings_figure(prompt=trace.prompt, steps=trace.steps, step=s, cloud=trace.vocab_cloud),
+        "attn": lambda: attention.attention_figure(steps=trace.steps, step=s, layer=_layer(trace, layer), head=_head(head),
+                                                   n_kv_heads=trace.model.n_kv_heads, pieces=list(st.context_pieces)),
+        "overview": lambda: attention.attention_overview_figure(step=st, n_kv_heads=trace.model.n_kv_heads, metric=metric),
+        "kv": lambda: kv.kv_timing_figure(steps=trace.steps, step=s, model=trace.model),
+        "kv_text": lambda: kv.kv_summary_html(steps=trace.steps, step=s, model=trace.model),
+        "compare": lambda: compare_html(trace, s),
     }
-    if heavy:
-        pieces = list(st.context_pieces)
-        out.update(
-            emb=embeddings.embeddings_figure(prompt=trace.prompt, steps=trace.steps, step=s, cloud=trace.vocab_cloud),
-            attn=attention.attention_figure(steps=trace.steps, step=s, layer=_layer(trace, layer), head=_head(head),
-                                            n_kv_heads=trace.model.n_kv_heads, pieces=pieces),
-            overview=attention.attention_overview_figure(step=st, n_kv_heads=trace.model.n_kv_heads, metric=metric),
-            kv=kv.kv_timing_figure(steps=trace.steps, step=s, model=trace.model),
-            kv_text=kv.kv_summary_html(steps=trace.steps, step=s, model=trace.model),
-            compare=compare_html(trace, s),
-        )
-    return out
+    keys = only if only is not None else [k for k in PANEL_KEYS if heavy or k not in HEAVY]
+    return {k: makers[k]() for k in keys}
 
 
 def model_markdown(info: ModelInfo, *, loaded_from_file: bool = False) -> str:

@@ -121,7 +121,11 @@ def test_step_slider_scrubs_every_panel(browser, app_url):
     set_number(page, "step-slider", 1)
     page.wait_for_function("() => (document.querySelector('#attn-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 1')",
                            timeout=15_000)
-    assert "step 1" in plot_title(page, "emb-plot")
+    # the rest of the panels follow in a second part
+    page.wait_for_function("() => (document.querySelector('#emb-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 1')",
+                           timeout=15_000)
+    assert "step 1 " in plot_title(page, "attn-overview")
+    assert "step 1" in page.inner_text("#kv-summary")
     assert n_generated_chips(page) == 2  # the output shows steps 0 and 1 only
     assert "stopped:" not in page.inner_text("#output")
     set_number(page, "step-slider", n)
@@ -235,7 +239,7 @@ def test_out_of_range_values_through_the_api_get_a_clear_error(app_url):
     from gradio_client import Client
 
     client = Client(app_url, verbose=False)
-    base = dict(prompt="hi", system="", mode="Raw text", temperature=0.5, top_k=0, top_p=0.9, seed=0, max_new=2, layer=0, head="all")
+    base = dict(prompt="hi", system="", mode="Raw text", temperature=0.5, top_k=0, top_p=0.9, seed=0, max_new=2, layer=0, head="all", live=True)
     for bad, word in ((dict(temperature=-1), "minimum"), (dict(top_p=7), "maximum"), (dict(max_new=100000), "maximum"),
                       (dict(top_k=-5), "minimum")):
         args = {**base, **bad}
