@@ -299,7 +299,7 @@ def build(example: Trace | None) -> gr.Blocks:
                     C["slider"] = gr.Slider(0, 1, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
                     C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm")
                     C["boundaries"] = gr.Checkbox(value=True, label="Show token boundaries", elem_id="boundaries", scale=1)
-                with gr.Group(elem_id="panel-tokens"):
+                with gr.Column(elem_id="panel-tokens"):
                     gr.Markdown("### 1 · Tokens\n" + CAPTIONS["tokens"], elem_classes="caption")
                     C["tokens"] = gr.HTML(elem_id="tokens-html")
                     C["compare"] = gr.HTML(elem_id="tokenizer-compare")

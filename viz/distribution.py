@@ -177,8 +177,8 @@ def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0,
              f"{r.final_entropy + 0.0:.2f} bits sampled from" + (" (approximate)" if not r.exact else ""))
     if cut:
         title += f"<br><sup>{cut}</sup>"
-    layout = base_layout(title, height=max(420, 24 * (n + 1) + 200 + 18 * len(notes)),
-                         margin=dict(l=160, r=60, t=150, b=60 + 18 * len(notes)),
+    layout = base_layout(title, height=max(420, 24 * (n + 1) + 175 + 18 * len(notes)),
+                         margin=dict(l=160, r=60, t=125, b=60 + 18 * len(notes)),
                          barmode="group", bargap=0.25, bargroupgap=0.05, legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
                          shapes=shapes, annotations=annotations,
                          xaxis=dict(range=[0, 1.08], autorange=False, tickformat=".0%", title=dict(text="probability"), fixedrange=True),

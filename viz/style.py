@@ -62,7 +62,7 @@ def base_layout(title: str, *, height: int = 420, **kw) -> dict:
     """The common layout: white template, readable font, short title, compact margins."""
     layout = dict(
         template="plotly_white",
-        title=dict(text=title, font=TITLE_FONT, x=0.01, xanchor="left", y=0.995, yref="container", yanchor="top"),
+        title=dict(text=title, font=TITLE_FONT, x=0.01, xanchor="left", y=1.0, yref="container", yanchor="top", pad=dict(t=12)),
         font=FONT,
         height=height,
         margin=dict(l=60, r=20, t=60, b=50),
