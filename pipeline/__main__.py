@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--model", default=None)
     be.add_argument("--prompt", default=None)
     be.add_argument("--new-tokens", type=int, default=48)
-    be.add_argument("--repeats", type=int, default=3)
+    be.add_argument("--repeats", type=int, default=5)
     be.add_argument("--json", default=None, help="also write the numbers to this file")
     return ap
 
