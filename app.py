@@ -248,10 +248,17 @@ def load_trace(file, layer, head, temperature, top_k, top_p):
     }
 
 
+PLAY, PAUSE = "▶ Play", "⏸ Pause"
+
+
+def _stopped_playing() -> dict:
+    return {C["timer"]: gr.Timer(active=False), C["play"]: gr.Button(PLAY)}
+
+
 def play_tick(trace, step, layer, head, temperature, top_k, top_p):
     """One frame of Play: the next step, every panel with it; stops at the last step."""
     if trace is None or not trace.steps or int(step) + 1 >= len(trace.steps):
-        return {C["timer"]: gr.Timer(active=False)}
+        return _stopped_playing()
     nxt = int(step) + 1
     return {C["slider"]: nxt, **_view(trace, nxt, layer, head, temperature, top_k, top_p)}
 
@@ -297,7 +304,7 @@ def build(example: Trace | None) -> gr.Blocks:
                 C["output"] = gr.HTML(elem_id="output")
                 with gr.Row(equal_height=True):
                     C["slider"] = gr.Slider(0, 1, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
-                    C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm")
+                    C["play"] = gr.Button(PLAY, elem_id="play", scale=1, size="sm")
                     C["boundaries"] = gr.Checkbox(value=True, label="Show token boundaries", elem_id="boundaries", scale=1)
                 with gr.Column(elem_id="panel-tokens"):
                     gr.Markdown("### 1 · Tokens\n" + CAPTIONS["tokens"], elem_classes="caption")
@@ -369,16 +376,18 @@ def build(example: Trace | None) -> gr.Blocks:
                           [state_c, C["slider"], C["metric"]], C["overview"], show_progress="hidden")
         C["upload"].upload(load_trace, [C["upload"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
                            [state_c, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"], C["download"]])
-        def play(trace, step, *view):
+        def play(label, trace, step, *view):
+            if label == PAUSE:  # playing: the same button pauses
+                return _stopped_playing()
             if trace is None or len(trace.steps) < 2:
                 return _unchanged()
-            out = {C["timer"]: gr.Timer(active=True)}
+            out = {C["timer"]: gr.Timer(active=True), C["play"]: gr.Button(PAUSE)}
             if int(step) >= len(trace.steps) - 1:  # at the end: start over from the prefill
                 out.update({C["slider"]: 0, **_view(trace, 0, *view)})
             return out
 
-        C["play"].click(play, view_in, [C["slider"], C["timer"], *panels], show_progress="hidden")
-        C["timer"].tick(play_tick, view_in, [C["slider"], C["timer"], *panels], show_progress="hidden", trigger_mode="once")
+        C["play"].click(play, [C["play"], *view_in], [C["slider"], C["timer"], C["play"], *panels], show_progress="hidden")
+        C["timer"].tick(play_tick, view_in, [C["slider"], C["timer"], C["play"], *panels], show_progress="hidden", trigger_mode="once")
         def on_load():
             t = example  # immutable: every session can share the one object
             if t is None:
