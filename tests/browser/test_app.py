@@ -304,3 +304,21 @@ def test_play_moves_through_the_steps_and_pauses(browser, app_url):
     time.sleep(2.0)
     assert slider_value(page) == v  # paused
     assert not page.errors
+
+
+def test_enter_in_the_prompt_generates_and_a_too_long_prompt_is_refused(browser, app_url):
+    page = open_page(browser, app_url)
+    wait_model_loaded(page)
+    page.get_by_label("Raw text").check()
+    set_number(page, "max-new-tokens", 3)
+    page.fill("#prompt textarea", "Hello there")
+    mark_stale(page)
+    page.press("#prompt textarea", "Enter")
+    wait_stopped(page, timeout_ms=60_000)
+    assert n_generated_chips(page) >= 1
+    long = "word " * 3000  # about 3000 tokens: more than this page draws
+    page.fill("#prompt textarea", long)
+    page.click("#generate")
+    page.wait_for_selector("text=this page takes up to", timeout=30_000)
+    assert page.input_value("#prompt textarea") == long
+    assert not page.errors
