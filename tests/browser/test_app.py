@@ -163,10 +163,11 @@ def test_one_token_per_click_in_step_mode(browser, app_url):
     page.click("#step")
     page.wait_for_function("() => document.querySelectorAll('#output span.step:not(.stale)').length === 1", timeout=60_000)
     page.wait_for_function("() => !document.querySelector('#download-trace').disabled", timeout=30_000)
-    first = output_text(page)
+    first = page.inner_text("#output .gen-text")
     page.click("#step")
     page.wait_for_function("() => document.querySelectorAll('#output span.step:not(.stale)').length === 2", timeout=60_000)
-    assert output_text(page).startswith(first.split("\n")[0])
+    second = page.inner_text("#output .gen-text")
+    assert second.startswith(first) and len(second) > len(first)  # the same first token, then one more
     assert not page.errors
 
 
