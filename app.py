@@ -8,8 +8,10 @@ gr.State. Data flows pipeline -> records -> viz -> here.
 from __future__ import annotations
 
 import argparse
+import atexit
 import gzip
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -127,13 +129,21 @@ def _layer_head_choices(trace: Trace | None):
     return gr.Dropdown(choices=list(range(L))), gr.Dropdown(choices=["all"] + list(range(H)))
 
 
-def _download_file(trace: Trace | None):
+DOWNLOADS = Path(tempfile.mkdtemp(prefix="llm-viz-traces-"))
+atexit.register(shutil.rmtree, DOWNLOADS, ignore_errors=True)
+
+
+def _download_file(trace: Trace | None, request: gr.Request | None = None):
+    """The trace as a JSON file for the download button: one file per session, replaced by the next."""
     if not trace or not trace.steps:
         return gr.DownloadButton(value=None, interactive=False)
-    d = Path(tempfile.mkdtemp(prefix="trace-"))
-    name = f"trace-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    (d / name).write_text(records.dumps(trace), encoding="utf-8")
-    return gr.DownloadButton(value=str(d / name), interactive=True)
+    d = DOWNLOADS / (getattr(request, "session_hash", None) or "shared")
+    d.mkdir(parents=True, exist_ok=True)
+    for old in d.glob("*.json"):
+        old.unlink(missing_ok=True)
+    path = d / f"trace-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(records.dumps(trace), encoding="utf-8")
+    return gr.DownloadButton(value=str(path), interactive=True)
 
 
 # -- listeners --------------------------------------------------------------------------------
@@ -184,12 +194,12 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
         yield out
 
 
-def finish(trace, step, layer, head, temperature, top_k, top_p):
+def finish(trace, step, layer, head, temperature, top_k, top_p, request: gr.Request = None):
     """After streaming ends or is stopped: every panel for the last step, and the download."""
     if trace is None:
         return _unchanged()
     step = len(trace.steps) - 1
-    return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step), C["download"]: _download_file(trace)}
+    return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step), C["download"]: _download_file(trace, request)}
 
 
 # A redraw comes in parts, so the panels a person watches change first: the browser draws
@@ -222,7 +232,7 @@ def reshape(trace, step, temperature, top_k, top_p):
         return gr.skip()
 
 
-def load_trace(file, layer, head, temperature, top_k, top_p):
+def load_trace(file, layer, head, temperature, top_k, top_p, request: gr.Request = None):
     if file is None:
         return _unchanged()
     path = file if isinstance(file, str) else getattr(file, "name", str(file))
@@ -244,7 +254,7 @@ def load_trace(file, layer, head, temperature, top_k, top_p):
         C["slider"]: _slider(trace), C["layer"]: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
         C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),
         C["temperature"]: s.temperature, C["top_k"]: s.top_k, C["top_p"]: s.top_p, C["seed"]: s.seed,
-        C["info"]: page.model_markdown(trace.model, loaded_from_file=True), C["download"]: _download_file(trace),
+        C["info"]: page.model_markdown(trace.model, loaded_from_file=True), C["download"]: _download_file(trace, request),
     }
 
 
@@ -270,7 +280,8 @@ state_c = None
 
 def build(example: Trace | None) -> gr.Blocks:
     global state_c
-    with gr.Blocks(title="LLM pipeline visualizer") as demo:
+    # Gradio keeps a copy of every file it serves: clear those older than an hour, hourly
+    with gr.Blocks(title="LLM pipeline visualizer", delete_cache=(3600, 3600)) as demo:
         # Each session's trace. It starts empty and gets the example on page load: Gradio would
         # otherwise deep-copy the example per session and re-serialise it on every update.
         state_c = gr.State(None)
