@@ -12,6 +12,8 @@ import atexit
 import gzip
 import os
 import shutil
+import signal
+import sys
 import tempfile
 import threading
 import time
@@ -426,6 +428,7 @@ def main(argv=None):
     ap.add_argument("--port", type=int, default=int(os.environ.get("PORT", os.environ.get("GRADIO_SERVER_PORT", 7860))))
     ap.add_argument("--share", action="store_true", help="also open a public gradio.live link")
     a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a clean exit on SIGTERM, so atexit clean-ups run
     HOLDER = ModelHolder(a.model).start()
     demo = build(example_trace())
     demo.queue(default_concurrency_limit=8)
