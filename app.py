@@ -149,7 +149,23 @@ def _download_file(trace: Trace | None, request: gr.Request | None = None):
 
 
 # -- listeners --------------------------------------------------------------------------------
-def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, live, state, start_step=None, one_step=False):
+DRAFTS: dict = {}  # (target id, draft spec) -> Draft, made once (a model draft loads once)
+
+
+def _draft(lm, spec: str):
+    from pipeline.draft import make_draft
+
+    # empty: all but the last two layers. A small model's early layers rarely agree with its
+    # last one, so a shallow self-draft would be rejected almost every time.
+    spec = (spec or "").strip() or f"layers:{max(1, lm.info.n_layers - 2)}"
+    key = (lm.info.id, spec)
+    if key not in DRAFTS:
+        DRAFTS[key] = make_draft(lm, spec)
+    return DRAFTS[key]
+
+
+def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, live, spec_on, spec_k, spec_draft, state,
+           start_step=None, one_step=False):
     """Generate and stream: cheap panels every token, heavy ones at a bounded rate and at the end."""
     prev: Trace | None = state
     try:
@@ -168,7 +184,13 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
 
         if not 1 <= settings.max_new_tokens <= MAX_NEW_TOKENS:
             raise SettingsError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this page, not {settings.max_new_tokens}")
-        gen = start(lm, prompt, settings, prefix=[s.token_id for s in keep])
+        speculative = bool(spec_on) and start_step is None and not one_step  # +1 token and re-sample stay plain
+        if speculative:
+            from pipeline.speculative import start_speculative
+
+            gen = start_speculative(lm, prompt, settings, k=spec_k, draft=_draft(lm, spec_draft))
+        else:
+            gen = start(lm, prompt, settings, prefix=[s.token_id for s in keep])
         if len(gen.prompt.token_ids) > MAX_PROMPT_TOKENS:
             raise SettingsError(f"the prompt is {len(gen.prompt.token_ids)} tokens; this page takes up to {MAX_PROMPT_TOKENS} "
                                 "(every attention map of the prompt is drawn): shorten it")
@@ -176,15 +198,29 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
         # a warning, not an error: the panels keep what they show, and nothing typed is touched
         gr.Warning(f"{str(e)[0].upper()}{str(e)[1:]}.")
         return
-    trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud)
+    trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud, speculative=gen.info if speculative else None)
+    first = {state_c: trace, C["download"]: gr.DownloadButton(value=None, interactive=False),
+             C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(())}
+    if keep:  # continuing: the kept steps stay on screen
+        first.update(_view(trace, len(keep) - 1, layer, head, temperature, top_k, top_p))
+        first[C["slider"]] = _slider(trace)
+    else:
+        first.update({C["output"]: page.output_only(trace), C["tokens"]: page.tokens_only(trace)})
+    yield first
     last_dist = last_heavy = time.perf_counter()  # the first token goes out as text, at once
-    for step in gen:
-        trace = replace(trace, steps=trace.steps + (step,))
+    # a plain generation yields steps; a speculative one yields rounds of 1 to k+1 steps
+    for item in gen:
+        if speculative:
+            trace = replace(trace, steps=trace.steps + item.steps, rounds=trace.rounds + (item.round,))
+        else:
+            trace = replace(trace, steps=trace.steps + (item,))
         i, now = len(trace.steps) - 1, time.perf_counter()
         # the text and the token chips every token; figures at a bounded rate (drawing them
         # costs the browser far more than the model's step); `finish` draws everything at the end
         out = {state_c: trace, C["output"]: page.output_only(trace, step=i), C["tokens"]: page.tokens_only(trace, step=i),
                C["slider"]: _slider(trace)}
+        if speculative:
+            out[C["spec"]] = page.speculative.rounds_html(trace.rounds, step=i)
         if not live:  # text only while generating: the model runs at full speed on a small machine
             pass
         elif now - last_heavy >= HEAVY_EVERY_S:
@@ -194,6 +230,23 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
             last_dist = now
             out[C["dist"]] = page.distribution_only(trace, step=i, temperature=temperature, top_k=top_k, top_p=top_p)
         yield out
+    if speculative and trace.steps:
+        yield {C["spec_summary"]: page.speculative_summary_html(trace) + "<p><i>Measuring plain decoding of the same prompt and "
+               "settings, for the speed-up …</i></p>"}
+        speed = _speed_against_plain(lm, trace)
+        yield {C["spec_summary"]: page.speculative_summary_html(trace, speed)}
+
+
+def _speed_against_plain(lm, trace: Trace) -> dict:
+    """Tokens per second of the speculative run (its rounds' own wall time) and of plain decoding of
+    the same prompt and settings for as many tokens (its steps' own wall time), both traced alike."""
+    from pipeline.generate import start
+
+    n = len(trace.steps)
+    plain = list(start(lm, trace.prompt.text, replace(trace.settings, max_new_tokens=n), ignore_eos=True))
+    spec_s = sum(r.ms for r in trace.rounds) / 1000
+    plain_s = sum(st.ms for st in plain) / 1000
+    return {"speculative_tok_s": n / spec_s if spec_s else 0.0, "plain_tok_s": len(plain) / plain_s if plain_s else 0.0}
 
 
 def finish(trace, step, layer, head, temperature, top_k, top_p, request: gr.Request = None):
@@ -206,7 +259,7 @@ def finish(trace, step, layer, head, temperature, top_k, top_p, request: gr.Requ
 
 # A redraw comes in parts, so the panels a person watches change first: the browser draws
 # each part before the next arrives.
-REDRAW_PARTS = (("output", "tokens", "dist"), ("attn",), ("emb", "overview", "kv", "kv_text", "compare"))
+REDRAW_PARTS = (("output", "tokens", "dist"), ("attn",), ("emb", "overview", "kv", "kv_text", "compare", "spec"))
 
 
 def redraw(trace, step, layer, head, temperature, top_k, top_p, *, only=None):
@@ -257,6 +310,7 @@ def load_trace(file, layer, head, temperature, top_k, top_p, request: gr.Request
         C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),
         C["temperature"]: s.temperature, C["top_k"]: s.top_k, C["top_p"]: s.top_p, C["seed"]: s.seed,
         C["info"]: page.model_markdown(trace.model, loaded_from_file=True), C["download"]: _download_file(trace, request),
+        C["spec_summary"]: page.speculative_summary_html(trace),
     }
 
 
@@ -310,6 +364,14 @@ def build(example: Trace | None) -> gr.Blocks:
                         C["seed"] = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="seed")
                         C["max_new"] = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label="Max new tokens", elem_id="max-new-tokens")
                     C["resample"] = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm")
+                with gr.Accordion("Speculative decoding", open=False, elem_id="speculative-settings"):
+                    C["spec_on"] = gr.Checkbox(value=False, label="Speculative decoding: a cheap draft proposes, the model checks",
+                                               elem_id="speculative")
+                    C["spec_k"] = gr.Slider(1, 8, value=4, step=1, label="k: draft proposals per round", elem_id="spec-k")
+                    C["spec_draft"] = gr.Textbox(value="", label="Draft", elem_id="spec-draft", max_lines=1,
+                                                 placeholder="empty: this model's own layers except the last two",
+                                                 info="layers:N = this model's own first N layers (no download); or the Hub id / "
+                                                      "local directory of a smaller model with the same tokenizer")
                 with gr.Row():
                     C["download"] = gr.DownloadButton("Download trace", elem_id="download-trace", interactive=False, size="sm")
                     C["upload"] = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
@@ -344,11 +406,16 @@ def build(example: Trace | None) -> gr.Blocks:
             gr.Markdown("### 5 · KV cache and timing\n" + CAPTIONS["kv"], elem_classes="caption")
             C["kv_text"] = gr.HTML(elem_id="kv-summary")
             C["kv"] = gr.Plot(show_label=False, elem_id="kv-plot")
+        with gr.Column(elem_id="panel-speculative"):
+            gr.Markdown("### 6 · Speculative decoding\n" + CAPTIONS["speculative"], elem_classes="caption")
+            C["spec_summary"] = gr.HTML(elem_id="spec-summary")
+            C["spec"] = gr.HTML(elem_id="spec-rounds")
         C["timer"] = gr.Timer(0.6, active=False)
 
         view_in = [state_c, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
-        all_out = [state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"]]
-        gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"], C["live"], state_c]
+        all_out = [state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"], C["spec_summary"]]
+        gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"], C["live"],
+                  C["spec_on"], C["spec_k"], C["spec_draft"], state_c]
         fin_out = [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"]]
 
         def gen_fn(*a):
@@ -389,7 +456,7 @@ def build(example: Trace | None) -> gr.Blocks:
         C["metric"].input(lambda t, s, m: page.overview_only(t, step=s, metric=m) if t else gr.skip(),
                           [state_c, C["slider"], C["metric"]], C["overview"], show_progress="hidden")
         C["upload"].upload(load_trace, [C["upload"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
-                           [state_c, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"], C["download"]])
+                           [state_c, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"], C["download"], C["spec_summary"]])
         def play(label, trace, step, *view):
             if label == PAUSE:  # playing: the same button pauses
                 return _stopped_playing()
@@ -408,9 +475,9 @@ def build(example: Trace | None) -> gr.Blocks:
                 return {C["info"]: HOLDER.status}
             s = t.settings
             return {state_c: t, **_view(t, len(t.steps) - 1, 0, "all", s.temperature, s.top_k, s.top_p), C["slider"]: _slider(t),
-                    C["info"]: HOLDER.status}
+                    C["info"]: HOLDER.status, C["spec_summary"]: page.speculative_summary_html(t)}
 
-        demo.load(on_load, None, [state_c, *panels, C["slider"], C["info"]])
+        demo.load(on_load, None, [state_c, *panels, C["slider"], C["info"], C["spec_summary"]])
 
         def status_tick():  # until the model has loaded (or failed), then the timer stops
             return HOLDER.status, gr.Timer(active=not HOLDER.ready.is_set())

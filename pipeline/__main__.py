@@ -1,4 +1,5 @@
 """Command line: `python -m pipeline trace ...` writes a JSON trace; `python -m pipeline bench` measures.
+Both take `--speculative [--k K] [--draft layers:N | MODEL]` for speculative decoding.
 
 Errors a person can cause print one sentence on stderr and exit with status 2 (no traceback).
 """
@@ -34,14 +35,41 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--special-tokens", action="store_true", help="let special-token text in the prompt act as special tokens")
     tr.add_argument("--full", action="store_true", help="also write full-vocabulary logits, embeddings and hidden states")
     tr.add_argument("--quiet", action="store_true", help="do not stream the text to stdout")
+    _speculative_args(tr)
 
-    be = sub.add_parser("bench", help="plain model.generate vs the traced generator, side by side")
+    be = sub.add_parser("bench", help="plain model.generate vs the traced generator (or, with --speculative, traced vs speculative), side by side")
     be.add_argument("--model", default=None)
     be.add_argument("--prompt", default=None)
     be.add_argument("--new-tokens", type=int, default=48)
     be.add_argument("--repeats", type=int, default=5)
     be.add_argument("--json", default=None, help="also write the numbers to this file")
+    _speculative_args(be)
     return ap
+
+
+def _speculative_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("speculative decoding (--k or --draft turn it on too)")
+    g.add_argument("--speculative", action="store_true", help="a draft proposes k tokens, the model checks them in one pass")
+    g.add_argument("--k", type=int, default=None, help="tokens the draft proposes per round, 1 to 16 (default 4)")
+    g.add_argument(
+        "--draft",
+        default=None,
+        help="layers:N (the model's own first N layers) or a smaller model with the same tokenizer: "
+        "Hub id or local directory (default: the first third of the layers, layers:10 for the embedded model)",
+    )
+
+
+def _speculative_options(a) -> dict | None:
+    """{k, draft} when speculative decoding is asked for; checked before any model loads."""
+    from .draft import parse_layers
+    from .speculative import DEFAULT_K, validate_k
+
+    if not (a.speculative or a.k is not None or a.draft is not None):
+        return None
+    k = validate_k(DEFAULT_K if a.k is None else a.k)
+    if a.draft is not None:
+        parse_layers(a.draft)  # a malformed layers:N is refused here; its range needs the model
+    return {"k": k, "draft": a.draft}
 
 
 def _trace(a) -> int:
@@ -62,12 +90,20 @@ def _trace(a) -> int:
         parse_special=a.special_tokens,
     )
     validate(settings)  # before the model loads: a typo should not cost a minute
+    spec = _speculative_options(a)
     if not a.prompt.strip():
         raise SettingsError("the prompt is empty: type some text for the model to continue")
     lm = load_model(a.model)
-    gen = start(lm, a.prompt, settings)
+    if spec is None:
+        gen = start(lm, a.prompt, settings)
+        steps = iter(gen)
+    else:
+        from .speculative import start_speculative
+
+        gen = start_speculative(lm, a.prompt, settings, **spec)
+        steps = gen.iter_steps()
     t0 = time.perf_counter()
-    for step in gen:
+    for step in steps:
         if not a.quiet:
             sys.stdout.write(step.text)
             sys.stdout.flush()
@@ -77,7 +113,12 @@ def _trace(a) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dumps(trace, full=a.full), encoding="utf-8")
     n = len(trace.steps)
-    print(f"\n[{n} tokens in {dt:.2f} s, {n / dt:.1f} tokens/s; stop: {trace.stop_reason}; trace: {out}]", file=sys.stderr)
+    extra = ""
+    if spec is not None:
+        sm = gen.summary()
+        acc = "n/a" if sm["acceptance_rate"] is None else f"{sm['acceptance_rate']:.0%}"
+        extra = f"; draft {gen.draft.info.id}, k={gen.k}: {sm['rounds']} rounds, {acc} of proposals accepted, {sm['tokens_per_target_pass']:.2f} tokens per target pass"
+    print(f"\n[{n} tokens in {dt:.2f} s, {n / dt:.1f} tokens/s; stop: {trace.stop_reason}{extra}; trace: {out}]", file=sys.stderr)
     return 0
 
 
@@ -89,9 +130,15 @@ def _bench(a) -> int:
 
     if a.new_tokens < 1 or a.repeats < 1:
         raise SettingsError("--new-tokens and --repeats must be at least 1")
+    spec = _speculative_options(a)
     lm = load_model(a.model)
-    r = bench.run(lm, prompt=a.prompt or bench.DEFAULT_PROMPT, new_tokens=a.new_tokens, repeats=a.repeats)
-    print(bench.report(r))
+    prompt = a.prompt or bench.DEFAULT_PROMPT
+    if spec is None:
+        r = bench.run(lm, prompt=prompt, new_tokens=a.new_tokens, repeats=a.repeats)
+        print(bench.report(r))
+    else:
+        r = bench.run_speculative(lm, prompt=prompt, new_tokens=a.new_tokens, repeats=a.repeats, **spec)
+        print(bench.report_speculative(r))
     if a.json:
         Path(a.json).write_text(json.dumps(r, indent=2))
     return 0

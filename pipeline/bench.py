@@ -2,7 +2,8 @@
 
 Both decode greedily the same number of new tokens from the same prompt with the same model
 object; runs alternate (plain, traced, plain, traced, ...) so drift on a noisy machine hits
-both alike, and the median of each is reported.
+both alike, and the median of each is reported. `run_speculative` does the same for the
+traced generator against the speculative one (pipeline/speculative.py).
 """
 from __future__ import annotations
 
@@ -74,5 +75,74 @@ def report(r: dict) -> str:
             f"ratio traced/plain   : {r['ratio']:7.3f}",
             f"prefill              : {r['prefill_ms']:7.1f} ms",
             f"decode               : {r['decode_ms_per_token']:7.1f} ms/token",
+        ]
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Speculative decoding against the plain traced generator
+
+
+def _speculative(lm: LoadedModel, prompt: str, n: int, k: int, draft) -> tuple[float, int, dict]:
+    from .speculative import start_speculative
+
+    gen = start_speculative(lm, prompt, Settings(temperature=0.0, max_new_tokens=n), k=k, draft=draft, ignore_eos=True)
+    t0 = time.perf_counter()
+    for _ in gen:
+        pass
+    return time.perf_counter() - t0, len(gen.steps), gen.summary()
+
+
+def run_speculative(lm: LoadedModel, *, prompt: str = DEFAULT_PROMPT, new_tokens: int = 48, repeats: int = 3, k: int = 4, draft=None) -> dict:
+    """Plain traced generator vs speculative generator (both greedy, both recording every
+    step): same prompt, same number of tokens, alternating runs, medians. Greedy makes the
+    two texts identical, so only the cost differs."""
+    from .draft import make_draft
+    from .speculative import validate_k
+
+    k = validate_k(k)
+    d = make_draft(lm, draft)
+    ids = list(start(lm, prompt, Settings(max_new_tokens=1)).prompt.token_ids)
+    _traced(lm, prompt, 4)  # warm-up of both paths
+    _speculative(lm, prompt, 4, k, d)
+    plain, spec, summary = [], [], {}
+    for _ in range(repeats):
+        dt, n, _, _ = _traced(lm, prompt, new_tokens)
+        plain.append(n / dt)
+        dt, n, summary = _speculative(lm, prompt, new_tokens, k, d)
+        spec.append(n / dt)
+    p, s = statistics.median(plain), statistics.median(spec)
+    return {
+        "model": lm.info.id,
+        "draft": d.info.id,
+        "draft_spec": d.info.spec,
+        "draft_layers": d.info.n_layers,
+        "draft_params": d.info.n_params,
+        "target_params": lm.info.n_params,
+        "k": k,
+        "prompt_tokens": len(ids),
+        "new_tokens": new_tokens,
+        "repeats": repeats,
+        "plain_tokens_per_s": p,
+        "speculative_tokens_per_s": s,
+        "ratio": s / p,
+        "acceptance_rate": summary["acceptance_rate"],
+        "tokens_per_target_pass": summary["tokens_per_target_pass"],
+        "rounds": summary["rounds"],
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def report_speculative(r: dict) -> str:
+    acc = r["acceptance_rate"]
+    return "\n".join(
+        [
+            f"model {r['model']}, prompt {r['prompt_tokens']} tokens, {r['new_tokens']} new tokens (greedy), median of {r['repeats']} alternating runs, {r['torch_threads']} torch threads",
+            f"draft {r['draft']} ({r['draft_params'] / 1e6:.1f}M of the target's {r['target_params'] / 1e6:.1f}M parameters per pass), k = {r['k']}",
+            f"plain traced generator : {r['plain_tokens_per_s']:7.2f} tokens/s",
+            f"speculative generator  : {r['speculative_tokens_per_s']:7.2f} tokens/s",
+            f"ratio speculative/plain: {r['ratio']:7.3f}",
+            f"acceptance rate        : {'n/a' if acc is None else f'{acc:7.1%}'} of proposals",
+            f"tokens per target pass : {r['tokens_per_target_pass']:7.2f}  ({r['rounds']} target passes)",
         ]
     )

@@ -185,21 +185,27 @@ def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tupl
         index += 1
 
 
-def _record_fields(lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text, emb_w) -> dict:
-    """Everything a StepRecord holds but its wall time and stop reason, as CPU data."""
+def _record_fields(
+    lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text, emb_w, *, row: int = -1, kv_cache_bytes: int | None = None
+) -> dict:
+    """Everything a StepRecord holds but its wall time and stop reason, as CPU data.
+
+    `row` is the query row of the captured pass whose logits chose the token (the last one,
+    except in a speculative verification pass, which feeds several tokens at once)."""
     L = lm.info.n_layers
     lse = sampling.logsumexp(logits)
     probs = np.exp(logits.astype(np.float64) - lse)  # (vocab,) temperature 1
     top = _top(logits, TOP_N)
     # attention of every layer and head: (layers, heads, q, k) per layer in the capture
     pats = [cap[f"blocks.{i}.attn.pattern"][0] for i in range(L)]
-    attention = torch.stack([p[:, -1, :] for p in pats]).float().cpu().numpy()  # (L, H, K)
+    attention = torch.stack([p[:, row, : position + 1] for p in pats]).float().cpu().numpy()  # (L, H, position+1)
     matrix = None
-    if phase == "prefill" and pats[0].shape[-2] <= MAX_MATRIX_TOKENS:
-        matrix = torch.stack(pats).float().cpu().numpy()  # (L, H, T, T)
-    hidden = torch.stack([cap["embed"][0, -1]] + [cap[f"blocks.{i}.resid_post"][0, -1] for i in range(L)])  # (L+1, d)
-    attn_norm = torch.stack([cap[f"blocks.{i}.attn.out"][0, -1].float().norm() for i in range(L)])  # (L,)
-    mlp_norm = torch.stack([cap[f"blocks.{i}.mlp.out"][0, -1].float().norm() for i in range(L)])  # (L,)
+    T = position + 1  # prefill: the context so far, all of it fed in this pass
+    if phase == "prefill" and T <= MAX_MATRIX_TOKENS:
+        matrix = torch.stack([p[:, :T, :T] for p in pats]).float().cpu().numpy()  # (L, H, T, T)
+    hidden = torch.stack([cap["embed"][0, row]] + [cap[f"blocks.{i}.resid_post"][0, row] for i in range(L)])  # (L+1, d)
+    attn_norm = torch.stack([cap[f"blocks.{i}.attn.out"][0, row].float().norm() for i in range(L)])  # (L,)
+    mlp_norm = torch.stack([cap[f"blocks.{i}.mlp.out"][0, row].float().norm() for i in range(L)])  # (L,)
     emb = emb_w[token].float().cpu().numpy()  # (d_model,)
     return dict(
         index=index,
@@ -229,7 +235,7 @@ def _record_fields(lm, cap, cache, logits, res, stages, token, index, phase, pos
         embed_2d=lm.projection.apply(emb),
         attn_out_norm=attn_norm.cpu().numpy(),
         mlp_out_norm=mlp_norm.cpu().numpy(),
-        kv_cache_bytes=kv_bytes(cache),
+        kv_cache_bytes=kv_bytes(cache) if kv_cache_bytes is None else kv_cache_bytes,
         kv_cache_bytes_formula=kv_formula(lm, position + 1),
         logits=logits,
         embedding=emb,

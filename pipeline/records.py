@@ -130,6 +130,116 @@ class StepRecord:
     hidden: np.ndarray | None = field(default=None, repr=False)  # (layers+1, d_model) residual at `position`
 
 
+# ---------------------------------------------------------------------------------------
+# Speculative decoding (pipeline/speculative.py): a draft proposes, the target checks.
+
+
+@dataclass(frozen=True)
+class DraftInfo:
+    """The cheap model that proposes tokens for the target to check."""
+
+    spec: str  # as asked: "layers:10", a Hub id or a local directory
+    kind: str  # "layers": the target's own first n layers + its final norm and LM head | "model"
+    id: str  # shown name
+    n_layers: int
+    n_params: int  # parameters one draft forward pass uses
+    shares_weights: bool  # True for "layers": the draft is a view of the target, no extra memory
+
+
+@dataclass(frozen=True)
+class SpeculativeInfo:
+    k: int  # proposals per round (fewer in the last round, when fewer tokens are left to generate)
+    draft: DraftInfo
+
+
+@dataclass(frozen=True)
+class ProposalRecord:
+    """One draft proposal and the test that accepted or rejected it.
+
+    p and q are the target's and the draft's next-token distributions after the same
+    sampling stages (temperature / top-k / top-p / repetition penalty)."""
+
+    token_id: int
+    piece: str
+    draft_prob: float  # q(token): the draft drew it from q
+    target_prob: float  # p(token)
+    accept_prob: float  # min(1, p / q)
+    u: float | None  # the uniform number in [0, 1) that decided: accepted iff u < accept_prob; None if never tested
+    status: str  # "accepted" | "rejected" | "discarded" (after an earlier rejection, never tested)
+    # both distributions at a few ids: the union of each one's 10 most likely tokens (and the proposal)
+    top_ids: np.ndarray  # (n,) int64, by max(p, q) descending
+    top_pieces: tuple[str, ...]
+    top_draft_probs: np.ndarray  # (n,) float32, q
+    top_target_probs: np.ndarray  # (n,) float32, p
+
+
+@dataclass(frozen=True)
+class ResidualRecord:
+    """After a rejection the token comes from the residual: max(0, p - q), normalised."""
+
+    token_id: int
+    piece: str
+    prob: float  # its probability in the normalised residual
+    mass: float  # sum of max(0, p - q) before normalising: the chance that a proposal here is rejected
+    top_ids: np.ndarray  # (n,) int64, the residual's largest non-zero entries (at most 10), descending
+    top_pieces: tuple[str, ...]
+    top_probs: np.ndarray  # (n,) float32, normalised residual
+
+
+@dataclass(frozen=True)
+class BonusRecord:
+    """After all proposals were accepted the target's pass gives one more token for free."""
+
+    token_id: int
+    piece: str
+    prob: float  # its probability in the target's distribution (after the sampling stages)
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """One draft-then-verify round: up to k proposals, one target forward pass, 1 to k+1 new tokens."""
+
+    index: int
+    position: int  # the query at this position (the context's last token) predicts the first proposal
+    proposals: tuple[ProposalRecord, ...]
+    n_accepted: int
+    residual: ResidualRecord | None  # set when a proposal was rejected
+    bonus: BonusRecord | None  # set when every proposal was accepted
+    token_ids: tuple[int, ...]  # what the round added: accepted proposals, then the residual / bonus token (cut at a stop)
+    first_step: int  # index of the step (StepRecord) of token_ids[0]
+    draft_passes: int  # forward passes of the draft
+    target_passes: int  # forward passes of the target (1)
+    draft_tokens_fed: int
+    target_tokens_fed: int
+    draft_rollback: int  # positions removed from the draft's KV cache after the test
+    target_rollback: int  # positions removed from the target's KV cache (the rejected proposals)
+    draft_ms: float
+    target_ms: float  # the verifying forward pass, with capture
+    ms: float  # the whole round: draft, target, test, roll-back, records
+
+    @property
+    def k(self) -> int:
+        return len(self.proposals)
+
+
+def speculative_summary(rounds) -> dict:
+    """Acceptance rate (accepted / proposed) and tokens per target forward pass of some rounds."""
+    proposed = sum(len(r.proposals) for r in rounds)
+    accepted = sum(r.n_accepted for r in rounds)
+    tokens = sum(len(r.token_ids) for r in rounds)
+    target = sum(r.target_passes for r in rounds)
+    return {
+        "rounds": len(rounds),
+        "proposed": proposed,
+        "accepted": accepted,
+        "acceptance_rate": accepted / proposed if proposed else None,
+        "tokens": tokens,
+        "target_passes": target,
+        "draft_passes": sum(r.draft_passes for r in rounds),
+        "tokens_per_target_pass": tokens / target if target else None,
+    }
+
+
 @dataclass(frozen=True)
 class Trace:
     model: ModelInfo
@@ -138,6 +248,9 @@ class Trace:
     steps: tuple[StepRecord, ...]
     projection: Projection | None = None
     vocab_cloud: VocabCloud | None = None
+    # speculative decoding only: the draft and k, and one record per round
+    speculative: SpeculativeInfo | None = None
+    rounds: tuple[RoundRecord, ...] = ()
 
     @property
     def stop_reason(self) -> str | None:
@@ -221,6 +334,55 @@ def _step_to_json(s: StepRecord, *, full: bool) -> dict:
     return d
 
 
+def _top_list(ids, pieces, **arrays) -> list:
+    """Parallel top arrays -> [{id, piece, <name>: float32 value, ...}]."""
+    cols = {k: _f32(v) for k, v in arrays.items()}
+    return [{"id": int(i), "piece": p, **{k: c[n] for k, c in cols.items()}} for n, (i, p) in enumerate(zip(ids, pieces))]
+
+
+def _round_to_json(r: RoundRecord) -> dict:
+    res, bonus = r.residual, r.bonus
+    return {
+        "index": r.index,
+        "position": r.position,
+        "proposals": [
+            {
+                "token_id": pr.token_id,
+                "piece": pr.piece,
+                "draft_prob": pr.draft_prob,
+                "target_prob": pr.target_prob,
+                "accept_prob": pr.accept_prob,
+                "u": pr.u,
+                "status": pr.status,
+                "top": _top_list(pr.top_ids, pr.top_pieces, draft_prob=pr.top_draft_probs, target_prob=pr.top_target_probs),
+            }
+            for pr in r.proposals
+        ],
+        "n_accepted": r.n_accepted,
+        "residual": None
+        if res is None
+        else {
+            "token_id": res.token_id,
+            "piece": res.piece,
+            "prob": res.prob,
+            "mass": res.mass,
+            "top": _top_list(res.top_ids, res.top_pieces, prob=res.top_probs),
+        },
+        "bonus": None if bonus is None else dataclasses.asdict(bonus),
+        "token_ids": list(r.token_ids),
+        "first_step": r.first_step,
+        "draft_passes": r.draft_passes,
+        "target_passes": r.target_passes,
+        "draft_tokens_fed": r.draft_tokens_fed,
+        "target_tokens_fed": r.target_tokens_fed,
+        "draft_rollback": r.draft_rollback,
+        "target_rollback": r.target_rollback,
+        "draft_ms": r.draft_ms,
+        "target_ms": r.target_ms,
+        "ms": r.ms,
+    }
+
+
 def trace_to_json(trace: Trace, *, full: bool = False) -> dict:
     """The JSON-ready dict of a trace.
 
@@ -251,6 +413,9 @@ def trace_to_json(trace: Trace, *, full: bool = False) -> dict:
     if trace.vocab_cloud is not None:
         c = trace.vocab_cloud
         d["vocab_cloud"] = {"ids": c.ids.tolist(), "pieces": list(c.pieces), "xy": _f32(c.xy)}
+    if trace.speculative is not None:
+        d["speculative"] = {"k": trace.speculative.k, "draft": dataclasses.asdict(trace.speculative.draft)}
+        d["rounds"] = [_round_to_json(r) for r in trace.rounds]
     return d
 
 
@@ -302,6 +467,39 @@ def _step_from_json(d: dict, context_ids: tuple[int, ...], context_pieces: tuple
     )
 
 
+def _top_arrays(top: list, *names: str) -> tuple:
+    """[{id, piece, <name>...}] -> (ids int64, pieces, one float32 array per name)."""
+    return (_arr([t["id"] for t in top], np.int64), tuple(t["piece"] for t in top), *(_arr([t[n] for t in top]) for n in names))
+
+
+def _round_from_json(d: dict) -> RoundRecord:
+    proposals = []
+    for p in d["proposals"]:
+        ids, pieces, q, pt = _top_arrays(p["top"], "draft_prob", "target_prob")
+        proposals.append(
+            ProposalRecord(
+                int(p["token_id"]), p["piece"], float(p["draft_prob"]), float(p["target_prob"]), float(p["accept_prob"]),
+                None if p["u"] is None else float(p["u"]), p["status"], ids, pieces, q, pt,
+            )
+        )
+    res, bonus = d["residual"], d["bonus"]
+    residual = None
+    if res is not None:
+        ids, pieces, probs = _top_arrays(res["top"], "prob")
+        residual = ResidualRecord(int(res["token_id"]), res["piece"], float(res["prob"]), float(res["mass"]), ids, pieces, probs)
+    return RoundRecord(
+        index=int(d["index"]),
+        position=int(d["position"]),
+        proposals=tuple(proposals),
+        n_accepted=int(d["n_accepted"]),
+        residual=residual,
+        bonus=None if bonus is None else BonusRecord(int(bonus["token_id"]), bonus["piece"], float(bonus["prob"])),
+        token_ids=tuple(int(i) for i in d["token_ids"]),
+        **{k: int(d[k]) for k in ("first_step", "draft_passes", "target_passes", "draft_tokens_fed", "target_tokens_fed", "draft_rollback", "target_rollback")},
+        **{k: float(d[k]) for k in ("draft_ms", "target_ms", "ms")},
+    )
+
+
 def trace_from_json(d: Any) -> Trace:
     """Rebuild a Trace from its JSON dict. Raises TraceFormatError with a readable reason."""
     if not isinstance(d, dict) or d.get("schema") != SCHEMA:
@@ -327,6 +525,7 @@ def trace_from_json(d: Any) -> Trace:
             pieces.append(s["piece"])
         proj = d.get("projection")
         cloud = d.get("vocab_cloud")
+        spec = d.get("speculative")
         return Trace(
             model=ModelInfo(**d["model"]),
             settings=Settings(**d["settings"]),
@@ -338,6 +537,8 @@ def trace_from_json(d: Any) -> Trace:
                 if cloud
                 else None
             ),
+            speculative=SpeculativeInfo(int(spec["k"]), DraftInfo(**spec["draft"])) if spec else None,
+            rounds=tuple(_round_from_json(r) for r in d.get("rounds", ())),
         )
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise TraceFormatError(f"the trace file is damaged or incomplete ({type(e).__name__}: {e})") from e

@@ -19,6 +19,7 @@ from tests.browser.harness import (CHROMIUM_FLAGS, app_server, chromium_path, op
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "assets" / "screenshots")
+    ap.add_argument("--draft", default="", help="the draft for the speculative screenshot (empty: the app's default)")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     from playwright.sync_api import sync_playwright
@@ -47,6 +48,18 @@ def main(argv=None):
         for elem, name in (("#panel-tokens", "tokens"), ("#panel-distribution", "distribution"), ("#panel-embeddings", "embeddings"),
                            ("#panel-attention", "attention"), ("#panel-kv", "kv")):
             page.locator(elem).first.screenshot(path=str(a.out / f"{name}.png"))
+        # speculative decoding: a few rounds with a deep self-draft
+        page.click("#speculative-settings")
+        page.get_by_label("Speculative decoding: a cheap draft proposes, the model checks").check()
+        page.fill("#spec-draft textarea, #spec-draft input", a.draft)
+        set_number(page, "spec-k", 4)
+        set_number(page, "max-new-tokens", 24)
+        page.evaluate("() => document.querySelectorAll('#output *').forEach(e => e.classList.add('stale'))")
+        page.click("#generate")
+        page.wait_for_selector("#output .stop-reason:not(.stale)", timeout=300_000)
+        page.wait_for_selector("#spec-summary :text('speed-up')", timeout=300_000)
+        time.sleep(1.0)
+        page.locator("#panel-speculative").screenshot(path=str(a.out / "speculative.png"))
         browser.close()
     print(f"screenshots in {a.out}")
 

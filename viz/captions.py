@@ -46,4 +46,11 @@ CAPTIONS: dict[str, str] = {
         "grows by a fixed amount per token, and each decode step is much cheaper than re-reading the "
         "whole context."
     ),
+    "speculative": (
+        "Decoding makes one token per forward pass of the big model. In speculative decoding a cheap draft guesses k "
+        "tokens ahead, and the big model checks all k in one pass: each guess is kept with probability min(1, p/q) "
+        "(p: the big model's probability, q: the draft's); at the first rejection a token is drawn from what the big "
+        "model wanted more than the draft, max(0, p − q). This rule makes the text exactly as likely as if the big model "
+        "had written it alone; only the speed changes. Hover over a token to see its test."
+    ),
 }

@@ -10,11 +10,11 @@ from functools import lru_cache
 from pipeline.records import ModelInfo, Trace
 from pipeline.tiktoken_offline import ENCODINGS, EncodingUnavailable, encode_pieces
 
-from . import attention, distribution, embeddings, kv, output, tokens
+from . import attention, distribution, embeddings, kv, output, speculative, tokens
 
 # The keys of the panel outputs `render` fills, in a fixed order the app wires up.
-PANEL_KEYS = ("output", "tokens", "compare", "dist", "emb", "attn", "overview", "kv", "kv_text")
-HEAVY = ("emb", "attn", "overview", "kv", "kv_text", "compare")
+PANEL_KEYS = ("output", "tokens", "compare", "dist", "emb", "attn", "overview", "kv", "kv_text", "spec")
+HEAVY = ("emb", "attn", "overview", "kv", "kv_text", "compare", "spec")
 
 
 def _clamp_step(trace: Trace, step) -> int:
@@ -105,9 +105,17 @@ def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, heavy:
         "kv": lambda: kv.kv_timing_figure(steps=trace.steps, step=s, model=trace.model),
         "kv_text": lambda: kv.kv_summary_html(steps=trace.steps, step=s, model=trace.model),
         "compare": lambda: compare_html(trace, s),
+        "spec": lambda: speculative.rounds_html(trace.rounds, step=s),
     }
     keys = only if only is not None else [k for k in PANEL_KEYS if heavy or k not in HEAVY]
     return {k: makers[k]() for k in keys}
+
+
+def speculative_summary_html(trace: Trace, speed: dict | None = None) -> str:
+    if trace.speculative is None:
+        return ("<p style='color:#718096'>This generation was not speculative. Tick “Speculative decoding” above Generate "
+                "to let a cheap draft propose tokens that the model checks in one pass.</p>")
+    return speculative.summary_html(trace.rounds, trace.speculative.draft, trace.speculative.k, speed=speed)
 
 
 def model_markdown(info: ModelInfo, *, loaded_from_file: bool = False) -> str:

@@ -240,7 +240,8 @@ def test_out_of_range_values_through_the_api_get_a_clear_error(app_url):
     from gradio_client import Client
 
     client = Client(app_url, verbose=False)
-    base = dict(prompt="hi", system="", mode="Raw text", temperature=0.5, top_k=0, top_p=0.9, seed=0, max_new=2, layer=0, head="all", live=True)
+    base = dict(prompt="hi", system="", mode="Raw text", temperature=0.5, top_k=0, top_p=0.9, seed=0, max_new=2, layer=0, head="all", live=True,
+                spec_on=False, spec_k=4, spec_draft="")
     for bad, word in ((dict(temperature=-1), "minimum"), (dict(top_p=7), "maximum"), (dict(max_new=100000), "maximum"),
                       (dict(top_k=-5), "minimum")):
         args = {**base, **bad}
@@ -322,4 +323,27 @@ def test_enter_in_the_prompt_generates_and_a_too_long_prompt_is_refused(browser,
     page.click("#generate")
     page.wait_for_selector("text=this page takes up to", timeout=30_000)
     assert page.input_value("#prompt textarea") == long
+    assert not page.errors
+
+
+def test_speculative_mode_shows_rounds_and_gives_the_greedy_text(browser, app_url, shots):
+    page = open_page(browser, app_url)
+    _generate(page, "List three fruits.", max_new=16, temperature=0)
+    plain_text = page.inner_text("#output .gen-text")
+    page.click("#speculative-settings")  # open the accordion
+    page.get_by_label("Speculative decoding: a cheap draft proposes, the model checks").check()
+    set_number(page, "spec-k", 3)
+    page.fill("#spec-draft textarea, #spec-draft input", "layers:12")
+    mark_stale(page)
+    page.click("#generate")
+    wait_stopped(page)
+    assert page.inner_text("#output .gen-text") == plain_text  # greedy: exactly the model's own text
+    page.wait_for_selector("#spec-summary :text('speed-up')", timeout=120_000)
+    summary = page.inner_text("#spec-summary")
+    assert "proposals accepted" in summary and "tokens per target forward pass" in summary and "first 12" in summary
+    rounds = page.query_selector_all("#spec-rounds .spec-round")
+    assert len(rounds) >= 2
+    assert page.query_selector("#spec-rounds .spec-accepted") is not None
+    assert page.query_selector("#spec-rounds .spec-rejected, #spec-rounds .spec-bonus") is not None
+    page.locator("#panel-speculative").screenshot(path=str(shots / "speculative.png"))
     assert not page.errors
