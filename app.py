@@ -8,6 +8,7 @@ gr.State. Data flows pipeline -> records -> viz -> here.
 from __future__ import annotations
 
 import argparse
+import html
 import atexit
 import gzip
 import os
@@ -25,12 +26,15 @@ import gradio as gr
 from pipeline import records
 from pipeline.records import Settings, Trace
 from pipeline.sampling import SettingsError
+from viz import branches as branches_viz
 from viz import page
+from viz import tour as tour_viz
 from viz.captions import CAPTIONS
 
 ROOT = Path(__file__).resolve().parent
 EXAMPLE = ROOT / "assets" / "example_trace.json.gz"
 CSS = (ROOT / "assets" / "style.css").read_text(encoding="utf-8")
+PAGE_JS = (ROOT / "assets" / "page.js").read_text(encoding="utf-8")
 # While streaming, the figures refresh at most this often (seconds): the distribution, and the
 # heavy ones (attention, embeddings, KV). Text and token chips follow every token.
 DIST_EVERY_S = float(os.environ.get("LLM_VIZ_DIST_EVERY_S", 1.0))
@@ -60,6 +64,9 @@ class ModelHolder:
         try:
             self.lm = load_model(self.spec, progress=self._progress)
             self.status = page.model_markdown(self.lm.info)
+            from pipeline.inside import measure_machine
+
+            measure_machine()  # about a second, once: the compute-and-memory view compares against it
         except Exception as e:  # shown on the page; the example trace stays explorable
             self.error = str(e)
             self.status = f"**Model failed to load:** {e}"
@@ -135,10 +142,23 @@ DOWNLOADS = Path(tempfile.mkdtemp(prefix="llm-viz-traces-"))
 atexit.register(shutil.rmtree, DOWNLOADS, ignore_errors=True)
 
 
+def _with_inside(trace: Trace) -> Trace:
+    """The trace with what the inside-the-model views need from the model (the logit lens of every
+    step, parameter counts, position scheme, this machine's limits), when the model that made it is loaded."""
+    from pipeline import inside
+
+    lm = _same_model(trace)
+    if lm is None:
+        return trace
+    lens = tuple(r for r in (_lens(trace, st) for st in trace.steps) if r is not None)
+    return inside.with_inside(lm, replace(trace, lens=lens), steps=())
+
+
 def _download_file(trace: Trace | None, request: gr.Request | None = None):
     """The trace as a JSON file for the download button: one file per session, replaced by the next."""
     if not trace or not trace.steps:
         return gr.DownloadButton(value=None, interactive=False)
+    trace = _with_inside(trace)
     d = DOWNLOADS / (getattr(request, "session_hash", None) or "shared")
     d.mkdir(parents=True, exist_ok=True)
     for old in d.glob("*.json"):
@@ -150,6 +170,16 @@ def _download_file(trace: Trace | None, request: gr.Request | None = None):
 
 # -- listeners --------------------------------------------------------------------------------
 DRAFTS: dict = {}  # (target id, draft spec) -> Draft, made once (a model draft loads once)
+
+
+def _model_extras(lm) -> dict:
+    """What every trace of this model carries besides its steps: parameter counts, position scheme, residual projection."""
+    from pipeline import inside
+
+    key = ("extras", lm.info.id)
+    if key not in DRAFTS:
+        DRAFTS[key] = dict(params=inside.param_counts(lm), position=inside.position_info(lm), resid_projection=lm.resid_projection)
+    return DRAFTS[key]
 
 
 def _draft(lm, spec: str):
@@ -165,8 +195,10 @@ def _draft(lm, spec: str):
 
 
 def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, live, spec_on, spec_k, spec_draft, state,
-           start_step=None, one_step=False):
-    """Generate and stream: cheap panels every token, heavy ones at a bounded rate and at the end."""
+           start_step=None, one_step=False, force_rank=None):
+    """Generate and stream: cheap panels every token, heavy ones at a bounded rate and at the end.
+    `start_step`: continue from that step of the trace on screen; `force_rank`: with the candidate of
+    that rank (in the step's distribution) forced at that step instead of the model's choice."""
     prev: Trace | None = state
     try:
         lm = HOLDER.get()
@@ -175,8 +207,17 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
         if start_step is not None:  # continue from a step of the trace on screen
             if prev is None or prev.model.id != lm.info.id or not prev.steps:
                 raise SettingsError("there is no generation from this model on screen to continue; press Generate first")
-            start_step = int(start_step)
+            start_step = max(0, min(int(start_step), len(prev.steps) - 1 if force_rank is not None else len(prev.steps)))
             keep = prev.steps[:start_step]
+            if force_rank is not None:  # a branch: another candidate at this step, then generate on
+                from pipeline.branch import forced_step
+
+                base, k = prev.steps[start_step], int(force_rank)
+                if not 0 <= k < len(base.top_ids):
+                    raise SettingsError("click one of the candidate bars to branch; the last bar stands for the rest of the vocabulary")
+                if int(base.top_ids[k]) == base.token_id:
+                    raise SettingsError(f"the model already chose {base.piece!r} at this step: click another candidate to branch")
+                keep = keep + (forced_step(lm, keep, base, int(base.top_ids[k])),)
             prompt, settings = prev.prompt.text, replace(settings, chat=prev.settings.chat, system_prompt=prev.prompt.system_prompt)
         if one_step:
             settings = replace(settings, max_new_tokens=1)
@@ -198,7 +239,8 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
         # a warning, not an error: the panels keep what they show, and nothing typed is touched
         gr.Warning(f"{str(e)[0].upper()}{str(e)[1:]}.")
         return
-    trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud, speculative=gen.info if speculative else None)
+    trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud, speculative=gen.info if speculative else None,
+                  **_model_extras(lm))
     first = {state_c: trace, C["download"]: gr.DownloadButton(value=None, interactive=False),
              C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(())}
     if keep:  # continuing: the kept steps stay on screen
@@ -207,6 +249,8 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
     else:
         first.update({C["output"]: page.output_only(trace), C["tokens"]: page.tokens_only(trace)})
     yield first
+    if force_rank is not None and keep[-1].stop_reason == "eos":  # a forced end of sequence: nothing follows
+        return
     last_dist = last_heavy = time.perf_counter()  # the first token goes out as text, at once
     # a plain generation yields steps; a speculative one yields rounds of 1 to k+1 steps
     for item in gen:
@@ -249,12 +293,169 @@ def _speed_against_plain(lm, trace: Trace) -> dict:
     return {"speculative_tok_s": n / spec_s if spec_s else 0.0, "plain_tok_s": len(plain) / plain_s if plain_s else 0.0}
 
 
-def finish(trace, step, layer, head, temperature, top_k, top_p, request: gr.Request = None):
+def download_fn(trace, request: gr.Request = None):
+    return _download_file(trace, request)
+
+
+def finish(trace, step, layer, head, temperature, top_k, top_p):
     """After streaming ends or is stopped: every panel for the last step, and the download."""
     if trace is None:
         return _unchanged()
     step = len(trace.steps) - 1
-    return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step), C["download"]: _download_file(trace, request)}
+    return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step)}
+
+
+# -- inside the model: one tab at a time, the one open, for the step on screen ----------------
+SAMPLING_ROWS = ((1.0, 0, 1.0), (0.7, 0, 0.9), (0.3, 0, 1.0))  # temperature, top-k, top-p of the side-by-side columns
+INSIDE = {"lens": ("lens_html", "lens_plot"), "residual": ("resid_plot", "contrib_plot"), "position": ("pos_plot",), "kvc": (),
+          "accounting": ("acc_html", "acc_plot"), "sampling": ("cmp_plot",), "branches": (), "bytes": ("bytes_html",),
+          "context": ("ctx_html", "ctx_plot")}
+LENS_CACHE: dict = {}  # (model id, context ids, token id) -> LensRecord, the last few computed
+
+
+def _same_model(trace: Trace | None):
+    """The loaded model when it is the one that made `trace` (so its weights can answer for it)."""
+    lm = HOLDER.lm if HOLDER is not None else None
+    return lm if lm is not None and trace is not None and lm.info.id == trace.model.id else None
+
+
+def _note(text: str) -> str:
+    return f"<p class='inside-note'>{html.escape(text)}</p>"
+
+
+def _lens(trace: Trace, st):
+    from pipeline import inside
+
+    for rec in trace.lens:
+        if rec.step == st.index and rec.token_id == st.token_id:
+            return rec
+    lm = _same_model(trace)
+    if lm is None or st.hidden is None:
+        return None
+    key = (lm.info.id, st.context_ids, st.token_id)
+    if key not in LENS_CACHE:
+        while len(LENS_CACHE) >= 256:
+            LENS_CACHE.pop(next(iter(LENS_CACHE)))
+        LENS_CACHE[key] = inside.logit_lens(lm, st)
+    return LENS_CACHE[key]
+
+
+def _accounting(trace: Trace):
+    """(records of every step, machine, params), or None when neither the trace nor the model has them."""
+    from pipeline import inside
+
+    lm = _same_model(trace)
+    params = trace.params or (inside.param_counts(lm) if lm else None)
+    if params is None:
+        return None
+    machine = trace.machine or inside.measure_machine()
+    return [inside.accounting(trace.model, params, st, machine) for st in trace.steps], machine, params
+
+
+def _position(trace: Trace):
+    from pipeline import inside
+
+    lm = _same_model(trace)
+    return trace.position or (inside.position_info(lm) if lm else None)
+
+
+def inside_view(tab, trace, step, *rest) -> dict:
+    """The open tab of "Inside the model" for the step on screen, as {component: value}."""
+    from viz import bytes_view, compute, context, lens as lens_viz, position as pos_viz, residual, sampling_compare
+
+    if trace is None or not trace.steps or tab not in INSIDE or not INSIDE[tab]:
+        return {C["lens_html"]: gr.skip()}  # (an empty dict would read as one missing value)
+    cmp, (price_in, price_out, seed) = rest[:9], rest[9:12]
+    s = max(0, min(int(step or 0), len(trace.steps) - 1))
+    st = trace.steps[s]
+    out = {}
+    try:
+        if tab == "lens":
+            rec = _lens(trace, st)
+            out = {C["lens_html"]: lens_viz.lens_summary_html(rec), C["lens_plot"]: lens_viz.logit_lens_figure(rec, trace.model.n_layers)} \
+                if rec is not None else {C["lens_html"]: _note(
+                    "The logit lens needs this step's hidden states. They are captured while the model generates, and a trace "
+                    "downloaded from this page carries the lens of every step: generate with the model, or load such a trace."),
+                    C["lens_plot"]: None}
+        elif tab == "residual":
+            label = f"step {st.index}"
+            out = {C["resid_plot"]: residual.residual_path_figure(st.resid_2d, st.resid_norm, st.update_norm, piece=st.context_pieces[-1], step=st.index)
+                   if st.resid_2d is not None else None,
+                   C["contrib_plot"]: residual.contributions_figure(st.attn_out_norm, st.mlp_out_norm, st.resid_norm, st.update_norm,
+                                                                    piece=st.context_pieces[-1], step=st.index)}
+            if st.resid_2d is None:
+                gr.Info(f"This trace has no residual path for {label} (it was saved before the path was recorded): generate again to see it.")
+        elif tab == "position":
+            pos = _position(trace)
+            out = {C["pos_plot"]: pos_viz.position_figure(pos, list(st.context_pieces)) if pos is not None else None}
+        elif tab == "accounting":
+            acc = _accounting(trace)
+            if acc is None:
+                out = {C["acc_html"]: _note("This trace holds no parameter counts and was made by another model: load that model "
+                                            "to see its compute and memory accounting."), C["acc_plot"]: None}
+            else:
+                recs, machine, params = acc
+                out = {C["acc_html"]: compute.accounting_html(recs[s], machine, params), C["acc_plot"]: compute.accounting_figure(recs, s)}
+        elif tab == "sampling":
+            rows = [dict(temperature=float(cmp[3 * n]), top_k=int(cmp[3 * n + 1]), top_p=float(cmp[3 * n + 2])) for n in range(3)]
+            out = {C["cmp_plot"]: sampling_compare.sampling_compare_figure(st, rows, vocab_size=trace.model.vocab_size,
+                                                                            repetition_penalty=trace.settings.repetition_penalty, seed=int(seed or 0))}
+        elif tab == "bytes":
+            out = {C["bytes_html"]: bytes_view.bytes_html(trace.prompt, trace.steps, s)}
+        elif tab == "context":
+            pin = float(price_in) if price_in not in (None, "") else None
+            pout = float(price_out) if price_out not in (None, "") else None
+            out = {C["ctx_html"]: context.context_html(trace, s, price_in_per_m=pin, price_out_per_m=pout), C["ctx_plot"]: context.context_figure(trace, s)}
+    except (SettingsError, ValueError, TypeError) as e:
+        gr.Warning(f"{e}")
+        return {C["lens_html"]: gr.skip()}  # (an empty dict would read as one missing value)
+    return out or {C["lens_html"]: gr.skip()}
+
+
+def kv_compare_click(trace, step):
+    from pipeline import inside
+    from viz import compute
+
+    lm = _same_model(trace)
+    if trace is None or not trace.steps:
+        return gr.skip(), gr.skip()
+    if lm is None:
+        gr.Warning("Recomputing a step needs the model that made this trace; it is not the one loaded (or it is still loading).")
+        return gr.skip(), gr.skip()
+    s = max(0, min(int(step or 0), len(trace.steps) - 1))
+    kvc = inside.kv_compare(lm, trace, trace.steps[s].index)
+    pieces = [lm.tokens.piece(int(i)) for i in kvc.top_ids]
+    return compute.kv_compare_html(kvc, pieces), compute.kv_compare_figure(kvc, pieces)
+
+
+def _default_swap(trace: Trace) -> tuple[int, int]:
+    """Two word tokens of what the person typed (the first and the last), for the swap demo."""
+    p = trace.prompt
+    n, ids = len(p.text_ids), list(p.token_ids)
+    start = next((a for a in range(len(ids) - n, -1, -1) if n and ids[a:a + n] == list(p.text_ids)), None)
+    span = range(start, start + n) if start is not None else range(len(ids))
+    words = [k for k in span if p.pieces[k].strip().isalpha()]
+    if len(words) < 2:
+        raise SettingsError("the prompt needs two word tokens to swap: type the positions to swap instead")
+    return words[0], words[-1]
+
+
+def swap_click(trace, i, j):
+    from pipeline import inside
+    from viz import position as pos_viz
+
+    lm = _same_model(trace)
+    if trace is None or lm is None:
+        gr.Warning("Swapping tokens runs the model: it must be the model that made this trace, and loaded.")
+        return gr.skip(), gr.skip(), gr.skip()
+    try:
+        if i in (None, "") or j in (None, "") or int(i) == int(j):  # two words of what the person typed
+            i, j = _default_swap(trace)
+        swap = inside.swap_demo(lm, list(trace.prompt.token_ids), int(i), int(j))
+    except (SettingsError, ValueError) as e:
+        gr.Warning(f"{e}")
+        return gr.skip(), gr.skip(), gr.skip()
+    return pos_viz.swap_figure(swap), int(i), int(j)
 
 
 # A redraw comes in parts, so the panels a person watches change first: the browser draws
@@ -336,6 +537,7 @@ state_c = None
 
 def build(example: Trace | None) -> gr.Blocks:
     global state_c
+    tabs: dict = {}
     # Gradio keeps a copy of every file it serves: clear those older than an hour, hourly
     with gr.Blocks(title="LLM pipeline visualizer", delete_cache=(3600, 3600)) as demo:
         # Each session's trace. It starts empty and gets the example on page load: Gradio would
@@ -382,6 +584,13 @@ def build(example: Trace | None) -> gr.Blocks:
                     C["slider"] = gr.Slider(0, 1, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
                     C["play"] = gr.Button(PLAY, elem_id="play", scale=1, size="sm")
                     C["boundaries"] = gr.Checkbox(value=True, label="Show token boundaries", elem_id="boundaries", scale=1)
+                    C["tour"] = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm")
+                with gr.Group(visible=False, elem_id="tour-panel") as C["tour_group"]:
+                    C["tour_box"] = gr.HTML(elem_id="tour-box")
+                    with gr.Row():
+                        C["tour_back"] = gr.Button("‹ Back", elem_id="tour-back", size="sm")
+                        C["tour_next"] = gr.Button("Next ›", elem_id="tour-next", size="sm", variant="primary")
+                        C["tour_end"] = gr.Button("End the tour", elem_id="tour-end", size="sm")
                 with gr.Column(elem_id="panel-tokens"):
                     gr.Markdown("### 1 · Tokens\n" + CAPTIONS["tokens"], elem_classes="caption")
                     C["tokens"] = gr.HTML(elem_id="tokens-html")
@@ -406,11 +615,76 @@ def build(example: Trace | None) -> gr.Blocks:
             gr.Markdown("### 5 · KV cache and timing\n" + CAPTIONS["kv"], elem_classes="caption")
             C["kv_text"] = gr.HTML(elem_id="kv-summary")
             C["kv"] = gr.Plot(show_label=False, elem_id="kv-plot")
+        with gr.Column(elem_id="panel-inside"):
+            gr.Markdown("### 6 · Inside the model\n" + CAPTIONS["inside"], elem_classes="caption")
+            with gr.Tabs(elem_id="inside-tabs"):
+                with gr.Tab("Logit lens", id="lens", elem_id="tab-lens") as tabs["lens"]:
+                    gr.Markdown(CAPTIONS["lens"], elem_classes="caption")
+                    C["lens_html"] = gr.HTML(elem_id="lens-summary")
+                    C["lens_plot"] = gr.Plot(show_label=False, elem_id="lens-plot")
+                with gr.Tab("Residual", id="residual", elem_id="tab-residual") as tabs["residual"]:
+                    gr.Markdown(CAPTIONS["residual"], elem_classes="caption")
+                    C["resid_plot"] = gr.Plot(show_label=False, elem_id="residual-plot")
+                    gr.Markdown(CAPTIONS["contributions"], elem_classes="caption")
+                    C["contrib_plot"] = gr.Plot(show_label=False, elem_id="contributions-plot")
+                with gr.Tab("Position", id="position", elem_id="tab-position") as tabs["position"]:
+                    gr.Markdown(CAPTIONS["position"], elem_classes="caption")
+                    C["pos_plot"] = gr.Plot(show_label=False, elem_id="position-plot")
+                    with gr.Row(equal_height=True):
+                        C["swap_i"] = gr.Number(value=None, precision=0, minimum=0, label="Swap prompt position (equal: two of your words)", elem_id="swap-i", scale=1)
+                        C["swap_j"] = gr.Number(value=None, precision=0, minimum=0, label="with position", elem_id="swap-j", scale=1)
+                        C["swap_btn"] = gr.Button("Swap them and compare attention", elem_id="swap-button", scale=2)
+                    C["swap_plot"] = gr.Plot(show_label=False, elem_id="swap-plot")
+                with gr.Tab("KV cache", id="kvc", elem_id="tab-kvc") as tabs["kvc"]:
+                    gr.Markdown(CAPTIONS["kv_compare"], elem_classes="caption")
+                    C["kvc_btn"] = gr.Button("Recompute the step on screen without the cache", elem_id="kvc-button")
+                    C["kvc_html"] = gr.HTML(elem_id="kvc-summary")
+                    C["kvc_plot"] = gr.Plot(show_label=False, elem_id="kvc-plot")
+                with gr.Tab("Compute", id="accounting", elem_id="tab-accounting") as tabs["accounting"]:
+                    gr.Markdown(CAPTIONS["accounting"], elem_classes="caption")
+                    C["acc_html"] = gr.HTML(elem_id="accounting-summary")
+                    C["acc_plot"] = gr.Plot(show_label=False, elem_id="accounting-plot")
+                with gr.Tab("Sampling ×3", id="sampling", elem_id="tab-sampling") as tabs["sampling"]:
+                    gr.Markdown(CAPTIONS["sampling_compare"], elem_classes="caption")
+                    with gr.Row():
+                        for n, (t, k, pp) in enumerate(SAMPLING_ROWS):
+                            with gr.Group():
+                                C[f"cmp_t{n}"] = gr.Number(value=t, minimum=0, maximum=5, step=0.05, label=f"{n + 1}: temperature", elem_id=f"cmp-t{n}")
+                                C[f"cmp_k{n}"] = gr.Number(value=k, precision=0, minimum=0, label="top-k", elem_id=f"cmp-k{n}")
+                                C[f"cmp_p{n}"] = gr.Number(value=pp, minimum=0.01, maximum=1, step=0.01, label="top-p", elem_id=f"cmp-p{n}")
+                    C["cmp_btn"] = gr.Button("Draw 1,000 tokens from each", elem_id="sampling-button")
+                    C["cmp_plot"] = gr.Plot(show_label=False, elem_id="sampling-plot")
+                with gr.Tab("Branches", id="branches", elem_id="tab-branches") as tabs["branches"]:
+                    gr.Markdown(CAPTIONS["branching"], elem_classes="caption")
+                    C["branches_html"] = gr.HTML(branches_viz.branches_html([], None), elem_id="branches")
+                    with gr.Row(equal_height=True):
+                        C["branch_pick"] = gr.Radio([], label="Show branch", elem_id="branch-pick", scale=3)
+                        C["branch_rank"] = gr.Number(value=2, precision=0, minimum=1, maximum=100, label="Candidate rank to force",
+                                                     elem_id="branch-rank", scale=1)
+                        C["branch_btn"] = gr.Button("Force it at the step on screen, generate on", elem_id="branch-button", scale=2)
+                with gr.Tab("Bytes", id="bytes", elem_id="tab-bytes") as tabs["bytes"]:
+                    gr.Markdown(CAPTIONS["bytes"], elem_classes="caption")
+                    C["bytes_html"] = gr.HTML(elem_id="bytes-html")
+                with gr.Tab("Context", id="context", elem_id="tab-context") as tabs["context"]:
+                    gr.Markdown(CAPTIONS["context"], elem_classes="caption")
+                    with gr.Row():
+                        C["price_in"] = gr.Number(value=None, minimum=0, label="Price per million input tokens ($)", elem_id="price-in")
+                        C["price_out"] = gr.Number(value=None, minimum=0, label="Price per million output tokens ($)", elem_id="price-out")
+                    C["ctx_html"] = gr.HTML(elem_id="context-summary")
+                    C["ctx_plot"] = gr.Plot(show_label=False, elem_id="context-plot")
         with gr.Column(elem_id="panel-speculative"):
-            gr.Markdown("### 6 · Speculative decoding\n" + CAPTIONS["speculative"], elem_classes="caption")
+            gr.Markdown("### 7 · Speculative decoding\n" + CAPTIONS["speculative"], elem_classes="caption")
             C["spec_summary"] = gr.HTML(elem_id="spec-summary")
             C["spec"] = gr.HTML(elem_id="spec-rounds")
         C["timer"] = gr.Timer(0.6, active=False)
+        # set by the page's script: a click on a candidate bar ("rank|nonce"), the panel the tour points at
+        C["branch_req"] = gr.Textbox(elem_id="branch-request", elem_classes="hidden-input", container=False)
+        C["branch_go"] = gr.Button("branch", elem_id="branch-go", elem_classes="hidden-input")
+        C["tour_target"] = gr.Textbox(elem_id="tour-target", elem_classes="hidden-input", container=False)
+        branches_c, pending_c, tour_i, tab_c = gr.State([]), gr.State(None), gr.State(0), gr.State("lens")
+        inside_in = [tab_c, state_c, C["slider"], *[C[f"cmp_{x}{n}"] for n in range(3) for x in "tkp"], C["price_in"], C["price_out"], C["seed"]]
+        inside_out = [C[k] for keys in INSIDE.values() for k in keys]
+        inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
 
         view_in = [state_c, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
         all_out = [state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"], C["spec_summary"]]
@@ -435,9 +709,92 @@ def build(example: Trace | None) -> gr.Blocks:
                                          (C["step"].click, step_fn, [], "step"), (C["resample"].click, resample_fn, [C["slider"]], "resample")):
             ev = trigger(fn, extra + gen_in, all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden",
                          api_name=name, api_visibility="public" if name else "private")
-            ev.then(finish, view_in, fin_out, show_progress="hidden")
+            ev.then(finish, view_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
+                download_fn, state_c, C["download"], show_progress="hidden")
             events.append(ev)
-        C["stop"].click(finish, view_in, fin_out, cancels=events, show_progress="hidden")
+        def branch_fn(rank, step, *a):
+            prev = a[-1]
+            try:
+                k, s = int(rank), int(step)
+            except (TypeError, ValueError):
+                gr.Warning("Pick a candidate to branch: click its bar in the distribution, or type its rank.")
+                return
+            pend = None
+            if prev is not None and 0 <= s < len(prev.steps) and 0 <= k < len(prev.steps[s].top_ids):
+                base = prev.steps[s]
+                pend = dict(parent=prev, fork=s, token_id=int(base.top_ids[k]), forced=base.top_pieces[k], model=base.piece)
+            for n, out in enumerate(stream(*a, start_step=s, force_rank=k)):
+                yield {**out, pending_c: pend} if n == 0 else out
+
+        def record_branch(trace, branches, pend):
+            """After a branch ran: keep its parent and it in the list (same prompt and model only)."""
+            same = [b for b in branches if trace is not None and b.trace.prompt.rendered == trace.prompt.rendered
+                    and b.trace.model.id == trace.model.id]
+            if pend and trace is not None and trace is not pend["parent"] and len(trace.steps) > pend["fork"] \
+                    and trace.steps[pend["fork"]].token_id == pend["token_id"]:
+                if not any(b.trace is pend["parent"] for b in same):
+                    same.append(branches_viz.Branch(branches_viz.branch_label(len(same)), pend["parent"], None))
+                same.append(branches_viz.Branch(branches_viz.branch_label(len(same)), trace, pend["fork"], pend["forced"], pend["model"]))
+            labels = [b.label for b in same]
+            on = next((b.label for b in same if b.trace is trace), None)
+            return same, branches_viz.branches_html(same, trace), gr.Radio(choices=labels, value=on), None
+
+        def show_branch(label, branches, layer, head, temperature, top_k, top_p):
+            b = next((b for b in branches if b.label == label), None)
+            if b is None:
+                return _unchanged()
+            t = b.trace
+            return {state_c: t, **_view(t, len(t.steps) - 1, layer, head, temperature, top_k, top_p), C["slider"]: _slider(t),
+                    C["branches_html"]: branches_viz.branches_html(branches, t)}
+
+        branch_in = [C["slider"], *gen_in]
+        branch_out = [*all_out, pending_c]
+        def branch_click(req, *a):  # "rank|nonce" from the page's script (0-based rank)
+            yield from branch_fn(str(req or "").split("|")[0], *a)
+
+        def branch_typed(rank, *a):  # the rank a person typed (1-based)
+            yield from branch_fn(int(rank) - 1 if rank else None, *a)
+
+        for trigger, rank_in, fn in ((C["branch_go"].click, C["branch_req"], branch_click), (C["branch_btn"].click, C["branch_rank"], branch_typed)):
+            ev = trigger(fn, [rank_in, *branch_in], branch_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden")
+            ev.then(finish, view_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
+                download_fn, state_c, C["download"], show_progress="hidden").then(
+                record_branch, [state_c, branches_c, pending_c], [branches_c, C["branches_html"], C["branch_pick"], pending_c], show_progress="hidden")
+            events.append(ev)
+        C["branch_pick"].input(show_branch, [C["branch_pick"], branches_c, C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
+                               [state_c, *[C[k] for k in page.PANEL_KEYS], C["slider"], C["branches_html"]], show_progress="hidden").then(
+            inside_view, inside_in, inside_out, **inside_kw)
+
+        def tour_show(trace, step, i):
+            if trace is None or not trace.steps:
+                gr.Warning("Generate some text first: the tour walks through one step of it.")
+                return {C["tour_target"]: ""}
+            s = max(0, min(int(step), len(trace.steps) - 1))
+            stages = tour_viz.tour_stages(trace, s)
+            i = max(0, min(int(i), len(stages) - 1))
+            return {C["tour_group"]: gr.Group(visible=True), C["tour_box"]: tour_viz.tour_html(trace, s, i), tour_i: i,
+                    C["tour_target"]: stages[i].target}
+
+        tour_out = [C["tour_group"], C["tour_box"], tour_i, C["tour_target"]]
+        focus_js = ("(t) => { document.querySelectorAll('.tour-focus').forEach(e => e.classList.remove('tour-focus')); "
+                    "const el = t ? document.getElementById(t) : null; "
+                    "if (el) { el.classList.add('tour-focus'); el.scrollIntoView({behavior: 'smooth', block: 'center'}); } }")
+        for btn, delta in ((C["tour"], None), (C["tour_next"], 1), (C["tour_back"], -1)):
+            fn = (lambda d: (lambda t, s, i: tour_show(t, s, 0 if d is None else i + d)))(delta)
+            btn.click(fn, [state_c, C["slider"], tour_i], tour_out, show_progress="hidden").then(
+                None, [C["tour_target"]], None, js=focus_js)
+        C["tour_end"].click(lambda: {C["tour_group"]: gr.Group(visible=False), C["tour_target"]: ""}, None, tour_out,
+                            show_progress="hidden").then(None, [C["tour_target"]], None, js=focus_js)
+
+        C["stop"].click(finish, view_in, fin_out, cancels=events, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
+            download_fn, state_c, C["download"], show_progress="hidden")
+        for key, tab in tabs.items():  # the open tab is drawn when opened and follows the step slider
+            tab.select((lambda k: lambda: k)(key), None, tab_c, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
+        C["cmp_btn"].click(inside_view, inside_in, inside_out, **inside_kw)
+        for k in ("price_in", "price_out"):
+            C[k].input(inside_view, inside_in, inside_out, **inside_kw)
+        C["kvc_btn"].click(kv_compare_click, [state_c, C["slider"]], [C["kvc_html"], C["kvc_plot"]], show_progress="minimal")
+        C["swap_btn"].click(swap_click, [state_c, C["swap_i"], C["swap_j"]], [C["swap_plot"], C["swap_i"], C["swap_j"]], show_progress="minimal")
 
         panels = [C[k] for k in page.PANEL_KEYS]
         assert sorted(sum(REDRAW_PARTS, ())) == sorted(page.PANEL_KEYS)
@@ -446,6 +803,7 @@ def build(example: Trace | None) -> gr.Blocks:
             fn = (lambda part: lambda *a: redraw(*a, only=part))(part)
             ev = (ev.input if i == 0 else ev.then)(fn, view_in, [C[k] for k in part], show_progress="hidden", concurrency_limit=None,
                                                    **({"trigger_mode": "always_last"} if i == 0 else {}))
+        ev.then(inside_view, inside_in, inside_out, show_progress="hidden", concurrency_limit=None)
         for k in ("layer", "head"):
             C[k].input(lambda *a: redraw(*a, only=("attn",)), view_in, C["attn"], show_progress="hidden", concurrency_limit=None)
         for k in ("temperature", "top_k", "top_p"):
@@ -456,7 +814,8 @@ def build(example: Trace | None) -> gr.Blocks:
         C["metric"].input(lambda t, s, m: page.overview_only(t, step=s, metric=m) if t else gr.skip(),
                           [state_c, C["slider"], C["metric"]], C["overview"], show_progress="hidden")
         C["upload"].upload(load_trace, [C["upload"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
-                           [state_c, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"], C["download"], C["spec_summary"]])
+                           [state_c, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"], C["download"], C["spec_summary"]]).then(
+            inside_view, inside_in, inside_out, **inside_kw)
         def play(label, trace, step, *view):
             if label == PAUSE:  # playing: the same button pauses
                 return _stopped_playing()
@@ -477,7 +836,7 @@ def build(example: Trace | None) -> gr.Blocks:
             return {state_c: t, **_view(t, len(t.steps) - 1, 0, "all", s.temperature, s.top_k, s.top_p), C["slider"]: _slider(t),
                     C["info"]: HOLDER.status, C["spec_summary"]: page.speculative_summary_html(t)}
 
-        demo.load(on_load, None, [state_c, *panels, C["slider"], C["info"], C["spec_summary"]])
+        demo.load(on_load, None, [state_c, *panels, C["slider"], C["info"], C["spec_summary"]]).then(inside_view, inside_in, inside_out, **inside_kw)
 
         def status_tick():  # until the model has loaded (or failed), then the timer stops
             return HOLDER.status, gr.Timer(active=not HOLDER.ready.is_set())
@@ -499,7 +858,7 @@ def main(argv=None):
     HOLDER = ModelHolder(a.model).start()
     demo = build(example_trace())
     demo.queue(default_concurrency_limit=8)
-    demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, theme=gr.themes.Soft(), show_error=True)
+    demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, theme=gr.themes.Soft(), show_error=True)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import torch
 
 from . import sampling
 from .capture import capture
-from .loading import LoadedModel
+from .loading import LoadedModel, rms_rows
 from .records import PromptRecord, Settings, StageRecord, StepRecord, Trace
 from .sampling import SettingsError
 from .tokens import Detokenizer
@@ -81,7 +81,13 @@ class Generation:
             yield rec
 
     def trace(self) -> Trace:
-        return Trace(self.lm.info, self.settings, self.prompt, tuple(self.steps), self.lm.projection, self.lm.vocab_cloud)
+        """The trace so far, with the model's parameter counts and position scheme (cheap); the
+        machine's measured limits and the logit lens are added by pipeline.inside.with_inside."""
+        from .inside import param_counts, position_info
+
+        lm = self.lm
+        return Trace(lm.info, self.settings, self.prompt, tuple(self.steps), lm.projection, lm.vocab_cloud,
+                     resid_projection=lm.resid_projection, params=param_counts(lm), position=position_info(lm))
 
 
 def start(lm: LoadedModel, text: str, settings: Settings, *, prefix: Sequence[int] = (), ignore_eos: bool = False) -> Generation:
@@ -106,6 +112,8 @@ def start(lm: LoadedModel, text: str, settings: Settings, *, prefix: Sequence[in
         embed_2d=lm.projection.apply(vecs) if len(enc.ids) else np.zeros((0, 2), np.float32),
         text_ids=tuple(text_ids),
         text_pieces=tuple(lm.tokens.pieces(text_ids)),
+        raw_pieces=tuple(lm.tokens.raw_piece(int(i)) for i in enc.ids),
+        piece_bytes=tuple(lm.tokens.piece_bytes(int(i)) for i in enc.ids),
     )
     return Generation(lm, settings, prompt, tuple(int(i) for i in prefix), ignore_eos)
 
@@ -121,7 +129,9 @@ def _forward(lm: LoadedModel, ids: list[int], cache) -> dict[str, torch.Tensor]:
     """One forward pass (prefill: all ids; decode: one id) with hooks; returns the captures."""
     x = torch.as_tensor([ids], dtype=torch.long, device=lm.model.device)
     with lm.lock, capture(lm.arch) as cap:
-        lm.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        out = lm.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
+    # the model's own output: the LM head's, after any final soft-capping / scaling (Gemma 2)
+    cap["logits"] = out.logits.detach()
     return cap
 
 
@@ -203,7 +213,13 @@ def _record_fields(
     T = position + 1  # prefill: the context so far, all of it fed in this pass
     if phase == "prefill" and T <= MAX_MATRIX_TOKENS:
         matrix = torch.stack([p[:, :T, :T] for p in pats]).float().cpu().numpy()  # (L, H, T, T)
-    hidden = torch.stack([cap["embed"][0, row]] + [cap[f"blocks.{i}.resid_post"][0, row] for i in range(L)])  # (L+1, d)
+    row0 = cap["embed"][0, row]
+    if lm.arch.positions is not None:  # GPT-2: block 0 reads the token embedding + the learned position
+        row0 = row0 + lm.arch.positions.weight.detach()[position].to(row0.dtype)
+    hidden = torch.stack([row0] + [cap[f"blocks.{i}.resid_post"][0, row] for i in range(L)]).float().cpu().numpy()  # (L+1, d)
+    resid_norm = np.linalg.norm(hidden.astype(np.float64), axis=1).astype(np.float32)  # (L+1,)
+    update_norm = np.linalg.norm(np.diff(hidden.astype(np.float64), axis=0), axis=1).astype(np.float32)  # (L,)
+    resid_2d = lm.resid_projection.apply(rms_rows(hidden)) if lm.resid_projection is not None else None
     attn_norm = torch.stack([cap[f"blocks.{i}.attn.out"][0, row].float().norm() for i in range(L)])  # (L,)
     mlp_norm = torch.stack([cap[f"blocks.{i}.mlp.out"][0, row].float().norm() for i in range(L)])  # (L,)
     emb = emb_w[token].float().cpu().numpy()  # (d_model,)
@@ -239,7 +255,12 @@ def _record_fields(
         kv_cache_bytes_formula=kv_formula(lm, position + 1),
         logits=logits,
         embedding=emb,
-        hidden=hidden.float().cpu().numpy(),
+        hidden=hidden,
+        raw_piece=lm.tokens.raw_piece(int(token)),
+        piece_bytes=lm.tokens.piece_bytes(int(token)),
+        resid_2d=resid_2d,
+        resid_norm=resid_norm,
+        update_norm=update_norm,
     )
 
 

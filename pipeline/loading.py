@@ -94,6 +94,7 @@ class Arch:
     mlp: list  # feed-forward module of each block
     norm: torch.nn.Module  # final norm
     lm_head: torch.nn.Module
+    positions: torch.nn.Module | None = None  # learned position embedding added to the input (GPT-2's wpe)
 
 
 def _first_attr(obj, names: tuple[str, ...]):
@@ -112,7 +113,9 @@ def find_arch(model: torch.nn.Module) -> Arch:
     attn = [_first_attr(l, ("self_attn", "attn", "attention")) for l in layers]
     mlp = [_first_attr(l, ("mlp", "feed_forward")) for l in layers]
     assert all(a is not None for a in attn) and all(m is not None for m in mlp), "unsupported block layout"
-    return Arch(model.get_input_embeddings(), list(layers), attn, mlp, norm, model.get_output_embeddings())
+    wpe = getattr(base, "wpe", None)
+    positions = wpe if isinstance(wpe, torch.nn.Embedding) else None
+    return Arch(model.get_input_embeddings(), list(layers), attn, mlp, norm, model.get_output_embeddings(), positions)
 
 
 def model_info(model, *, model_id: str, source: str) -> ModelInfo:
@@ -149,6 +152,78 @@ def fit_projection(embedding_matrix: torch.Tensor) -> Projection:
     return Projection(mean.numpy().astype(np.float32), comps.numpy().astype(np.float32))
 
 
+# A fixed paragraph for fitting the residual projection: prose, numbers, a quotation and code,
+# so the hidden states it produces cover the kinds of text people type (~110 tokens).
+CALIBRATION_TEXT = (
+    "The history of science is the study of how people came to understand the natural world. "
+    "In 1905, Albert Einstein published four papers that changed physics: light comes in quanta, "
+    "atoms are real, and space and time are relative. Today a small computer can run a language model, "
+    'read a question such as "Why is the sky blue?", and answer: sunlight scatters off air molecules, '
+    "and blue light scatters more than red. def add(a, b):\n    return a + b  # 2 + 3 = 5\n"
+)
+
+
+def rms_rows(x: np.ndarray) -> np.ndarray:
+    """Each row divided by its root-mean-square (what the next RMSNorm / LayerNorm sees, up to its weights)."""
+    x = np.asarray(x, np.float32)
+    return x / np.maximum(np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=-1, keepdims=True)), 1e-12).astype(np.float32)
+
+
+def residual_states(model, arch: Arch, ids: list[int]) -> torch.Tensor:
+    """(L+1, T, d_model) residual stream of one uncached pass: the input to block 0 (embedding,
+    plus learned positions where the model has them), then the output of every block.
+
+    Own hooks, removed at once (output_hidden_states would make transformers 5 install hooks of
+    its own that stay on the modules)."""
+    out: dict[int, torch.Tensor] = {}
+
+    def keep(i):
+        def hook(_m, _i, o):
+            out[i] = (o[0] if isinstance(o, (tuple, list)) else o).detach()
+
+        return hook
+
+    hooks = [arch.embed.register_forward_hook(keep(-1))] + [layer.register_forward_hook(keep(i)) for i, layer in enumerate(arch.layers)]
+    try:
+        with torch.inference_mode():
+            model(input_ids=torch.as_tensor([ids], dtype=torch.long, device=model.device), use_cache=False, logits_to_keep=1)
+    finally:
+        for h in hooks:
+            h.remove()
+    row0 = out[-1][0]
+    if arch.positions is not None:
+        row0 = row0 + arch.positions.weight.detach()[: len(ids)].to(row0.dtype)
+    return torch.stack([row0] + [out[i][0] for i in range(len(arch.layers))]).float().cpu()
+
+
+def fit_resid_projection(model, tokenizer, arch: Arch, context_length: int) -> Projection:
+    """A fixed 2D map for the residual stream, one per model, so a step's path through the layers
+    compares across steps and prompts.
+
+    Fitted once at load time from one uncached pass over CALIBRATION_TEXT: every layer's hidden
+    state (the input to block 0, then every block's output) at every position but 0 (the first
+    position carries outlier activations in most models). Apply it to rows divided by their RMS
+    (`rms_rows`): norms grow ~300x with depth, so raw PCA shows only the last layers.
+
+    Choice, measured on SmolLM2-135M: PCA of the RMS-normalised states alone still collapses
+    layers 2-22 into one spot, because a few "massive activation" dimensions (4 of 576) hold most
+    of every normalised vector. So each dimension is also standardised (divided by its standard
+    deviation over the calibration states) before the PCA; the path then spreads over all layers
+    (median layer-to-layer step ~8% of the picture instead of ~3%). The standardisation is folded
+    into `components`, so the map stays `(rms_rows(h) - mean) @ components.T`."""
+    ids = list(tokenizer(CALIBRATION_TEXT, add_special_tokens=False)["input_ids"])[: max(2, min(context_length, 512))]
+    H = residual_states(model, arch, ids)  # (L+1, T, d)
+    X = torch.from_numpy(rms_rows(H[:, 1:].reshape(-1, H.shape[-1]).numpy())).double()  # (n, d)
+    mean = X.mean(0)
+    sd = X.std(0)
+    sd = torch.clamp(sd, min=float(sd.mean()) * 1e-3 + 1e-12)
+    Z = (X - mean) / sd
+    evals, evecs = torch.linalg.eigh(Z.T @ Z / max(1, Z.shape[0] - 1))
+    comps = evecs[:, -2:].flip(1).T  # (2, d), largest first
+    comps = comps * torch.sign(comps[:, comps.abs().argmax(1)].diagonal()).unsqueeze(1)
+    return Projection(mean.float().numpy(), (comps / sd).float().numpy())
+
+
 @dataclass
 class LoadedModel:
     model: torch.nn.Module
@@ -160,6 +235,9 @@ class LoadedModel:
     vocab_cloud: VocabCloud
     lock: threading.Lock = field(default_factory=threading.Lock)  # one forward pass at a time
     load_seconds: float = 0.0
+    # fixed 2D map of RMS-normalised residual rows (fit_resid_projection); None: not fitted
+    resid_projection: Projection | None = None
+    resid_seconds: float = 0.0  # time fitting it took (part of load_seconds)
 
 
 def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float = 0.0) -> LoadedModel:
@@ -174,7 +252,11 @@ def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float
     with torch.no_grad():
         xy = proj.apply(model.get_input_embeddings().weight[torch.as_tensor(ids)].float().cpu().numpy())
     cloud = VocabCloud(np.asarray(ids, np.int64), tuple(tokens.piece(i) for i in ids), xy)
-    return LoadedModel(model, tokenizer, info, find_arch(model), tokens, proj, cloud, load_seconds=load_seconds)
+    arch = find_arch(model)
+    t0 = time.perf_counter()
+    resid = fit_resid_projection(model, tokenizer, arch, info.context_length)
+    dt = time.perf_counter() - t0
+    return LoadedModel(model, tokenizer, info, arch, tokens, proj, cloud, load_seconds=load_seconds + dt, resid_projection=resid, resid_seconds=dt)
 
 
 def resolve(spec: str | None) -> tuple[str, str, str]:

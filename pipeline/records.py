@@ -79,6 +79,10 @@ class PromptRecord:
     # the typed text alone, tokenised as plain text (no template): for comparing tokenizers
     text_ids: tuple[int, ...] = ()
     text_pieces: tuple[str, ...] = ()
+    # the tokenizer's own token strings (byte markers such as 'Ġ' / '▁' visible) and the bytes
+    # each token stands for (None for special tokens), one per token_ids entry
+    raw_pieces: tuple[str, ...] = ()
+    piece_bytes: tuple[bytes | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,13 @@ class StepRecord:
     logits: np.ndarray | None = field(default=None, repr=False)  # (vocab,) raw logits
     embedding: np.ndarray | None = field(default=None, repr=False)  # (d_model,) chosen token's input embedding
     hidden: np.ndarray | None = field(default=None, repr=False)  # (layers+1, d_model) residual at `position`
+    # The chosen token as the tokenizer stores it.
+    raw_piece: str = ""  # the tokenizer's own token string ('Ġ' / '▁' markers visible)
+    piece_bytes: bytes | None = None  # the bytes the token stands for; None for special tokens
+    # The residual stream of the query at `position` (small: always written to JSON).
+    resid_2d: np.ndarray | None = None  # (layers+1, 2) each hidden row / its RMS, in Trace.resid_projection
+    resid_norm: np.ndarray | None = None  # (layers+1,) L2 norm of each hidden row
+    update_norm: np.ndarray | None = None  # (layers,) L2 norm of hidden[i+1] - hidden[i]: what block i added
 
 
 # ---------------------------------------------------------------------------------------
@@ -240,6 +251,137 @@ def speculative_summary(rounds) -> dict:
     }
 
 
+# ---------------------------------------------------------------------------------------
+# Inside the model (pipeline/inside.py computes these; re-exported there).
+
+LENS_TOP = 5  # candidates kept per layer
+
+
+@dataclass(frozen=True)
+class LensRecord:
+    """Logit lens of one step: the final norm and LM head applied to the residual stream of the
+    query at `position` after every layer. Row 0 is the input embedding; row i (1..L) is after
+    block i; row L is what the model itself predicted (it equals the step's own distribution)."""
+
+    step: int  # StepRecord.index
+    position: int
+    token_id: int  # the token the step chose
+    piece: str
+    top_ids: np.ndarray  # (L+1, LENS_TOP) int64, most likely first
+    top_pieces: tuple[tuple[str, ...], ...]  # (L+1) x LENS_TOP
+    top_probs: np.ndarray  # (L+1, LENS_TOP) float32, softmax over the full vocabulary at temperature 1
+    chosen_probs: np.ndarray  # (L+1,) float32, probability of the chosen token at each depth
+    chosen_ranks: np.ndarray  # (L+1,) int64, its rank (0 = most likely) at each depth
+    entropy: np.ndarray  # (L+1,) float32, bits
+
+
+@dataclass(frozen=True)
+class KVCompareRecord:
+    """One step computed twice: with the KV cache (the step's own pass: only the new token goes
+    through the model) and without it (the whole context up to `position` recomputed)."""
+
+    step: int
+    position: int
+    tokens_with: int  # tokens fed through the model with the cache (1 for a decode step; T for prefill)
+    tokens_without: int  # position + 1
+    macs_with: float  # multiply-adds of the pass with the cache (weights x tokens + attention)
+    macs_without: float
+    ms_with: float  # measured now, same machine, median of a few repeats
+    ms_without: float
+    max_abs_diff: float  # max |logit with cache - logit without| over the full vocabulary
+    same_argmax: bool
+    top_ids: np.ndarray  # (n,) int64 the step's top candidates
+    logits_with: np.ndarray  # (n,) float32 at top_ids
+    logits_without: np.ndarray  # (n,) float32 at top_ids
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameters of the model by where a forward pass reads them.
+
+    total = embedding + lm_head + positions + n_layers x (per_layer_attn + per_layer_mlp +
+    per_layer_norm) + final_norm + other, counting a tied matrix once. Per-layer counts are
+    block 0's (biases included); `per_layer_norm` is whatever a block holds outside its
+    attention and feed-forward modules (its norms)."""
+
+    total: int
+    embedding: int  # the input embedding matrix (a lookup reads one row per token)
+    lm_head: int  # the output projection (0 extra when tied to the embedding)
+    tied: bool  # the LM head is the embedding matrix
+    per_layer_attn: int  # one block's attention weights
+    per_layer_mlp: int  # one block's feed-forward weights
+    per_layer_norm: int
+    final_norm: int
+    n_layers: int
+    bytes_per_param: int  # 4 for float32
+    positions: int = 0  # learned position embeddings (GPT-2's wpe; a lookup, like the embedding)
+    other: int = 0  # anything not placed above (0 for the supported families)
+
+    @property
+    def read_per_pass(self) -> int:
+        """Parameters a forward pass reads in full: every block, the final norm, the LM head."""
+        return self.n_layers * (self.per_layer_attn + self.per_layer_mlp + self.per_layer_norm) + self.final_norm + self.lm_head_rows
+
+    @property
+    def lm_head_rows(self) -> int:
+        return self.embedding if self.tied else self.lm_head
+
+
+@dataclass(frozen=True)
+class MachineInfo:
+    """This machine's measured limits (not a datasheet)."""
+
+    memory_gb_s: float  # sustained memory bandwidth, measured by copying a large array
+    matmul_gflop_s: float  # float32 matrix-multiply throughput, measured
+    threads: int  # torch threads
+
+
+@dataclass(frozen=True)
+class AccountingRecord:
+    """Compute and memory of one step, against the machine's measured limits."""
+
+    step: int
+    phase: str
+    tokens: int  # tokens the pass processed (T for prefill, 1 for decode)
+    params_read: int
+    macs: float  # multiply-adds: ~params x tokens + attention (QK^T and AV)
+    weight_bytes: float  # bytes of weights read
+    kv_bytes_read: float  # bytes of KV cache read by attention
+    arithmetic_intensity: float  # flops (2 x macs) per byte read
+    ms: float  # the step's measured wall time
+    memory_bound_ms: float  # (weight + KV bytes) / measured bandwidth: the floor if memory limits
+    compute_bound_ms: float  # 2 x macs / measured matmul throughput: the floor if compute limits
+    machine_balance: float  # matmul flops per byte of bandwidth: above it a pass is compute-bound
+    bound: str  # "memory" | "compute"
+
+
+@dataclass(frozen=True)
+class PositionRecord:
+    """How the model knows order."""
+
+    kind: str  # "rope" | "learned" | "none"
+    rope_theta: float | None
+    rotary_dim: int | None  # dimensions of a head that rotate (head_dim x partial_rotary_factor)
+    inv_freq: np.ndarray | None  # (rotary_dim/2,) radians per position of each frequency pair
+    learned_2d: np.ndarray | None  # (n, 2) learned position vectors 0..n-1 in the model's fixed projection
+
+
+@dataclass(frozen=True)
+class SwapRecord:
+    """The same prompt with two tokens swapped: attention of the last query, per layer (mean of
+    heads), over the keys, with the swapped run's keys put back in the original order."""
+
+    pieces: tuple[str, ...]  # the original prompt's pieces
+    swapped_pieces: tuple[str, ...]
+    i: int
+    j: int
+    attention: np.ndarray  # (L, T) original
+    attention_swapped: np.ndarray  # (L, T) swapped run, keys re-ordered to match `pieces`
+    max_abs_diff: float  # over layers and keys
+    top_piece: str  # the next-token prediction of each run
+    top_piece_swapped: str
+
+
 @dataclass(frozen=True)
 class Trace:
     model: ModelInfo
@@ -251,6 +393,13 @@ class Trace:
     # speculative decoding only: the draft and k, and one record per round
     speculative: SpeculativeInfo | None = None
     rounds: tuple[RoundRecord, ...] = ()
+    # the fixed per-model map of RMS-normalised residual rows to 2D (StepRecord.resid_2d)
+    resid_projection: Projection | None = None
+    # inside the model (pipeline.inside.with_inside fills them before an export)
+    lens: tuple[LensRecord, ...] = ()  # logit lens of zero or more steps (each names its step)
+    params: ParamCounts | None = None
+    machine: MachineInfo | None = None
+    position: PositionRecord | None = None
 
     @property
     def stop_reason(self) -> str | None:
@@ -294,6 +443,14 @@ def _from_tril(rows: list) -> np.ndarray:
     return out
 
 
+def _bytes_to_json(b: bytes | None) -> list | None:
+    return None if b is None else list(b)
+
+
+def _bytes_from_json(x) -> bytes | None:
+    return None if x is None else bytes(int(v) for v in x)
+
+
 def _stage_to_json(s: StageRecord) -> dict:
     return {"name": s.name, "param": s.param, "kept": s.kept, "mass": s.mass, "probs": _f32(s.probs)}
 
@@ -324,7 +481,12 @@ def _step_to_json(s: StepRecord, *, full: bool) -> dict:
         "kv_cache_bytes_formula": s.kv_cache_bytes_formula,
         "ms": s.ms,
         "stop_reason": s.stop_reason,
+        "raw_piece": s.raw_piece,
+        "piece_bytes": _bytes_to_json(s.piece_bytes),
     }
+    for name in ("resid_2d", "resid_norm", "update_norm"):
+        if getattr(s, name) is not None:
+            d[name] = _f32(getattr(s, name))
     if s.attention_matrix is not None:
         d["attention_matrix"] = _tril_lists(s.attention_matrix)
     if full:
@@ -403,6 +565,8 @@ def trace_to_json(trace: Trace, *, full: bool = False) -> dict:
             "embed_2d": _f32(p.embed_2d),
             "text_ids": list(p.text_ids),
             "text_pieces": list(p.text_pieces),
+            "raw_pieces": list(p.raw_pieces),
+            "piece_bytes": [_bytes_to_json(b) for b in p.piece_bytes],
         },
         "steps": [_step_to_json(s, full=full) for s in trace.steps],
         "stop_reason": trace.stop_reason,
@@ -410,13 +574,71 @@ def trace_to_json(trace: Trace, *, full: bool = False) -> dict:
     }
     if trace.projection is not None:
         d["projection"] = {"mean": _f32(trace.projection.mean), "components": _f32(trace.projection.components)}
+    if trace.resid_projection is not None:
+        d["resid_projection"] = {"mean": _f32(trace.resid_projection.mean), "components": _f32(trace.resid_projection.components)}
     if trace.vocab_cloud is not None:
         c = trace.vocab_cloud
         d["vocab_cloud"] = {"ids": c.ids.tolist(), "pieces": list(c.pieces), "xy": _f32(c.xy)}
     if trace.speculative is not None:
         d["speculative"] = {"k": trace.speculative.k, "draft": dataclasses.asdict(trace.speculative.draft)}
         d["rounds"] = [_round_to_json(r) for r in trace.rounds]
+    if trace.lens:
+        d["lens"] = [_lens_to_json(r) for r in trace.lens]
+    if trace.params is not None:
+        d["params"] = dataclasses.asdict(trace.params)
+    if trace.machine is not None:
+        d["machine"] = dataclasses.asdict(trace.machine)
+    if trace.position is not None:
+        pos = trace.position
+        d["position"] = {
+            "kind": pos.kind,
+            "rope_theta": pos.rope_theta,
+            "rotary_dim": pos.rotary_dim,
+            "inv_freq": None if pos.inv_freq is None else _f32(pos.inv_freq),
+            "learned_2d": None if pos.learned_2d is None else _f32(pos.learned_2d),
+        }
     return d
+
+
+def _lens_to_json(r: LensRecord) -> dict:
+    return {
+        "step": r.step,
+        "position": r.position,
+        "token_id": r.token_id,
+        "piece": r.piece,
+        "top_ids": np.asarray(r.top_ids, np.int64).tolist(),
+        "top_pieces": [list(row) for row in r.top_pieces],
+        "top_probs": _f32(r.top_probs),
+        "chosen_probs": _f32(r.chosen_probs),
+        "chosen_ranks": np.asarray(r.chosen_ranks, np.int64).tolist(),
+        "entropy": _f32(r.entropy),
+    }
+
+
+def _lens_from_json(d: dict) -> LensRecord:
+    k = len(d["top_pieces"][0]) if d["top_pieces"] else LENS_TOP
+    return LensRecord(
+        step=int(d["step"]),
+        position=int(d["position"]),
+        token_id=int(d["token_id"]),
+        piece=d["piece"],
+        top_ids=_arr(d["top_ids"], np.int64).reshape(-1, k),
+        top_pieces=tuple(tuple(row) for row in d["top_pieces"]),
+        top_probs=_arr(d["top_probs"]).reshape(-1, k),
+        chosen_probs=_arr(d["chosen_probs"]),
+        chosen_ranks=_arr(d["chosen_ranks"], np.int64),
+        entropy=_arr(d["entropy"]),
+    )
+
+
+def _position_from_json(d: dict) -> PositionRecord:
+    return PositionRecord(
+        kind=d["kind"],
+        rope_theta=None if d.get("rope_theta") is None else float(d["rope_theta"]),
+        rotary_dim=None if d.get("rotary_dim") is None else int(d["rotary_dim"]),
+        inv_freq=None if d.get("inv_freq") is None else _arr(d["inv_freq"]),
+        learned_2d=None if d.get("learned_2d") is None else _arr(d["learned_2d"]).reshape(-1, 2),
+    )
 
 
 def dumps(trace: Trace, *, full: bool = False) -> str:
@@ -463,6 +685,11 @@ def _step_from_json(d: dict, context_ids: tuple[int, ...], context_pieces: tuple
         kv_cache_bytes_formula=int(d["kv_cache_bytes_formula"]),
         ms=float(d["ms"]),
         stop_reason=d.get("stop_reason"),
+        raw_piece=d.get("raw_piece", ""),
+        piece_bytes=_bytes_from_json(d.get("piece_bytes")),
+        resid_2d=_arr(d["resid_2d"]).reshape(-1, 2) if d.get("resid_2d") is not None else None,
+        resid_norm=_arr(d["resid_norm"]) if d.get("resid_norm") is not None else None,
+        update_norm=_arr(d["update_norm"]) if d.get("update_norm") is not None else None,
         **opt,
     )
 
@@ -516,6 +743,8 @@ def trace_from_json(d: Any) -> Trace:
             embed_2d=_arr(p["embed_2d"]).reshape(-1, 2),
             text_ids=tuple(int(i) for i in p.get("text_ids", ())),
             text_pieces=tuple(p.get("text_pieces", ())),
+            raw_pieces=tuple(p.get("raw_pieces", ())),
+            piece_bytes=tuple(_bytes_from_json(b) for b in p.get("piece_bytes", ())),
         )
         ids, pieces = list(prompt.token_ids), list(prompt.pieces)
         steps = []
@@ -526,6 +755,7 @@ def trace_from_json(d: Any) -> Trace:
         proj = d.get("projection")
         cloud = d.get("vocab_cloud")
         spec = d.get("speculative")
+        rp = d.get("resid_projection")
         return Trace(
             model=ModelInfo(**d["model"]),
             settings=Settings(**d["settings"]),
@@ -539,6 +769,11 @@ def trace_from_json(d: Any) -> Trace:
             ),
             speculative=SpeculativeInfo(int(spec["k"]), DraftInfo(**spec["draft"])) if spec else None,
             rounds=tuple(_round_from_json(r) for r in d.get("rounds", ())),
+            resid_projection=Projection(_arr(rp["mean"]), _arr(rp["components"]).reshape(2, -1)) if rp else None,
+            lens=tuple(_lens_from_json(r) for r in d.get("lens", ())),
+            params=ParamCounts(**d["params"]) if d.get("params") else None,
+            machine=MachineInfo(**d["machine"]) if d.get("machine") else None,
+            position=_position_from_json(d["position"]) if d.get("position") else None,
         )
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise TraceFormatError(f"the trace file is damaged or incomplete ({type(e).__name__}: {e})") from e

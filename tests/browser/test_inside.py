@@ -1,0 +1,167 @@
+"""The "Inside the model" section, the branches and the guided tour, in a real browser.
+
+Shares the one app process of this directory (conftest.py). Each test opens its own page.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from .harness import open_page, plot_data, plot_title, set_number, slider_max
+from .test_app import _generate, mark_stale, wait_stopped
+
+pytestmark = pytest.mark.browser
+
+
+def _tab(page, key: str):
+    page.locator("#panel-inside").scroll_into_view_if_needed()
+    page.click(f"#tab-{key}-button")
+
+
+def _wait_title(page, elem_id: str, text: str, timeout_ms: int = 30_000):
+    page.wait_for_function(
+        "([id, t]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');"
+        " const s = el && el.layout && el.layout.title; return !!s && (s.text || String(s)).includes(t); }",
+        arg=[elem_id, text], timeout=timeout_ms)
+
+
+def _scrub(page, step: int):
+    page.evaluate("([id, v]) => { const r = document.querySelector('#' + id + ' input[type=range]'); r.value = v;"
+                  " r.dispatchEvent(new Event('input', {bubbles: true})); }", ["step-slider", step])
+
+
+def _vals(v) -> list:
+    """Plotly data as a list: numpy arrays reach the browser as typed arrays, which JSON writes as {index: value}."""
+    if isinstance(v, dict):
+        v = v.get("_inputArray", v)
+        return [v[k] for k in sorted((k for k in v if k.isdigit()), key=int)]
+    return list(v)
+
+
+def _raw_prob_of_sampled(page) -> float:
+    """The model's own probability of the sampled token, read off the distribution panel."""
+    raw = next(t for t in plot_data(page, "dist-plot") if t["name"] and "raw" in t["name"])
+    k = next(i for i, lab in enumerate(_vals(raw["y"])) if "sampled" in lab)
+    return float(_vals(raw["x"])[k])
+
+
+def test_the_inside_tabs_follow_the_step_and_agree_with_the_distribution(browser, app_url):
+    page = open_page(browser, app_url, width=1440, height=1100)
+    _generate(page, "The capital of France is", max_new=6, temperature=0, mode="Raw text")
+    last = slider_max(page)
+    # 1. logit lens: its last row is the model's own output, so the chosen token's probability there is the
+    #    distribution panel's raw probability (two computations: norm + head on the captured residual, and the logits)
+    _tab(page, "lens")
+    _wait_title(page, "lens-plot", f"step {last}")
+    chosen = next(t for t in plot_data(page, "lens-plot") if t["name"] == "chosen token's probability")
+    assert len(_vals(chosen["x"])) == 31  # the embedding and 30 layers
+    assert _vals(chosen["x"])[-1] == pytest.approx(_raw_prob_of_sampled(page), abs=2e-3)
+    assert "becomes the top prediction" in page.inner_text("#lens-summary")
+    _scrub(page, 2)
+    _wait_title(page, "lens-plot", "step 2")
+    # 2. residual stream and the two blocks' contributions
+    _tab(page, "residual")
+    _wait_title(page, "residual-plot", "step 2")
+    _wait_title(page, "contributions-plot", "step 2")
+    bars = [t for t in plot_data(page, "contributions-plot") if t["type"] == "bar"]
+    assert len(bars) == 2 and all(len(_vals(b["y"])) == 30 and min(_vals(b["y"])) > 0 for b in bars)
+    # 3. position: RoPE angles, then swap two words of the prompt
+    _tab(page, "position")
+    _wait_title(page, "position-plot", "RoPE")
+    page.click("#swap-button")
+    _wait_title(page, "swap-plot", "Swap", timeout_ms=60_000)
+    assert "⇄" in plot_title(page, "swap-plot")
+    # 4. compute and memory: a decode step is memory-bound on a CPU
+    _tab(page, "accounting")
+    page.wait_for_selector("#accounting-summary :text('step 2')", timeout=30_000)
+    assert "memory-bound" in page.inner_text("#accounting-summary")
+    # 5. sampling side by side: three columns of exact probabilities and draws
+    _tab(page, "sampling")
+    _wait_title(page, "sampling-plot", "3 settings")
+    assert len([t for t in plot_data(page, "sampling-plot") if t["type"] == "bar"]) == 6
+    # 6. bytes and 7. context: counts of this generation
+    _tab(page, "bytes")
+    page.wait_for_selector("#bytes-html :text('bytes of text')", timeout=30_000)
+    _tab(page, "context")
+    page.wait_for_selector("#context-summary :text('tokens used')", timeout=30_000)
+    set_number(page, "price-in", 2.5)
+    page.wait_for_selector("#context-summary :text('× $2.50 per million')", timeout=30_000)
+    assert page.errors == []
+
+
+def test_kv_cache_with_and_without_give_the_same_logits(browser, app_url):
+    page = open_page(browser, app_url, width=1440, height=1100)
+    _generate(page, "One, two, three, four,", max_new=5, temperature=0, mode="Raw text")
+    _tab(page, "kvc")
+    page.click("#kvc-button")
+    page.wait_for_selector("#kvc-summary :text('same top token')", timeout=60_000)
+    text = page.inner_text("#kvc-summary")
+    assert "tokens processed" in text and "multiply-adds" in text
+    _wait_title(page, "kvc-plot", "With vs without")
+
+
+def test_clicking_a_candidate_bar_branches_and_both_branches_stay(browser, app_url):
+    page = open_page(browser, app_url, width=1440, height=1100)
+    _generate(page, "My favourite colour is", max_new=6, temperature=0, mode="Raw text")
+    original = page.inner_text("#output")
+    _scrub(page, 1)
+    _wait_title(page, "dist-plot", "position")
+    page.wait_for_function("() => document.querySelector('#step-slider input[type=number]').value === '1'")
+    page.locator("#panel-distribution").scroll_into_view_if_needed()
+    mark_stale(page)
+    # the third candidate's bar (rank 3: not the greedy choice)
+    page.locator("#dist-plot g.trace.bars").first.locator("path").nth(2).click(force=True)
+    wait_stopped(page)
+    _tab(page, "branches")
+    page.wait_for_selector("#branches .branch-row >> nth=1", timeout=30_000)
+    rows = page.locator("#branches .branch-row")
+    assert rows.count() == 2
+    assert "the model's own choices" in rows.nth(0).inner_text()
+    assert "step 1: forced" in rows.nth(1).inner_text()
+    assert page.locator("#branches mark.forced").count() == 1
+    branched = page.inner_text("#output")
+    assert branched != original
+    # back to the original branch: its text returns
+    page.locator("#branch-pick label", has_text="A").click()
+    page.wait_for_function("(t) => document.querySelector('#output').innerText === t", arg=original, timeout=30_000)
+
+
+def test_the_tour_walks_through_the_stages_and_points_at_each_panel(browser, app_url):
+    page = open_page(browser, app_url, width=1440, height=1100)
+    _generate(page, "Hello", max_new=3, temperature=0, mode="Raw text")
+    page.click("#tour")
+    page.wait_for_selector("#tour-box :text('stage 1 of 8')", timeout=30_000)
+    page.wait_for_selector("#panel-tokens.tour-focus", timeout=10_000)
+    page.click("#tour-next")
+    page.wait_for_selector("#tour-box :text('stage 2 of 8')", timeout=30_000)
+    page.wait_for_selector("#panel-embeddings.tour-focus", timeout=10_000)
+    assert page.locator(".tour-focus").count() == 1
+    for _ in range(2):
+        page.click("#tour-next")
+    page.wait_for_selector("#tour-box :text('stage 4 of 8')", timeout=30_000)
+    page.wait_for_selector("#panel-inside.tour-focus", timeout=10_000)
+    page.click("#tour-end")
+    page.wait_for_function("() => !document.querySelector('.tour-focus')", timeout=10_000)
+
+
+def test_a_downloaded_trace_carries_the_logit_lens_and_shows_it_when_loaded(browser, app_url, tmp_path):
+    page = open_page(browser, app_url, width=1440, height=1100)
+    _generate(page, "Water boils at", max_new=4, temperature=0, mode="Raw text")
+    with page.expect_download() as dl:
+        page.click("#download-trace")
+    path = tmp_path / "trace.json"
+    dl.value.save_as(path)
+    d = json.loads(path.read_text(encoding="utf-8"))
+    assert [r["step"] for r in d["lens"]] == [s["index"] for s in d["steps"]]
+    assert d["params"]["total"] > 100e6 and d["machine"]["memory_gb_s"] > 0
+    # load it back (gzipped, as people share them): the lens comes from the file
+    gz = tmp_path / "trace.json.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    with page.expect_file_chooser() as fc:
+        page.click("#upload-trace")
+    fc.value.set_files(str(gz))
+    page.wait_for_selector("#model-info :text('Viewing a saved trace')", timeout=60_000)
+    _tab(page, "lens")
+    _wait_title(page, "lens-plot", f"step {len(d['steps']) - 1}")

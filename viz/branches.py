@@ -1,0 +1,51 @@
+"""The branches of one prompt side by side: where each forked, which token was forced, and the text
+each one went on to write (pure: traces in, HTML out)."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+from pipeline.records import Trace
+
+from .style import html_piece
+
+
+@dataclass(frozen=True)
+class Branch:
+    label: str  # "A", "B", ...
+    trace: Trace
+    fork_step: int | None  # the step whose token was forced; None for the original generation
+    forced_piece: str | None = None
+    model_piece: str | None = None  # what the model had chosen there, in the trace it branched from
+
+
+def branch_label(n: int) -> str:
+    """0 -> 'A', 25 -> 'Z', 26 -> 'AA'."""
+    s = ""
+    n += 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        s = chr(65 + r) + s
+    return s
+
+
+def branches_html(branches: list[Branch], current: Trace | None) -> str:
+    """One row per branch: its label, its fork, and its text with the forced token marked."""
+    if not branches:
+        return ("<p class='branch-empty'>No branches yet. Click a candidate bar in the next-token distribution (or pick its rank "
+                "below) to force that token at the step on screen and let the model write on from there. Every branch "
+                "stays here to compare.</p>")
+    rows = []
+    for b in branches:
+        steps = b.trace.steps
+        if b.fork_step is None:
+            fork, parts = "the model's own choices", [html.escape(s.text) for s in steps]
+        else:
+            fork = (f"step {b.fork_step}: forced <code>{html_piece(b.forced_piece or '')}</code> instead of "
+                    f"<code>{html_piece(b.model_piece or '')}</code>")
+            parts = [html.escape(s.text) if s.index != b.fork_step else f"<mark class='forced'>{html.escape(s.text) or html_piece(s.piece)}</mark>"
+                     for s in steps]
+        on = " branch-current" if current is b.trace else ""
+        rows.append(f"<div class='branch-row{on}'><div class='branch-head'><b>{html.escape(b.label)}</b> · {fork} · "
+                    f"{len(steps)} tokens{' · on screen' if on else ''}</div><div class='branch-text'>{''.join(parts)}</div></div>")
+    return "<div class='branches'>" + "".join(rows) + "</div>"

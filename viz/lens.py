@@ -1,0 +1,153 @@
+"""The logit lens: the model's prediction read out after every layer (pipeline.inside.LensRecord).
+
+Row 0 is the input embedding, row i (1..L) the residual stream after layer i, row L the model's
+own output. Layers here are numbered 1..L, with the embedding as layer 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from pipeline.inside import LensRecord
+
+from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, html_piece, plot_piece
+
+
+def row_labels(n_rows: int) -> list[str]:
+    """['embedding', 'layer 1', ..., 'layer L · output'] for L+1 rows."""
+    L = n_rows - 1
+    return ["embedding"] + [f"layer {k}" + (" · output" if k == L else "") for k in range(1, L + 1)]
+
+
+def depth_name(k: int, n_layers: int) -> str:
+    return "the input embedding" if k == 0 else f"layer {k} of {n_layers}"
+
+
+def forms_at(ranks) -> int | None:
+    """The first row from which the chosen token stays the top prediction to the output; None if
+    it is not the top prediction at the output."""
+    r = np.asarray(ranks)
+    if r.size == 0 or r[-1] != 0:
+        return None
+    k = r.size - 1
+    while k > 0 and r[k - 1] == 0:
+        k -= 1
+    return int(k)
+
+
+def first_top(ranks) -> int | None:
+    """The first row where the chosen token is the top prediction (it may lose the top later)."""
+    idx = np.flatnonzero(np.asarray(ranks) == 0)
+    return int(idx[0]) if idx.size else None
+
+
+def pct(p: float) -> str:
+    """A probability as a readable percentage: 0.873 -> '87%', 0.023 -> '2.3%', 4e-6 -> '0.0004%'."""
+    p = float(p) * 100
+    if p >= 10:
+        return f"{p:.0f}%"
+    if p >= 1:
+        return f"{p:.1f}%"
+    if p >= 0.01:
+        return f"{p:.2f}%"
+    if p <= 0:
+        return "0%"
+    return f"{p:.1g}%" if p >= 1e-4 else "<0.0001%"
+
+
+def _check(lens: LensRecord, n_layers: int | None) -> int:
+    rows = int(np.asarray(lens.top_probs).shape[0])
+    if n_layers is not None and rows != int(n_layers) + 1:
+        raise ValueError(f"the lens has {rows} rows but the model has {n_layers} layers (expected {int(n_layers) + 1} rows)")
+    return rows
+
+
+def logit_lens_figure(lens: LensRecord, n_layers: int | None = None) -> go.Figure:
+    """Left: a table of the top-5 tokens at every depth (rows: embedding, layer 1..L; cells coloured by
+    probability; the chosen token in bold and outlined). Right: the chosen token's probability at every depth.
+    The row from which the chosen token stays on top is marked ("prediction forms here")."""
+    rows = _check(lens, n_layers)
+    L = rows - 1
+    labels = row_labels(rows)
+    probs = np.asarray(lens.top_probs, np.float64)  # (L+1, K)
+    ids = np.asarray(lens.top_ids, np.int64)  # (L+1, K)
+    K = probs.shape[1]
+    chosen = np.asarray(lens.chosen_probs, np.float64)  # (L+1,)
+    ranks = np.asarray(lens.chosen_ranks, np.int64)  # (L+1,)
+    entropy = np.asarray(lens.entropy, np.float64)  # (L+1,)
+
+    text, hover = [], []
+    for k in range(rows):
+        top5 = "<br>".join(
+            f"{'<b>' if ids[k, c] == lens.token_id else ''}#{c + 1} {plot_piece(lens.top_pieces[k][c], 40)}  {pct(probs[k, c])}"
+            f"{'</b>' if ids[k, c] == lens.token_id else ''}" for c in range(K))
+        hover.append([f"<b>{labels[k]}</b> · entropy {entropy[k]:.2f} bits<br>{top5}"] * K)
+        text.append([(f"<b>{plot_piece(lens.top_pieces[k][c], 9)}</b>" if ids[k, c] == lens.token_id
+                      else plot_piece(lens.top_pieces[k][c], 9)) for c in range(K)])
+    heat = go.Heatmap(
+        z=probs.astype(np.float32), x=[f"#{c + 1}" for c in range(K)], y=labels, text=text, texttemplate="%{text}",
+        textfont=dict(size=11), customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+        colorscale=WEIGHT_SCALE, zmin=0.0, zmax=1.0, showscale=False, xgap=1, ygap=1, name="top 5 per layer",
+    )
+    line_hover = [f"{labels[k]}: {plot_piece(lens.piece, 24)} has probability {pct(chosen[k])}, rank #{int(ranks[k]) + 1}"
+                  for k in range(rows)]
+    line = go.Scatter(
+        x=chosen.astype(np.float32), y=labels, xaxis="x2", yaxis="y", mode="lines+markers", name="chosen token's probability",
+        line=dict(color=NEW_COLOR, width=2), marker=dict(size=6, color=[NEW_COLOR if r == 0 else "white" for r in ranks],
+                                                         line=dict(color=NEW_COLOR, width=1.5)),
+        customdata=line_hover, hovertemplate="%{customdata}<extra></extra>",
+    )
+    forms = forms_at(ranks)
+    # the chosen token's cells outlined
+    shapes = [dict(type="rect", xref="x", yref="y", x0=float(c) - 0.5, x1=float(c) + 0.5, y0=float(k) - 0.5, y1=float(k) + 0.5,
+                   line=dict(color=NEW_COLOR, width=2), fillcolor="rgba(0,0,0,0)", name="chosen")
+              for k, c in zip(*np.nonzero(ids == lens.token_id))]
+    annotations = []
+    if forms is not None:
+        # a line above the row where the prediction forms, across both panels
+        shapes.append(dict(type="line", xref="paper", yref="y", x0=0, x1=1, y0=forms - 0.5, y1=forms - 0.5,
+                           line=dict(color=NEW_COLOR, width=2, dash="dash"), name="forms"))
+        annotations.append(dict(xref="x2 domain", yref="y", x=0.98, y=forms - 0.5, xanchor="right", yanchor="bottom",
+                                showarrow=False, text="prediction forms here ↓", font=dict(size=11, color=NEW_COLOR), name="forms"))
+    annotations += [
+        dict(xref="x domain", yref="paper", x=0.5, y=1.0, xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12),
+             text="top 5 predictions (darker = more likely)"),
+        dict(xref="x2 domain", yref="paper", x=0.5, y=1.0, xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12),
+             text=f"p({plot_piece(lens.piece, 12)})"),
+    ]
+    sub = (f"the chosen token is on top from {depth_name(forms, L)}" if forms is not None
+           else f"the chosen token is ranked #{int(ranks[-1]) + 1} at the output (sampled, not the top prediction)")
+    title = f"Logit lens · step {lens.step}: the prediction after every layer<br><sup>{sub}</sup>"
+    layout = base_layout(
+        title, height=max(380, 21 * rows + 170), margin=dict(l=120, r=20, t=85, b=50), shapes=shapes, annotations=annotations,
+        showlegend=False,
+        xaxis=dict(domain=[0.0, 0.66], side="bottom", title=dict(text="candidate rank"), fixedrange=True, showgrid=False),
+        xaxis2=dict(domain=[0.71, 1.0], anchor="y", range=[0, 1.05], autorange=False, tickformat=".0%",
+                    title=dict(text="probability"), fixedrange=True),
+        yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=11), fixedrange=True),
+    )
+    return go.Figure(data=[heat, line], layout=layout)
+
+
+def lens_summary_html(lens: LensRecord) -> str:
+    """Where the chosen token became the prediction, in one or two sentences (escaped)."""
+    ranks = np.asarray(lens.chosen_ranks, np.int64)
+    chosen = np.asarray(lens.chosen_probs, np.float64)
+    L = ranks.size - 1
+    tok = f"<b>‘{html_piece(lens.piece, 40)}’</b>"
+    forms, first = forms_at(ranks), first_top(ranks)
+    if forms is not None:
+        where = "is already the top prediction at the input embedding" if forms == 0 else \
+            f"first becomes the top prediction at layer {forms} of {L}" if first == forms else \
+            f"becomes the top prediction for good at layer {forms} of {L} (it was briefly on top at {depth_name(first, L)} before)"
+        s1 = f"The chosen token {tok} {where}" + ("" if forms == L else " and stays there to the output") + "."
+    else:
+        top_out = html_piece(lens.top_pieces[-1][0], 40)
+        s1 = (f"The chosen token {tok} was sampled although the model's output ranks it #{int(ranks[-1]) + 1}; "
+              f"its top prediction was <b>‘{top_out}’</b>"
+              + (f" (the chosen token was on top at {depth_name(first, L)})" if first is not None else "") + ".")
+    mid = L // 2
+    s2 = (f"Its probability goes from {pct(chosen[0])} at the embedding"
+          + (f" to {pct(chosen[mid])} at layer {mid}" if 0 < mid < L else "")
+          + f" to {pct(chosen[-1])} at the output.")
+    return f"<div class='lens-summary' style='font-size:14px;line-height:1.5'><p style='margin:2px 0'>{s1} {s2}</p></div>"

@@ -1,0 +1,99 @@
+"""A guided walk through one generation step: the stages in order, each pointing at its panel and
+told with this step's own numbers (pure: a trace and a step in, text out)."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.records import Trace
+
+from .style import html_piece, human_bytes
+
+
+@dataclass(frozen=True)
+class TourStage:
+    title: str
+    html: str  # the explanation, with this step's numbers
+    target: str  # elem_id of the panel it is about
+
+
+def _top_key(trace: Trace, s: int) -> tuple[str, float, int]:
+    """The key the step's query attended to most, averaged over every layer and head."""
+    st = trace.steps[s]
+    mean = np.asarray(st.attention, dtype=np.float64).mean(axis=(0, 1))  # (position+1,)
+    k = int(np.argmax(mean))
+    return st.context_pieces[k], float(mean[k]), k
+
+
+def tour_stages(trace: Trace, step: int) -> list[TourStage]:
+    """The stages of step `step` of `trace`, in the order the model goes through them."""
+    st = trace.steps[step]
+    m = trace.model
+    T = st.position + 1
+    n_prompt = len(trace.prompt.token_ids)
+    fed = T if st.phase == "prefill" else 1
+    piece = f"<code>{html_piece(st.piece)}</code>"
+    last = f"<code>{html_piece(st.context_pieces[-1])}</code>"
+    key_piece, key_w, key_pos = _top_key(trace, step)
+    sink = ""
+    if key_pos == 0 and T > 1:  # the first token is a common resting place: name the runner-up too
+        mean = np.asarray(st.attention, dtype=np.float64).mean(axis=(0, 1))
+        k2 = int(np.argmax(mean[1:])) + 1
+        sink = (f" Many heads rest their attention on the first token when nothing else is relevant; after it came "
+                f"<code>{html_piece(st.context_pieces[k2])}</code> (position {k2}, {mean[k2]:.0%}).")
+    top = [f"<code>{html_piece(p)}</code> {float(pr):.1%}" for p, pr in zip(st.top_pieces[:3], st.top_probs[:3])]
+    kept = [g for g in st.stages if g.name in ("top_k", "top_p", "greedy")]
+    kept_txt = "; ".join(f"{g.name.replace('_', '-')} kept {g.kept:,} token{'s' if g.kept != 1 else ''}" for g in kept) or "no filter was on"
+    settings = trace.settings
+    if st.phase == "prefill":
+        feed_txt = (f"This is the first step (prefill): all {T} tokens of the context go through the model in one pass, "
+                    "in parallel, and the last one's output chooses the first new token.")
+    else:
+        feed_txt = (f"This is decode step {st.index}: only the newest token, {last}, goes through the model; the "
+                    f"{T - 1} before it are remembered in the KV cache.")
+    stages = [
+        TourStage("1 · Tokens", (
+            f"The context is {T} tokens: {n_prompt} of the prompt (chat template included) and {T - n_prompt} generated so far. "
+            f"The model never sees letters, only these {T} id numbers. {feed_txt}"), "panel-tokens"),
+        TourStage("2 · Embeddings", (
+            f"Each id picks one row of the embedding matrix ({m.vocab_size:,} rows of {m.d_model} numbers). The newest "
+            f"token {last} becomes a vector of {m.d_model} numbers: the start of its residual stream."), "panel-embeddings"),
+        TourStage("3 · Attention", (
+            f"In each of {m.n_layers} layers, {m.n_heads} heads let the query at position {st.position} read the "
+            f"{T} positions before and including it. Averaged over every layer and head, it put most weight on "
+            f"<code>{html_piece(key_piece)}</code> (position {key_pos}, {key_w:.0%}).{sink} Pick a layer and head to see each pattern."),
+            "panel-attention"),
+        TourStage("4 · Through the layers", (
+            f"Each layer adds an update to the residual stream: attention mixes in information from other tokens, the "
+            f"feed-forward block transforms it. After the last layer, the final norm and the LM head turn the stream into "
+            f"{m.vocab_size:,} scores (logits), one per token. The “Inside the model” tabs show this layer by layer."),
+            "panel-inside"),
+        TourStage("5 · Next-token distribution", (
+            f"Softmax turns the logits into probabilities. The three most likely next tokens were {', '.join(top)}; "
+            f"the entropy was {st.entropy:.2f} bits (0 would mean certain)."), "panel-distribution"),
+        TourStage("6 · Sampling", (
+            f"Temperature {settings.temperature:g}, top-k {settings.top_k or 'off'}, top-p {settings.top_p:g}: {kept_txt}. "
+            f"From that distribution the token {piece} was drawn (seed {settings.seed}); it had probability "
+            f"{st.chosen_final_prob:.1%} there and {st.chosen_prob:.1%} before sampling reshaped it."), "panel-distribution"),
+        TourStage("7 · KV cache and time", (
+            f"The keys and values of the {fed} token{'s' if fed != 1 else ''} fed in are kept: the cache now holds {T:,} "
+            f"positions, {human_bytes(st.kv_cache_bytes)}. This step took {st.ms:.1f} ms on this machine."), "panel-kv"),
+        TourStage("8 · Output", (
+            f"The chosen token {piece} is appended to the context" + (
+                f" and its text <code>{html_piece(st.text)}</code> appears in the output. " if st.text else
+                " but releases no text yet (it ends the reply, or holds part of a character whose other bytes come next). ")
+            + ("The next step starts again at 1 with one more token." if st.stop_reason is None else
+               f"Generation stopped here ({html.escape(st.stop_reason.replace('_', ' '))}).")), "output"),
+    ]
+    return stages
+
+
+def tour_html(trace: Trace, step: int, stage: int) -> str:
+    """The tour box for one stage: where we are, the explanation, how to go on."""
+    stages = tour_stages(trace, step)
+    i = max(0, min(int(stage), len(stages) - 1))
+    s = stages[i]
+    return (f"<div class='tour-box'><div class='tour-head'>Step {trace.steps[step].index} · stage {i + 1} of {len(stages)}: "
+            f"<b>{html.escape(s.title.split('·', 1)[-1].strip())}</b></div><p>{s.html}</p></div>")
