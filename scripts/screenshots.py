@@ -16,6 +16,33 @@ from tests.browser.harness import (CHROMIUM_FLAGS, app_server, chromium_path, op
                                    wait_model_loaded)
 
 
+def _title_has(page, elem_id: str, text: str, timeout_ms: int = 60_000):
+    page.wait_for_function(
+        "([id, t]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');"
+        " const s = el && el.layout && el.layout.title; return !!s && (s.text || String(s)).includes(t); }",
+        arg=[elem_id, text], timeout=timeout_ms)
+
+
+def inside_tabs(page, out: Path, step: int):
+    """One screenshot per tab of "Inside the model", for the step on screen."""
+    waits = {
+        "lens": lambda: _title_has(page, "lens-plot", f"step {step}"),
+        "residual": lambda: _title_has(page, "contributions-plot", f"step {step}"),
+        "position": lambda: (page.click("#swap-button"), _title_has(page, "swap-plot", "Swap")),
+        "kvc": lambda: (page.click("#kvc-button"), page.wait_for_selector("#kvc-summary :text('top token')", timeout=120_000)),
+        "accounting": lambda: page.wait_for_selector(f"#accounting-summary :text('step {step}')", timeout=60_000),
+        "sampling": lambda: _title_has(page, "sampling-plot", "settings"),
+        "bytes": lambda: page.wait_for_selector("#bytes-html :text('bytes of text')", timeout=60_000),
+        "context": lambda: page.wait_for_selector("#context-summary :text('tokens used')", timeout=60_000),
+    }
+    for key, wait in waits.items():
+        page.locator("#panel-inside").scroll_into_view_if_needed()
+        page.click(f"#tab-{key}-button")
+        wait()
+        time.sleep(1.0)
+        page.locator("#panel-inside").screenshot(path=str(out / f"inside-{key}.png"))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "assets" / "screenshots")
@@ -48,6 +75,25 @@ def main(argv=None):
         for elem, name in (("#panel-tokens", "tokens"), ("#panel-distribution", "distribution"), ("#panel-embeddings", "embeddings"),
                            ("#panel-attention", "attention"), ("#panel-kv", "kv")):
             page.locator(elem).first.screenshot(path=str(a.out / f"{name}.png"))
+        inside_tabs(page, a.out, step)
+        # the guided tour, at its attention stage
+        page.click("#tour")
+        for _ in range(2):
+            page.click("#tour-next")
+        page.wait_for_selector("#tour-box :text('stage 3 of 8')", timeout=30_000)
+        page.wait_for_selector("#panel-attention.tour-focus", timeout=10_000)
+        time.sleep(1.5)
+        page.screenshot(path=str(a.out / "tour.png"))
+        page.click("#tour-end")
+        # a branch: the third candidate of the step on screen forced, the model writes on
+        page.locator("#panel-distribution").scroll_into_view_if_needed()
+        page.evaluate("() => document.querySelectorAll('#output *').forEach(e => e.classList.add('stale'))")
+        page.locator("#dist-plot g.trace.bars").first.locator("path").nth(2).click(force=True)
+        page.wait_for_selector("#output .stop-reason:not(.stale)", timeout=300_000)
+        page.click("#tab-branches-button")
+        page.wait_for_selector("#branches .branch-row >> nth=1", timeout=60_000)
+        time.sleep(1.0)
+        page.locator("#panel-inside").screenshot(path=str(a.out / "branches.png"))
         # speculative decoding: a few rounds with a deep self-draft
         page.click("#speculative-settings")
         page.get_by_label("Speculative decoding: a cheap draft proposes, the model checks").check()

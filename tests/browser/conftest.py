@@ -32,3 +32,13 @@ def shots():
     d = ROOT / "artifacts" / "screenshots"
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+@pytest.fixture(autouse=True)
+def _close_pages(request):
+    """Close every page a test opened: idle Gradio pages still cost CPU, which the model shares."""
+    yield
+    if "browser" in request.fixturenames:
+        b = request.getfixturevalue("browser")
+        for ctx in list(b.contexts):
+            ctx.close()

@@ -60,7 +60,6 @@ def test_param_counts_position_and_accounting(smol, run):
 
 def test_the_residual_path_spreads_over_the_layers(smol, run):
     _, steps = run
-    assert smol.resid_seconds < 2.0
     for s in steps[:3]:
         xy = s.resid_2d
         seg = np.linalg.norm(np.diff(xy, axis=0), axis=1)
