@@ -319,6 +319,11 @@ def _same_model(trace: Trace | None):
     return lm if lm is not None and trace is not None and lm.info.id == trace.model.id else None
 
 
+def _sentence(e: Exception) -> str:
+    t = str(e)
+    return f"{t[:1].upper()}{t[1:]}" + ("" if t.endswith((".", "!", "?")) else ".")
+
+
 def _note(text: str) -> str:
     return f"<p class='inside-note'>{html.escape(text)}</p>"
 
@@ -397,6 +402,8 @@ def inside_view(tab, trace, step, *rest) -> dict:
                 recs, machine, params = acc
                 out = {C["acc_html"]: compute.accounting_html(recs[s], machine, params), C["acc_plot"]: compute.accounting_figure(recs, s)}
         elif tab == "sampling":
+            if any(v in (None, "") for v in cmp):
+                raise SettingsError("each of the three columns needs a temperature, a top-k and a top-p")
             rows = [dict(temperature=float(cmp[3 * n]), top_k=int(cmp[3 * n + 1]), top_p=float(cmp[3 * n + 2])) for n in range(3)]
             out = {C["cmp_plot"]: sampling_compare.sampling_compare_figure(st, rows, vocab_size=trace.model.vocab_size,
                                                                             repetition_penalty=trace.settings.repetition_penalty, seed=int(seed or 0))}
@@ -407,7 +414,7 @@ def inside_view(tab, trace, step, *rest) -> dict:
             pout = float(price_out) if price_out not in (None, "") else None
             out = {C["ctx_html"]: context.context_html(trace, s, price_in_per_m=pin, price_out_per_m=pout), C["ctx_plot"]: context.context_figure(trace, s)}
     except (SettingsError, ValueError, TypeError) as e:
-        gr.Warning(f"{e}")
+        gr.Warning(_sentence(e))
         return {C["lens_html"]: gr.skip()}  # (an empty dict would read as one missing value)
     return out or {C["lens_html"]: gr.skip()}
 
@@ -453,7 +460,7 @@ def swap_click(trace, i, j):
             i, j = _default_swap(trace)
         swap = inside.swap_demo(lm, list(trace.prompt.token_ids), int(i), int(j))
     except (SettingsError, ValueError) as e:
-        gr.Warning(f"{e}")
+        gr.Warning(_sentence(e))
         return gr.skip(), gr.skip(), gr.skip()
     return pos_viz.swap_figure(swap), int(i), int(j)
 
@@ -649,9 +656,9 @@ def build(example: Trace | None) -> gr.Blocks:
                     with gr.Row():
                         for n, (t, k, pp) in enumerate(SAMPLING_ROWS):
                             with gr.Group():
-                                C[f"cmp_t{n}"] = gr.Number(value=t, minimum=0, maximum=5, step=0.05, label=f"{n + 1}: temperature", elem_id=f"cmp-t{n}")
-                                C[f"cmp_k{n}"] = gr.Number(value=k, precision=0, minimum=0, label="top-k", elem_id=f"cmp-k{n}")
-                                C[f"cmp_p{n}"] = gr.Number(value=pp, minimum=0.01, maximum=1, step=0.01, label="top-p", elem_id=f"cmp-p{n}")
+                                C[f"cmp_t{n}"] = gr.Number(value=t, step=0.05, label=f"{n + 1}: temperature", elem_id=f"cmp-t{n}")
+                                C[f"cmp_k{n}"] = gr.Number(value=k, precision=0, label="top-k", elem_id=f"cmp-k{n}")
+                                C[f"cmp_p{n}"] = gr.Number(value=pp, step=0.01, label="top-p", elem_id=f"cmp-p{n}")
                     C["cmp_btn"] = gr.Button("Draw 1,000 tokens from each", elem_id="sampling-button")
                     C["cmp_plot"] = gr.Plot(show_label=False, elem_id="sampling-plot")
                 with gr.Tab("Branches", id="branches", elem_id="tab-branches") as tabs["branches"]:

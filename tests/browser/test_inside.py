@@ -165,3 +165,23 @@ def test_a_downloaded_trace_carries_the_logit_lens_and_shows_it_when_loaded(brow
     page.wait_for_selector("#model-info :text('Viewing a saved trace')", timeout=60_000)
     _tab(page, "lens")
     _wait_title(page, "lens-plot", f"step {len(d['steps']) - 1}")
+
+
+def test_bad_values_in_the_inside_tabs_warn_and_the_page_stays_usable(browser, app_url):
+    page = open_page(browser, app_url, width=1440, height=1100)
+    _generate(page, "Cats and dogs", max_new=3, temperature=0, mode="Raw text")
+    _tab(page, "position")
+    set_number(page, "swap-i", 999)
+    set_number(page, "swap-j", 1)
+    page.click("#swap-button")
+    page.wait_for_selector("text=is outside the prompt", timeout=30_000)
+    _tab(page, "sampling")
+    set_number(page, "cmp-p0", 0)  # top-p must be above 0
+    page.click("#sampling-button")
+    page.wait_for_selector("text=/top-p must be/i", timeout=30_000)
+    # still usable: a valid value draws again
+    set_number(page, "cmp-p0", 0.5)
+    page.click("#sampling-button")
+    page.wait_for_function("() => (document.querySelector('#sampling-plot .js-plotly-plot')?.layout?.annotations || [])"
+                           ".some(a => (a.text || '').includes('top-p 0.5'))", timeout=30_000)
+    assert page.errors == []
