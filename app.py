@@ -338,11 +338,14 @@ def _lens(trace: Trace, st):
     if lm is None or st.hidden is None:
         return None
     key = (lm.info.id, st.context_ids, st.token_id)
-    if key not in LENS_CACHE:
-        while len(LENS_CACHE) >= 256:
-            LENS_CACHE.pop(next(iter(LENS_CACHE)))
-        LENS_CACHE[key] = inside.logit_lens(lm, st)
-    return LENS_CACHE[key]
+    # the model's lock: its final norm and LM head must not run while another session's forward pass
+    # has hooks on them; it also guards the cache, which every session shares
+    with lm.lock:
+        if key not in LENS_CACHE:
+            while len(LENS_CACHE) >= 256:
+                LENS_CACHE.pop(next(iter(LENS_CACHE)))
+            LENS_CACHE[key] = inside.logit_lens(lm, st)
+        return LENS_CACHE[key]
 
 
 def _accounting(trace: Trace):
