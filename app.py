@@ -64,9 +64,6 @@ class ModelHolder:
         try:
             self.lm = load_model(self.spec, progress=self._progress)
             self.status = page.model_markdown(self.lm.info)
-            from pipeline.inside import measure_machine
-
-            measure_machine()  # about a second, once: the compute-and-memory view compares against it
         except Exception as e:  # shown on the page; the example trace stays explorable
             self.error = str(e)
             self.status = f"**Model failed to load:** {e}"
@@ -172,16 +169,6 @@ def _download_file(trace: Trace | None, request: gr.Request | None = None):
 DRAFTS: dict = {}  # (target id, draft spec) -> Draft, made once (a model draft loads once)
 
 
-def _model_extras(lm) -> dict:
-    """What every trace of this model carries besides its steps: parameter counts, position scheme, residual projection."""
-    from pipeline import inside
-
-    key = ("extras", lm.info.id)
-    if key not in DRAFTS:
-        DRAFTS[key] = dict(params=inside.param_counts(lm), position=inside.position_info(lm), resid_projection=lm.resid_projection)
-    return DRAFTS[key]
-
-
 def _draft(lm, spec: str):
     from pipeline.draft import make_draft
 
@@ -222,6 +209,7 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
         if one_step:
             settings = replace(settings, max_new_tokens=1)
         from pipeline.generate import start
+        from pipeline.inside import trace_extras
 
         if not 1 <= settings.max_new_tokens <= MAX_NEW_TOKENS:
             raise SettingsError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this page, not {settings.max_new_tokens}")
@@ -237,10 +225,10 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
                                 "(every attention map of the prompt is drawn): shorten it")
     except SettingsError as e:
         # a warning, not an error: the panels keep what they show, and nothing typed is touched
-        gr.Warning(f"{str(e)[0].upper()}{str(e)[1:]}.")
+        gr.Warning(_sentence(e))
         return
     trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud, speculative=gen.info if speculative else None,
-                  **_model_extras(lm))
+                  **trace_extras(lm))
     first = {state_c: trace, C["download"]: gr.DownloadButton(value=None, interactive=False),
              C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(())}
     if keep:  # continuing: the kept steps stay on screen

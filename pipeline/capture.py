@@ -68,6 +68,16 @@ def capture(arch: Arch) -> Iterator[dict[str, torch.Tensor]]:
             h.remove()
 
 
+def residual_stream(arch: Arch, cap: dict[str, torch.Tensor], rows, positions) -> torch.Tensor:
+    """(L+1, ..., d_model) the residual stream at capture rows `rows` (absolute positions
+    `positions`): the input to block 0 (the token embedding, plus the learned position vector
+    where the model adds one, as GPT-2 does), then the output of every block."""
+    first = cap["embed"][0, rows]
+    if arch.positions is not None:
+        first = first + arch.positions.weight.detach()[positions].to(first.dtype)
+    return torch.stack([first] + [cap[f"blocks.{i}.resid_post"][0, rows] for i in range(len(arch.layers))])
+
+
 def hooks_installed(arch: Arch) -> int:
     """How many forward hooks are on the captured modules (0 outside `capture`)."""
     mods = [arch.embed, arch.norm, arch.lm_head, *arch.layers, *arch.attn, *arch.mlp]

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from . import sampling
-from .capture import capture
+from .capture import capture, residual_stream
 from .loading import LoadedModel, rms_rows
 from .records import PromptRecord, Settings, StageRecord, StepRecord, Trace
 from .sampling import SettingsError
@@ -83,11 +83,10 @@ class Generation:
     def trace(self) -> Trace:
         """The trace so far, with the model's parameter counts and position scheme (cheap); the
         machine's measured limits and the logit lens are added by pipeline.inside.with_inside."""
-        from .inside import param_counts, position_info
+        from .inside import trace_extras
 
         lm = self.lm
-        return Trace(lm.info, self.settings, self.prompt, tuple(self.steps), lm.projection, lm.vocab_cloud,
-                     resid_projection=lm.resid_projection, params=param_counts(lm), position=position_info(lm))
+        return Trace(lm.info, self.settings, self.prompt, tuple(self.steps), lm.projection, lm.vocab_cloud, **trace_extras(lm))
 
 
 def start(lm: LoadedModel, text: str, settings: Settings, *, prefix: Sequence[int] = (), ignore_eos: bool = False) -> Generation:
@@ -213,10 +212,7 @@ def _record_fields(
     T = position + 1  # prefill: the context so far, all of it fed in this pass
     if phase == "prefill" and T <= MAX_MATRIX_TOKENS:
         matrix = torch.stack([p[:, :T, :T] for p in pats]).float().cpu().numpy()  # (L, H, T, T)
-    row0 = cap["embed"][0, row]
-    if lm.arch.positions is not None:  # GPT-2: block 0 reads the token embedding + the learned position
-        row0 = row0 + lm.arch.positions.weight.detach()[position].to(row0.dtype)
-    hidden = torch.stack([row0] + [cap[f"blocks.{i}.resid_post"][0, row] for i in range(L)]).float().cpu().numpy()  # (L+1, d)
+    hidden = residual_stream(lm.arch, cap, row, position).float().cpu().numpy()  # (L+1, d)
     resid_norm = np.linalg.norm(hidden.astype(np.float64), axis=1).astype(np.float32)  # (L+1,)
     update_norm = np.linalg.norm(np.diff(hidden.astype(np.float64), axis=0), axis=1).astype(np.float32)  # (L,)
     resid_2d = lm.resid_projection.apply(rms_rows(hidden)) if lm.resid_projection is not None else None

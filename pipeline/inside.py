@@ -225,7 +225,6 @@ def accounting(info: ModelInfo, params: ParamCounts, step: StepRecord, machine: 
         memory_bound_ms=read / (machine.memory_gb_s * 1e9) * 1000.0,
         compute_bound_ms=2 * macs / (machine.matmul_gflop_s * 1e9) * 1000.0,
         machine_balance=balance,
-        bound="compute" if intensity > balance else "memory",
     )
 
 
@@ -405,6 +404,12 @@ def swap_demo(lm: LoadedModel, token_ids: Sequence[int] | str, i: int, j: int) -
 
 # ---------------------------------------------------------------------------------------
 # A trace for export
+
+
+def trace_extras(lm: LoadedModel) -> dict:
+    """What every trace of this model carries besides its steps (cheap: about 2 ms): parameter
+    counts, position scheme, residual projection."""
+    return dict(params=param_counts(lm), position=position_info(lm), resid_projection=lm.resid_projection)
 
 
 def with_inside(lm: LoadedModel, trace: Trace, steps: Sequence[int] | None = None) -> Trace:

@@ -170,30 +170,13 @@ def rms_rows(x: np.ndarray) -> np.ndarray:
 
 
 def residual_states(model, arch: Arch, ids: list[int]) -> torch.Tensor:
-    """(L+1, T, d_model) residual stream of one uncached pass: the input to block 0 (embedding,
-    plus learned positions where the model has them), then the output of every block.
+    """(L+1, T, d_model) residual stream of one uncached pass, captured by the project's own hooks
+    (removed at once; output_hidden_states would make transformers 5 leave hooks of its own)."""
+    from .capture import capture, residual_stream
 
-    Own hooks, removed at once (output_hidden_states would make transformers 5 install hooks of
-    its own that stay on the modules)."""
-    out: dict[int, torch.Tensor] = {}
-
-    def keep(i):
-        def hook(_m, _i, o):
-            out[i] = (o[0] if isinstance(o, (tuple, list)) else o).detach()
-
-        return hook
-
-    hooks = [arch.embed.register_forward_hook(keep(-1))] + [layer.register_forward_hook(keep(i)) for i, layer in enumerate(arch.layers)]
-    try:
-        with torch.inference_mode():
-            model(input_ids=torch.as_tensor([ids], dtype=torch.long, device=model.device), use_cache=False, logits_to_keep=1)
-    finally:
-        for h in hooks:
-            h.remove()
-    row0 = out[-1][0]
-    if arch.positions is not None:
-        row0 = row0 + arch.positions.weight.detach()[: len(ids)].to(row0.dtype)
-    return torch.stack([row0] + [out[i][0] for i in range(len(arch.layers))]).float().cpu()
+    with torch.inference_mode(), capture(arch) as cap:
+        model(input_ids=torch.as_tensor([ids], dtype=torch.long, device=model.device), use_cache=False, logits_to_keep=1)
+    return residual_stream(arch, cap, slice(None), slice(0, len(ids))).float().cpu()
 
 
 def fit_resid_projection(model, tokenizer, arch: Arch, context_length: int) -> Projection:
@@ -237,7 +220,6 @@ class LoadedModel:
     load_seconds: float = 0.0
     # fixed 2D map of RMS-normalised residual rows (fit_resid_projection); None: not fitted
     resid_projection: Projection | None = None
-    resid_seconds: float = 0.0  # time fitting it took (part of load_seconds)
 
 
 def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float = 0.0) -> LoadedModel:
@@ -256,7 +238,7 @@ def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float
     t0 = time.perf_counter()
     resid = fit_resid_projection(model, tokenizer, arch, info.context_length)
     dt = time.perf_counter() - t0
-    return LoadedModel(model, tokenizer, info, arch, tokens, proj, cloud, load_seconds=load_seconds + dt, resid_projection=resid, resid_seconds=dt)
+    return LoadedModel(model, tokenizer, info, arch, tokens, proj, cloud, load_seconds=load_seconds + dt, resid_projection=resid)
 
 
 def resolve(spec: str | None) -> tuple[str, str, str]:

@@ -352,7 +352,11 @@ class AccountingRecord:
     memory_bound_ms: float  # (weight + KV bytes) / measured bandwidth: the floor if memory limits
     compute_bound_ms: float  # 2 x macs / measured matmul throughput: the floor if compute limits
     machine_balance: float  # matmul flops per byte of bandwidth: above it a pass is compute-bound
-    bound: str  # "memory" | "compute"
+
+    @property
+    def bound(self) -> str:
+        """"compute" above the machine balance, else "memory": which floor is the higher one."""
+        return "compute" if self.arithmetic_intensity > self.machine_balance else "memory"
 
 
 @dataclass(frozen=True)

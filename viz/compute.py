@@ -124,7 +124,7 @@ def kv_compare_html(kvc: KVCompareRecord, pieces: Sequence[str] | None = None) -
 
 def is_memory_bound(rec: AccountingRecord) -> bool:
     """Below the machine balance (flops per byte) the memory traffic, not the arithmetic, is the floor."""
-    return rec.arithmetic_intensity < rec.machine_balance
+    return rec.bound == "memory"
 
 
 def accounting_figure(records: Sequence[AccountingRecord], step: int) -> go.Figure:

@@ -260,7 +260,7 @@ def acc(step, tokens, *, ms=10.0) -> AccountingRecord:
                             weight_bytes=wb, kv_bytes_read=0.0, arithmetic_intensity=ai, ms=ms,
                             memory_bound_ms=wb / (MACHINE.memory_gb_s * 1e9) * 1e3,
                             compute_bound_ms=2 * macs / (MACHINE.matmul_gflop_s * 1e9) * 1e3,
-                            machine_balance=MACHINE.matmul_gflop_s / MACHINE.memory_gb_s, bound="memory" if ai < 10 else "compute")
+                            machine_balance=MACHINE.matmul_gflop_s / MACHINE.memory_gb_s)
 
 
 def test_accounting_sentence_flips_at_the_machine_balance():
