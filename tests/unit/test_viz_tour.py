@@ -36,9 +36,12 @@ def test_prefill_stage_says_all_tokens_go_in_at_once():
 
 
 def test_pieces_are_escaped_and_stage_is_clamped():
+    from dataclasses import replace
+
     t = make_trace(n_steps=2)
+    t = replace(t, steps=(replace(t.steps[0], piece="<script>", text="<script>"), t.steps[1]))  # the chosen token is markup
     box = tour.tour_html(t, 0, 99)
-    assert "stage 8 of 8" in box
+    assert "stage 8 of 8" in box and "&lt;script&gt;" in box
     assert "<script>" not in "".join(s.html for s in tour.tour_stages(t, 0))
 
 
