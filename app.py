@@ -548,7 +548,7 @@ def build(example: Trace | None) -> gr.Blocks:
                 C["mode"] = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode")
                 # one line that grows as text is pasted in: Enter generates (Gradio's multi-line boxes take Enter as a newline)
                 C["prompt"] = gr.Textbox(label="Prompt (Enter generates)", value="Why is the sky blue?", lines=1, max_lines=12, elem_id="prompt",
-                                         autofocus=True, placeholder="Type a prompt and press Enter")
+                                         placeholder="Type a prompt and press Enter")
                 C["system"] = gr.Textbox(label="System prompt (chat mode; empty: the template's own default)", lines=2, elem_id="system-prompt")
                 with gr.Row():
                     C["generate"] = gr.Button("Generate", variant="primary", elem_id="generate")

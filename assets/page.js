@@ -16,4 +16,12 @@
     });
   };
   setInterval(hook, 700);
+  // The prompt box takes the focus once, when the page opens. (Gradio's own autofocus focuses it
+  // again whenever the box redraws, which could pull keystrokes meant for another field into it.)
+  const focusPrompt = (tries) => {
+    const box = document.querySelector('#prompt textarea');
+    if (box) { if (!document.activeElement || document.activeElement === document.body) box.focus(); }
+    else if (tries > 0) setTimeout(() => focusPrompt(tries - 1), 200);
+  };
+  focusPrompt(50);
 }

@@ -308,6 +308,30 @@ def test_play_moves_through_the_steps_and_pauses(browser, app_url):
     assert not page.errors
 
 
+def test_the_prompt_has_the_focus_once_and_keeps_only_what_was_typed_into_it(browser, app_url):
+    page = open_page(browser, app_url)
+    page.wait_for_function("() => document.activeElement && document.activeElement.closest('#prompt') !== null", timeout=20_000)
+    # a change to the prompt, then another field takes the focus: the prompt must not pull it back
+    stays = page.evaluate("""async () => {
+        const box = document.querySelector('#prompt textarea'), num = document.querySelector('#max-new-tokens input[type=number]');
+        box.value = 'a changed prompt'; box.dispatchEvent(new Event('input', {bubbles: true}));
+        num.focus();
+        await new Promise(r => setTimeout(r, 800));
+        return document.activeElement === num; }""")
+    assert stays, "the prompt box took the focus back from another field"
+    page.click("#prompt textarea")
+    page.keyboard.press("End")
+    page.keyboard.type(" typed")
+    assert page.input_value("#prompt textarea") == "a changed prompt typed"
+    for i in range(20):  # typing in the prompt, then straight away in another field: no keystroke strays back
+        text = f"prompt number {i} " + "word " * (i * 4)
+        page.fill("#prompt textarea", text)
+        set_number(page, "max-new-tokens", 4 + i)
+        assert page.input_value("#prompt textarea") == text
+        assert page.input_value("#max-new-tokens input[type=number]") == str(4 + i)
+    assert not page.errors
+
+
 def test_enter_in_the_prompt_generates_and_a_too_long_prompt_is_refused(browser, app_url):
     page = open_page(browser, app_url)
     wait_model_loaded(page)
