@@ -368,7 +368,8 @@ def inside_view(tab, trace, step, *rest) -> dict:
     try:
         if tab == "lens":
             rec = _lens(trace, st)
-            out = {C["lens_html"]: lens_viz.lens_summary_html(rec), C["lens_plot"]: lens_viz.logit_lens_figure(rec, trace.model.n_layers)} \
+            out = {C["lens_html"]: lens_viz.lens_summary_html(rec, forced=st.forced),
+                   C["lens_plot"]: lens_viz.logit_lens_figure(rec, trace.model.n_layers, forced=st.forced)} \
                 if rec is not None else {C["lens_html"]: _note(
                     "The logit lens needs this step's hidden states. They are captured while the model generates, and a trace "
                     "downloaded from this page carries the lens of every step: generate with the model, or load such a trace."),

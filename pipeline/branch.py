@@ -9,7 +9,7 @@ follows from it (piece, text, its probabilities, its embedding) change.
 """
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -45,10 +45,6 @@ def forced_step(lm: LoadedModel, before: Sequence[StepRecord], step: StepRecord,
     with torch.inference_mode():
         emb = lm.model.get_input_embeddings().weight[token_id].float().cpu().numpy()
     changes = dict(token_id=token_id, piece=lm.tokens.piece(token_id), text=text, chosen_prob=prob, chosen_final_prob=final,
-                   embed_2d=lm.projection.apply(emb), embedding=emb, stop_reason="eos" if is_eos else None)
-    names = {f.name for f in fields(StepRecord)}
-    if "raw_piece" in names:
-        changes["raw_piece"] = lm.tokens.raw_piece(token_id)
-    if "piece_bytes" in names:
-        changes["piece_bytes"] = lm.tokens.piece_bytes(token_id)
+                   embed_2d=lm.projection.apply(emb), embedding=emb, stop_reason="eos" if is_eos else None,
+                   raw_piece=lm.tokens.raw_piece(token_id), piece_bytes=lm.tokens.piece_bytes(token_id), forced=True)
     return replace(step, **changes)

@@ -124,11 +124,12 @@ def run_trace(lm: LoadedModel, text: str, settings: Settings) -> Trace:
     return gen.trace()
 
 
-def _forward(lm: LoadedModel, ids: list[int], cache) -> dict[str, torch.Tensor]:
-    """One forward pass (prefill: all ids; decode: one id) with hooks; returns the captures."""
+def _forward(lm: LoadedModel, ids: list[int], cache, keep: int = 1) -> dict[str, torch.Tensor]:
+    """One forward pass (prefill: all ids; decode: one id; speculative verify: the proposals) with
+    hooks; returns the captures, with the logits of the last `keep` positions."""
     x = torch.as_tensor([ids], dtype=torch.long, device=lm.model.device)
     with lm.lock, capture(lm.arch) as cap:
-        out = lm.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        out = lm.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=keep)
     # the model's own output: the LM head's, after any final soft-capping / scaling (Gemma 2)
     cap["logits"] = out.logits.detach()
     return cap
@@ -152,8 +153,8 @@ def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tupl
     context = list(prompt.token_ids) + list(prefix)
     pieces = list(prompt.pieces) + lm.tokens.pieces(prefix)
     detok = Detokenizer(lm.tokens)
-    for t in prefix:
-        detok.add(t, final=True)
+    for t in prefix:  # as the steps being continued released it: an unfinished character stays held back
+        detok.add(t)
     feed = list(context)  # 1. prefill feeds the whole context, then one token per step
     index = len(prefix)
     while True:

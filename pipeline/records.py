@@ -139,6 +139,7 @@ class StepRecord:
     resid_2d: np.ndarray | None = None  # (layers+1, 2) each hidden row / its RMS, in Trace.resid_projection
     resid_norm: np.ndarray | None = None  # (layers+1,) L2 norm of each hidden row
     update_norm: np.ndarray | None = None  # (layers,) L2 norm of hidden[i+1] - hidden[i]: what block i added
+    forced: bool = False  # True: a person chose this token (a branch); the model did not draw it
 
 
 # ---------------------------------------------------------------------------------------
@@ -488,6 +489,8 @@ def _step_to_json(s: StepRecord, *, full: bool) -> dict:
         "raw_piece": s.raw_piece,
         "piece_bytes": _bytes_to_json(s.piece_bytes),
     }
+    if s.forced:
+        d["forced"] = True
     for name in ("resid_2d", "resid_norm", "update_norm"):
         if getattr(s, name) is not None:
             d[name] = _f32(getattr(s, name))
@@ -694,6 +697,7 @@ def _step_from_json(d: dict, context_ids: tuple[int, ...], context_pieces: tuple
         resid_2d=_arr(d["resid_2d"]).reshape(-1, 2) if d.get("resid_2d") is not None else None,
         resid_norm=_arr(d["resid_norm"]) if d.get("resid_norm") is not None else None,
         update_norm=_arr(d["update_norm"]) if d.get("update_norm") is not None else None,
+        forced=bool(d.get("forced", False)),
         **opt,
     )
 

@@ -33,9 +33,8 @@ import numpy as np
 import torch
 
 from . import sampling
-from .capture import capture
 from .draft import Draft, SpeculativeError, make_draft
-from .generate import _record_fields, eos_ids, start
+from .generate import _forward, _record_fields, eos_ids, start
 from .loading import LoadedModel
 from .records import (
     BonusRecord,
@@ -204,14 +203,6 @@ def _draft_logits(draft: Draft, ids: list[int], cache, vocab: int) -> np.ndarray
     return out.logits[0, -1, :vocab].float().cpu().numpy()  # (vocab,)
 
 
-def _verify(lm: LoadedModel, ids: list[int], cache, keep: int) -> dict[str, torch.Tensor]:
-    """The target's one forward pass over all proposals, with hooks; logits of the last `keep` positions."""
-    x = torch.as_tensor([ids], dtype=torch.long, device=lm.model.device)
-    with lm.lock, capture(lm.arch) as cap:
-        lm.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=keep)
-    return cap
-
-
 def truncate(cache, n: int) -> int:
     """Cut a KV cache back to its first n positions; returns how many it removed."""
     extra = cache.get_seq_length() - n
@@ -280,8 +271,8 @@ def _run(gen: SpecGeneration) -> Iterator[RoundResult]:
     context = list(gen.prompt.token_ids) + list(gen.prefix)
     pieces = list(gen.prompt.pieces) + lm.tokens.pieces(gen.prefix)
     detok = Detokenizer(lm.tokens)
-    for t in gen.prefix:
-        detok.add(t, final=True)
+    for t in gen.prefix:  # as the steps being continued released it: an unfinished character stays held back
+        detok.add(t)
     index = len(gen.prefix)
     for n_round in itertools.count():
         t0 = time.perf_counter()
@@ -293,7 +284,7 @@ def _run(gen: SpecGeneration) -> Iterator[RoundResult]:
         t1 = time.perf_counter()
         # 2. the target scores all of them in one forward pass: p_1 .. p_{k+1}
         feed = context[tcache.get_seq_length():] + proposals
-        cap = _verify(lm, feed, tcache, k + 1)
+        cap = _forward(lm, feed, tcache, keep=k + 1)  # the target's one pass over all proposals
         logits = cap["logits"][0, -(k + 1):, :V].float().cpu().numpy()  # (k+1, vocab)
         t2 = time.perf_counter()
         p_stages = [_stages(s, context + proposals[:i]) for i in range(k + 1)]

@@ -128,7 +128,7 @@ def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0,
     for k in range(n):
         lab = f"#{k + 1} {plot_piece(step.top_pieces[k], 14)}"
         if k == rank:
-            lab = f"<b>{lab} ◀ sampled</b>"
+            lab = f"<b>{lab} ◀ {'forced' if step.forced else 'sampled'}</b>"
         elif not r.kept[k]:
             lab = f"<span style='color:{MUTED}'>{lab}</span>"
         labels.append(lab)
@@ -163,10 +163,11 @@ def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0,
                                 text="cut-off", font=dict(size=11, color=NEW_COLOR), name="cut-off"))
     if r.cutoff >= n and cut:
         cut += f" (more than the {n} shown)"
+    what = "forced token (a branch, not drawn by the model)" if step.forced else "sampled token"
     if rank is None:
-        notes.append(f"sampled token {plot_piece(step.piece)} is not among the top {N} (p={step.chosen_prob:.2e})")
-    elif rank >= n:
-        notes.append(f"sampled token {plot_piece(step.piece)} ranked #{rank + 1} (p={step.chosen_prob:.2%})")
+        notes.append(f"{what} {plot_piece(step.piece)} is not among the top {N} (p={step.chosen_prob:.2e})")
+    elif rank >= n or step.forced:
+        notes.append(f"{what} {plot_piece(step.piece)} ranked #{rank + 1} (p={step.chosen_prob:.2%})")
     if not r.exact:
         notes.append(f"<b>approximate</b>: the trace holds only the top {N} logits, so these settings are applied to them alone")
     if notes:  # below the x axis title

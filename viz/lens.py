@@ -62,10 +62,11 @@ def _check(lens: LensRecord, n_layers: int | None) -> int:
     return rows
 
 
-def logit_lens_figure(lens: LensRecord, n_layers: int | None = None) -> go.Figure:
+def logit_lens_figure(lens: LensRecord, n_layers: int | None = None, *, forced: bool = False) -> go.Figure:
     """Left: a table of the top-5 tokens at every depth (rows: embedding, layer 1..L; cells coloured by
     probability; the chosen token in bold and outlined). Right: the chosen token's probability at every depth.
-    The row from which the chosen token stays on top is marked ("prediction forms here")."""
+    The row from which the chosen token stays on top is marked ("prediction forms here"). `forced`: the
+    step's token was chosen by a person (a branch), not drawn."""
     rows = _check(lens, n_layers)
     L = rows - 1
     labels = row_labels(rows)
@@ -116,7 +117,8 @@ def logit_lens_figure(lens: LensRecord, n_layers: int | None = None) -> go.Figur
              text=f"p({plot_piece(lens.piece, 12)})"),
     ]
     sub = (f"the chosen token is on top from {depth_name(forms, L)}" if forms is not None
-           else f"the chosen token is ranked #{int(ranks[-1]) + 1} at the output (sampled, not the top prediction)")
+           else f"the chosen token is ranked #{int(ranks[-1]) + 1} at the output "
+                f"({'forced by a branch' if forced else 'sampled'}, not the top prediction)")
     title = f"Logit lens · step {lens.step}: the prediction after every layer<br><sup>{sub}</sup>"
     layout = base_layout(
         title, height=max(380, 21 * rows + 170), margin=dict(l=120, r=20, t=85, b=50), shapes=shapes, annotations=annotations,
@@ -129,8 +131,9 @@ def logit_lens_figure(lens: LensRecord, n_layers: int | None = None) -> go.Figur
     return go.Figure(data=[heat, line], layout=layout)
 
 
-def lens_summary_html(lens: LensRecord) -> str:
-    """Where the chosen token became the prediction, in one or two sentences (escaped)."""
+def lens_summary_html(lens: LensRecord, *, forced: bool = False) -> str:
+    """Where the chosen token became the prediction, in one or two sentences (escaped). `forced`: the
+    step's token was chosen by a person (a branch), not drawn."""
     ranks = np.asarray(lens.chosen_ranks, np.int64)
     chosen = np.asarray(lens.chosen_probs, np.float64)
     L = ranks.size - 1
@@ -143,7 +146,8 @@ def lens_summary_html(lens: LensRecord) -> str:
         s1 = f"The chosen token {tok} {where}" + ("" if forms == L else " and stays there to the output") + "."
     else:
         top_out = html_piece(lens.top_pieces[-1][0], 40)
-        s1 = (f"The chosen token {tok} was sampled although the model's output ranks it #{int(ranks[-1]) + 1}; "
+        s1 = (f"The chosen token {tok} was {'forced by a branch' if forced else 'sampled'} although the model's output "
+              f"ranks it #{int(ranks[-1]) + 1}; "
               f"its top prediction was <b>‘{top_out}’</b>"
               + (f" (the chosen token was on top at {depth_name(first, L)})" if first is not None else "") + ".")
     mid = L // 2

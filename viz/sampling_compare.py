@@ -155,7 +155,7 @@ def sampling_compare_figure(step: StepRecord, settings: Sequence[Mapping], *, vo
     labels = []
     for j in range(n):
         lab = f"#{j + 1} {plot_piece(results[0].pieces[j], 14)}"
-        labels.append(f"<b>{lab} ◀ sampled</b>" if chosen and j == chosen[0] else lab)
+        labels.append(f"<b>{lab} ◀ {'forced' if step.forced else 'sampled'}</b>" if chosen and j == chosen[0] else lab)
     rest = max(0, int(vocab_size) - n)
     labels.append(f"<i>other tokens ({rest:,})</i>")
     fig = make_subplots(rows=1, cols=len(results), shared_yaxes=True, horizontal_spacing=0.04,

@@ -75,8 +75,11 @@ def tour_stages(trace: Trace, step: int) -> list[TourStage]:
             f"the entropy was {st.entropy:.2f} bits (0 would mean certain)."), "panel-distribution"),
         TourStage("6 · Sampling", (
             f"Temperature {settings.temperature:g}, top-k {settings.top_k or 'off'}, top-p {settings.top_p:g}: {kept_txt}. "
-            f"From that distribution the token {piece} was drawn (seed {settings.seed}); it had probability "
-            f"{st.chosen_final_prob:.1%} there and {st.chosen_prob:.1%} before sampling reshaped it."), "panel-distribution"),
+            + (f"The token {piece} was not drawn here: it was forced (a branch), in place of the model's own choice. It had "
+             f"probability {st.chosen_final_prob:.1%} under these settings and {st.chosen_prob:.1%} before sampling reshaped it."
+             if st.forced else
+             f"From that distribution the token {piece} was drawn (seed {settings.seed}); it had probability "
+             f"{st.chosen_final_prob:.1%} there and {st.chosen_prob:.1%} before sampling reshaped it.")), "panel-distribution"),
         TourStage("7 · KV cache and time", (
             f"The keys and values of the {fed} token{'s' if fed != 1 else ''} fed in are kept: the cache now holds {T:,} "
             f"positions, {human_bytes(st.kv_cache_bytes)}. This step took {st.ms:.1f} ms on this machine."), "panel-kv"),

@@ -123,6 +123,14 @@ def test_clicking_a_candidate_bar_branches_and_both_branches_stay(browser, app_u
     assert page.locator("#branches mark.forced").count() == 1
     branched = page.inner_text("#output")
     assert branched != original
+    # at the fork, the distribution names the token as forced, not sampled
+    _scrub(page, 1)
+    page.wait_for_function("() => { const el = document.querySelector('#dist-plot .js-plotly-plot');"
+                           " return !!(el && el.data && el.data.some(t => Array.from(t.y || []).some(l => String(l).includes('◀ forced')))); }",
+                           timeout=30_000)
+    raw = next(t for t in plot_data(page, "dist-plot") if t["name"] and "raw" in t["name"])
+    labels = [str(lab) for lab in _vals(raw["y"])]
+    assert "◀ forced" in labels[2] and not any("◀ sampled" in lab for lab in labels)
     # back to the original branch: its text returns
     page.locator("#branch-pick label", has_text="A").click()
     page.wait_for_function("(t) => document.querySelector('#output').innerText === t", arg=original, timeout=30_000)

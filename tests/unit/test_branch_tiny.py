@@ -26,6 +26,8 @@ def test_forced_token_then_greedy_continuation_matches_a_plain_forward_pass(lm):
     assert alt != steps[s].token_id
     f = forced_step(lm, steps[:s], steps[s], alt)
     assert f.token_id == alt and f.piece == lm.tokens.piece(alt)
+    assert f.forced and not any(st.forced for st in steps)  # marked, so no view says the model drew it
+    assert f.raw_piece == lm.tokens.raw_piece(alt) and f.piece_bytes == lm.tokens.piece_bytes(alt)
     # what the model computed at that position is kept; the chosen token's numbers follow the new token
     np.testing.assert_array_equal(f.top_logits, steps[s].top_logits)
     np.testing.assert_array_equal(f.attention, steps[s].attention)
@@ -62,3 +64,18 @@ def test_a_token_outside_the_vocabulary_is_refused(lm):
     steps = list(start(lm, PROMPT, Settings(temperature=0, max_new_tokens=2)))
     with pytest.raises(SettingsError, match="outside the vocabulary"):
         forced_step(lm, [], steps[0], lm.info.vocab_size + 5)
+
+
+def test_the_forced_mark_survives_a_download_and_reload(lm):
+    from dataclasses import replace
+
+    from pipeline.records import dumps, loads, records_equal
+
+    gen = start(lm, PROMPT, Settings(temperature=0, max_new_tokens=3))
+    steps = list(gen)
+    f = forced_step(lm, steps[:1], steps[1], int(steps[1].top_ids[2]))
+    trace = replace(gen.trace(), steps=(steps[0], f))
+    back = loads(dumps(trace, full=True))
+    assert [st.forced for st in back.steps] == [False, True]
+    assert records_equal(back, trace)
+    assert '"forced"' not in dumps(replace(trace, steps=(steps[0],)))  # plain steps do not carry it

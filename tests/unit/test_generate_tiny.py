@@ -252,3 +252,18 @@ def test_continue_from_a_prefix_matches_one_run(llama):
     cont = list(start(llama, PROMPT, Settings(temperature=0, max_new_tokens=8), prefix=prefix))
     assert [s.token_id for s in cont] == [s.token_id for s in steps[3:]]
     assert cont[0].index == 3 and cont[0].phase == "prefill"
+
+
+def test_continuing_after_half_a_character_neither_repeats_nor_loses_text(llama):
+    from pipeline.tokens import Detokenizer
+
+    ids = llama.tokenizer("😀", add_special_tokens=False)["input_ids"]
+    assert len(ids) > 1
+    for cut in range(1, len(ids)):  # the steps kept end inside the emoji's bytes
+        prefix = ids[:cut]
+        d = Detokenizer(llama.tokens)
+        kept_text = "".join(d.add(i) for i in prefix)  # what those steps released when they were generated
+        assert kept_text == ""
+        cont = list(start(llama, PROMPT, Settings(temperature=0, max_new_tokens=5), prefix=prefix))
+        shown = kept_text + "".join(s.text for s in cont)
+        assert shown == llama.tokens.decode(prefix + [s.token_id for s in cont if s.stop_reason != "eos"])

@@ -106,6 +106,15 @@ def test_continuing_from_a_prefix_matches_the_plain_continuation(target):
     assert [st.token_id for st in gen.steps] == ids[4:] and gen.steps[0].index == 4 and gen.steps[0].phase == "prefill"
 
 
+def test_continuing_after_half_a_character_neither_repeats_nor_loses_text(target):
+    ids = target.tokenizer("😀", add_special_tokens=False)["input_ids"]
+    assert len(ids) > 1  # byte tokens: a prefix can end inside the character
+    for cut in range(1, len(ids)):
+        gen, _ = spec_run(target, Settings(temperature=0, max_new_tokens=6), k=2, draft="layers:2", prefix=ids[:cut])
+        shown = "".join(st.text for st in gen.steps)  # the steps kept released nothing yet: half a character
+        assert shown == target.tokens.decode(ids[:cut] + [st.token_id for st in gen.steps if st.stop_reason != "eos"])
+
+
 def test_stops_like_the_plain_generator(target):
     s = Settings(temperature=0, max_new_tokens=7)
     gen, rounds = spec_run(target, s, k=4, draft="layers:2")
@@ -406,3 +415,16 @@ def test_other_settings_are_still_checked_first(target):
         start_speculative(target, PROMPT, Settings(temperature=-1), k=2, draft="layers:1")
     with pytest.raises(sampling.SettingsError, match="empty"):
         start_speculative(target, " ", Settings(), k=2, draft="layers:1")
+
+
+def test_a_soft_capped_model_is_verified_on_its_own_capped_logits():
+    from tests.unit.test_inside_tiny import gemma2
+
+    lm = gemma2(softcap=2.0)
+    s = Settings(temperature=0.8, max_new_tokens=6, seed=3)
+    gen, _ = spec_run(lm, s, k=2, draft="layers:1")
+    for st in gen.steps:  # each step's distribution is the model's output, cap included, by an independent pass
+        with torch.inference_mode():
+            ref = lm.model(torch.tensor([list(st.context_ids)]), use_cache=False).logits[0, st.position].numpy()
+        assert np.abs(ref).max() < 2.0
+        np.testing.assert_allclose(st.logits, ref, atol=1e-5)

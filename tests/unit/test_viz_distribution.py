@@ -118,6 +118,10 @@ def test_sampled_token_is_marked_or_its_rank_noted():
     raw, _ = _bars(fig)
     assert not any("◀ sampled" in lab for lab in raw.y)
     assert any(f"ranked #{rank + 1}" in (a.text or "") for a in fig.layout.annotations)
+    forced = distribution_figure(dataclasses.replace(st, forced=True), n=10, **REC)  # a branch: named as forced, never "sampled"
+    raw, _ = _bars(forced)
+    assert [i for i, lab in enumerate(raw.y) if "◀ forced" in lab] == [rank] and not any("◀ sampled" in lab for lab in raw.y)
+    assert any("forced token" in (a.text or "") and f"ranked #{rank + 1}" in (a.text or "") for a in forced.layout.annotations)
     outside = dataclasses.replace(st, token_id=10_000)
     fig = distribution_figure(outside, n=10, **REC)
     assert any("is not among the top 20" in (a.text or "") for a in fig.layout.annotations)

@@ -92,6 +92,8 @@ def test_lens_summary_sentences():
     assert "already the top prediction at the input embedding" in s
     s = lens_summary_html(make_lens(ranks=(3, 2, 1, 1, 2, 1)))
     assert "ranks it #2" in s and "sampled" in s
+    s = lens_summary_html(make_lens(ranks=(3, 2, 1, 1, 2, 1)), forced=True)
+    assert "ranks it #2" in s and "forced by a branch" in s and "sampled" not in s
     s = lens_summary_html(make_lens(piece=SCRIPT))
     assert SCRIPT not in s and "&lt;script&gt;" in s
 

@@ -30,6 +30,17 @@ def test_numbers_are_the_steps_own():
     assert html_piece(st.piece) in stages[7].html
 
 
+def test_a_forced_token_is_not_said_to_be_drawn():
+    from dataclasses import replace
+
+    t = make_trace(n_steps=3)
+    drawn = tour.tour_stages(t, 2)[5].html
+    assert "was drawn" in drawn and "forced" not in drawn
+    f = replace(t, steps=(*t.steps[:2], replace(t.steps[2], forced=True)))
+    forced = tour.tour_stages(f, 2)[5].html
+    assert "not drawn" in forced and "forced (a branch)" in forced and f"{t.steps[2].chosen_prob:.1%}" in forced
+
+
 def test_prefill_stage_says_all_tokens_go_in_at_once():
     t = make_trace(n_steps=2)
     assert f"all {t.steps[0].position + 1} tokens of the context go through the model in one pass" in tour.tour_stages(t, 0)[0].html
