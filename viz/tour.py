@@ -44,8 +44,10 @@ def tour_stages(trace: Trace, step: int) -> list[TourStage]:
         sink = (f" Many heads rest their attention on the first token when nothing else is relevant; after it came "
                 f"<code>{html_piece(st.context_pieces[k2])}</code> (position {k2}, {mean[k2]:.0%}).")
     top = [f"<code>{html_piece(p)}</code> {float(pr):.1%}" for p, pr in zip(st.top_pieces[:3], st.top_probs[:3])]
-    kept = [g for g in st.stages if g.name in ("top_k", "top_p", "greedy")]
-    kept_txt = "; ".join(f"{g.name.replace('_', '-')} kept {g.kept:,} token{'s' if g.kept != 1 else ''}" for g in kept) or "no filter was on"
+    greedy = any(g.name == "temperature" and g.param == 0 for g in st.stages)
+    kept = [g for g in st.stages if g.name in ("top_k", "top_p")]
+    kept_txt = ("temperature 0 is greedy: only the most likely token can be chosen (top-k and top-p change nothing)" if greedy else
+                "; ".join(f"{g.name.replace('_', '-')} kept {g.kept:,} token{'s' if g.kept != 1 else ''}" for g in kept) or "no filter was on")
     settings = trace.settings
     if st.phase == "prefill":
         feed_txt = (f"This is the first step (prefill): all {T} tokens of the context go through the model in one pass, "
@@ -78,6 +80,8 @@ def tour_stages(trace: Trace, step: int) -> list[TourStage]:
             + (f"The token {piece} was not drawn here: it was forced (a branch), in place of the model's own choice. It had "
              f"probability {st.chosen_final_prob:.1%} under these settings and {st.chosen_prob:.1%} before sampling reshaped it."
              if st.forced else
+             f"So the token {piece} was taken, with no randomness; the model gave it {st.chosen_prob:.1%} before "
+             f"sampling reshaped the distribution." if greedy else
              f"From that distribution the token {piece} was drawn (seed {settings.seed}); it had probability "
              f"{st.chosen_final_prob:.1%} there and {st.chosen_prob:.1%} before sampling reshaped it.")), "panel-distribution"),
         TourStage("7 · KV cache and time", (

@@ -41,6 +41,17 @@ def test_a_forced_token_is_not_said_to_be_drawn():
     assert "not drawn" in forced and "forced (a branch)" in forced and f"{t.steps[2].chosen_prob:.1%}" in forced
 
 
+def test_greedy_is_told_as_greedy_not_as_a_draw():
+    t = make_trace(n_steps=3, temperature=0.0)
+    st = t.steps[1]
+    assert st.token_id == int(st.top_ids[0])  # greedy took the top token
+    html = tour.tour_stages(t, 1)[5].html
+    assert "temperature 0 is greedy" in html and "no randomness" in html and "drawn" not in html
+    assert "no filter was on" not in html and f"{st.chosen_prob:.1%}" in html
+    sampled = tour.tour_stages(make_trace(n_steps=3, temperature=0.8, top_p=0.9), 1)[5].html
+    assert "top-p kept" in sampled and "was drawn" in sampled
+
+
 def test_prefill_stage_says_all_tokens_go_in_at_once():
     t = make_trace(n_steps=2)
     assert f"all {t.steps[0].position + 1} tokens of the context go through the model in one pass" in tour.tour_stages(t, 0)[0].html
