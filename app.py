@@ -386,8 +386,13 @@ def inside_view(tab, trace, step, *rest) -> dict:
             pos = _position(trace)
             out = {C["pos_plot"]: pos_viz.position_figure(pos, list(st.context_pieces)) if pos is not None else None}
         elif tab == "accounting":
-            acc = _accounting(trace)
-            if acc is None:
+            acc = None if trace.speculative else _accounting(trace)
+            if trace.speculative:  # its steps came k + 1 at a time from rounds of draft and verify passes
+                out = {C["acc_html"]: _note("This generation was speculative: its tokens came from rounds of draft passes and one "
+                                            "verify pass each (section 7), not one pass per token, so a per-step account of one "
+                                            "pass would not be true of it. Generate without speculative decoding to see it."),
+                       C["acc_plot"]: None}
+            elif acc is None:
                 out = {C["acc_html"]: _note("This trace holds no parameter counts and was made by another model: load that model "
                                             "to see its compute and memory accounting."), C["acc_plot"]: None}
             else:

@@ -13,8 +13,8 @@ from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
-import torch
 
+from .generate import eos_ids, token_fields
 from .loading import LoadedModel
 from .records import StepRecord
 from .sampling import SettingsError
@@ -29,8 +29,6 @@ def forced_step(lm: LoadedModel, before: Sequence[StepRecord], step: StepRecord,
     detok = Detokenizer(lm.tokens)
     for s in before:
         detok.add(s.token_id)
-    from .generate import eos_ids
-
     is_eos = token_id in (eos if eos is not None else eos_ids(lm))
     text = "" if is_eos else detok.add(token_id)
     hits = np.flatnonzero(np.asarray(step.top_ids) == token_id)
@@ -42,9 +40,5 @@ def forced_step(lm: LoadedModel, before: Sequence[StepRecord], step: StepRecord,
     else:
         raise SettingsError("that token is not among the candidates recorded for this step; pick one from the distribution")
     final = float(step.top_final_probs[hits[0]]) if hits.size else 0.0
-    with torch.inference_mode():
-        emb = lm.model.get_input_embeddings().weight[token_id].float().cpu().numpy()
-    changes = dict(token_id=token_id, piece=lm.tokens.piece(token_id), text=text, chosen_prob=prob, chosen_final_prob=final,
-                   embed_2d=lm.projection.apply(emb), embedding=emb, stop_reason="eos" if is_eos else None,
-                   raw_piece=lm.tokens.raw_piece(token_id), piece_bytes=lm.tokens.piece_bytes(token_id), forced=True)
-    return replace(step, **changes)
+    return replace(step, **token_fields(lm, token_id), text=text, chosen_prob=prob, chosen_final_prob=final,
+                   stop_reason="eos" if is_eos else None, forced=True)

@@ -6,13 +6,17 @@ installed around one forward pass at a time, never across a `yield`, so a genera
 abandoned mid-way cannot leave hooks on a model other people use.
 
 Names, in the order a forward pass produces them:
-    embed                       token embedding lookup      (1, T, d_model)
+    blocks.0.resid_pre          input to block 0            (1, T, d_model)
+                                (the embedding as the model itself prepares it: scaled,
+                                plus learned positions, whatever the family does)
     blocks.{i}.attn.pattern     attention after softmax     (1, heads, q, k)
     blocks.{i}.attn.out         attention block output      (1, T, d_model)
     blocks.{i}.mlp.out          feed-forward block output   (1, T, d_model)
     blocks.{i}.resid_post       residual stream after block (1, T, d_model)
     ln_final                    final norm output           (1, T, d_model)
-    logits                      LM head output              (1, T_kept, vocab)
+
+The logits are not hooked: callers take them from the model's own output, which includes any
+final soft-capping or scaling the model applies after its LM head.
 """
 from __future__ import annotations
 
@@ -26,10 +30,10 @@ from .loading import Arch
 
 def hook_names(n_layers: int) -> list[str]:
     """The ordered list of names one forward pass captures."""
-    names = ["embed"]
+    names = ["blocks.0.resid_pre"]
     for i in range(n_layers):
         names += [f"blocks.{i}.attn.pattern", f"blocks.{i}.attn.out", f"blocks.{i}.mlp.out", f"blocks.{i}.resid_post"]
-    return names + ["ln_final", "logits"]
+    return names + ["ln_final"]
 
 
 def _first_tensor(out):
@@ -53,7 +57,10 @@ def capture(arch: Arch) -> Iterator[dict[str, torch.Tensor]]:
 
         return hook
 
-    handles = [arch.embed.register_forward_hook(put("embed", _first_tensor))]
+    def block_input(_module, args, kwargs):
+        store["blocks.0.resid_pre"] = (args[0] if args else kwargs["hidden_states"]).detach()
+
+    handles = [arch.layers[0].register_forward_pre_hook(block_input, with_kwargs=True)]
     try:
         for i, (layer, attn, mlp) in enumerate(zip(arch.layers, arch.attn, arch.mlp)):
             handles.append(attn.register_forward_hook(put(f"blocks.{i}.attn.pattern", _pattern)))
@@ -61,24 +68,19 @@ def capture(arch: Arch) -> Iterator[dict[str, torch.Tensor]]:
             handles.append(mlp.register_forward_hook(put(f"blocks.{i}.mlp.out", _first_tensor)))
             handles.append(layer.register_forward_hook(put(f"blocks.{i}.resid_post", _first_tensor)))
         handles.append(arch.norm.register_forward_hook(put("ln_final", _first_tensor)))
-        handles.append(arch.lm_head.register_forward_hook(put("logits", _first_tensor)))
         yield store
     finally:
         for h in handles:
             h.remove()
 
 
-def residual_stream(arch: Arch, cap: dict[str, torch.Tensor], rows, positions) -> torch.Tensor:
-    """(L+1, ..., d_model) the residual stream at capture rows `rows` (absolute positions
-    `positions`): the input to block 0 (the token embedding, plus the learned position vector
-    where the model adds one, as GPT-2 does), then the output of every block."""
-    first = cap["embed"][0, rows]
-    if arch.positions is not None:
-        first = first + arch.positions.weight.detach()[positions].to(first.dtype)
-    return torch.stack([first] + [cap[f"blocks.{i}.resid_post"][0, rows] for i in range(len(arch.layers))])
+def residual_stream(arch: Arch, cap: dict[str, torch.Tensor], rows) -> torch.Tensor:
+    """(L+1, ..., d_model) the residual stream at capture rows `rows`: the input to block 0, then
+    the output of every block."""
+    return torch.stack([cap["blocks.0.resid_pre"][0, rows]] + [cap[f"blocks.{i}.resid_post"][0, rows] for i in range(len(arch.layers))])
 
 
 def hooks_installed(arch: Arch) -> int:
-    """How many forward hooks are on the captured modules (0 outside `capture`)."""
+    """How many forward (and forward pre-) hooks are on the captured modules (0 outside `capture`)."""
     mods = [arch.embed, arch.norm, arch.lm_head, *arch.layers, *arch.attn, *arch.mlp]
-    return sum(len(m._forward_hooks) for m in mods)
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in mods)

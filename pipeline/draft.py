@@ -137,4 +137,4 @@ def make_draft(lm: LoadedModel, draft: str | LoadedModel | Draft | None = None) 
     n = parse_layers(spec)
     if n is not None:
         return _layers_draft(lm, spec, n)
-    return _model_draft(lm, load_model(spec), spec)
+    return _model_draft(lm, load_model(spec, residual_map=False), spec)  # a draft's own hidden states are never drawn

@@ -149,7 +149,6 @@ def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tupl
     rng = np.random.default_rng(settings.seed)
     cache = DynamicCache(config=lm.model.config)
     ctx_len = lm.info.context_length
-    emb_w = lm.model.get_input_embeddings().weight
     context = list(prompt.token_ids) + list(prefix)
     pieces = list(prompt.pieces) + lm.tokens.pieces(prefix)
     detok = Detokenizer(lm.tokens)
@@ -184,7 +183,7 @@ def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tupl
             stop = "context_limit"
         text = "" if stop == "eos" else detok.add(token, final=stop is not None)
         # 4. the record
-        fields = _record_fields(lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text, emb_w)
+        fields = _record_fields(lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text)
         rec = StepRecord(**fields, stop_reason=stop, ms=(time.perf_counter() - t0) * 1000.0)
         yield rec
         if stop is not None:
@@ -195,8 +194,18 @@ def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tupl
         index += 1
 
 
+def token_fields(lm: LoadedModel, token: int) -> dict:
+    """The fields of a StepRecord that describe the chosen token itself: its id, how the tokenizer
+    shows and stores it, and its input embedding (raw and in the fixed 2D projection)."""
+    token = int(token)
+    with torch.inference_mode():
+        emb = lm.model.get_input_embeddings().weight[token].float().cpu().numpy()  # (d_model,)
+    return dict(token_id=token, piece=lm.tokens.piece(token), raw_piece=lm.tokens.raw_piece(token), piece_bytes=lm.tokens.piece_bytes(token),
+                embedding=emb, embed_2d=lm.projection.apply(emb))
+
+
 def _record_fields(
-    lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text, emb_w, *, row: int = -1, kv_cache_bytes: int | None = None
+    lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text, *, row: int = -1, kv_cache_bytes: int | None = None
 ) -> dict:
     """Everything a StepRecord holds but its wall time and stop reason, as CPU data.
 
@@ -213,21 +222,20 @@ def _record_fields(
     T = position + 1  # prefill: the context so far, all of it fed in this pass
     if phase == "prefill" and T <= MAX_MATRIX_TOKENS:
         matrix = torch.stack([p[:, :T, :T] for p in pats]).float().cpu().numpy()  # (L, H, T, T)
-    hidden = residual_stream(lm.arch, cap, row, position).float().cpu().numpy()  # (L+1, d)
-    resid_norm = np.linalg.norm(hidden.astype(np.float64), axis=1).astype(np.float32)  # (L+1,)
-    update_norm = np.linalg.norm(np.diff(hidden.astype(np.float64), axis=0), axis=1).astype(np.float32)  # (L,)
+    hidden = residual_stream(lm.arch, cap, row).float().cpu().numpy()  # (L+1, d)
+    h64 = hidden.astype(np.float64)
+    resid_norm = np.linalg.norm(h64, axis=1).astype(np.float32)  # (L+1,)
+    update_norm = np.linalg.norm(np.diff(h64, axis=0), axis=1).astype(np.float32)  # (L,)
     resid_2d = lm.resid_projection.apply(rms_rows(hidden)) if lm.resid_projection is not None else None
     attn_norm = torch.stack([cap[f"blocks.{i}.attn.out"][0, row].float().norm() for i in range(L)])  # (L,)
     mlp_norm = torch.stack([cap[f"blocks.{i}.mlp.out"][0, row].float().norm() for i in range(L)])  # (L,)
-    emb = emb_w[token].float().cpu().numpy()  # (d_model,)
     return dict(
         index=index,
         phase=phase,
         position=position,
         context_ids=tuple(context),
         context_pieces=tuple(pieces),
-        token_id=int(token),
-        piece=lm.tokens.piece(token),
+        **token_fields(lm, token),
         text=text,
         top_ids=top.astype(np.int64),
         top_pieces=tuple(lm.tokens.piece(int(i)) for i in top),
@@ -245,16 +253,12 @@ def _record_fields(
         chosen_final_prob=float(res.final_probs[token]),
         attention=attention,
         attention_matrix=matrix,
-        embed_2d=lm.projection.apply(emb),
         attn_out_norm=attn_norm.cpu().numpy(),
         mlp_out_norm=mlp_norm.cpu().numpy(),
         kv_cache_bytes=kv_bytes(cache) if kv_cache_bytes is None else kv_cache_bytes,
         kv_cache_bytes_formula=kv_formula(lm, position + 1),
         logits=logits,
-        embedding=emb,
         hidden=hidden,
-        raw_piece=lm.tokens.raw_piece(int(token)),
-        piece_bytes=lm.tokens.piece_bytes(int(token)),
         resid_2d=resid_2d,
         resid_norm=resid_norm,
         update_norm=update_norm,

@@ -119,15 +119,18 @@ def logit_lens(lm: LoadedModel, step: StepRecord) -> LensRecord:
 # Parameters, compute and memory
 
 
-def pass_macs(params: ParamCounts, info: ModelInfo, tokens_fed: int, context_len: int) -> float:
+def pass_macs(params: ParamCounts, info: ModelInfo, tokens_fed: int, context_len: int, logits_rows: int = 1) -> float:
     """Multiply-adds of one forward pass that feeds `tokens_fed` tokens, the last at position
-    context_len - 1: every weight read once per token (params.read_per_pass x tokens), plus
-    attention: per layer, n_heads x head_dim x (keys attended, summed over the fed queries) for
-    QK^T and as many for the weighted sum of V. Query q (0-based) attends to q + 1 keys."""
+    context_len - 1: every block's and the final norm's weights once per token, the LM head once
+    per row of logits the pass computes (`logits_rows`: 1 here, as every pass keeps only the last
+    position's logits), plus attention: per layer, n_heads x head_dim x (keys attended, summed over
+    the fed queries) for QK^T and as many for the weighted sum of V. Query q (0-based) attends to
+    q + 1 keys."""
     n, c = int(tokens_fed), int(context_len)
     keys = n * c - n * (n - 1) // 2  # sum of (q + 1) for q = c - n .. c - 1
     attn = info.n_layers * info.n_heads * info.head_dim * keys * 2
-    return float(params.read_per_pass) * n + float(attn)
+    body = params.read_per_pass - params.lm_head_rows
+    return float(body) * n + float(params.lm_head_rows) * min(int(logits_rows), n) + float(attn)
 
 
 def _numel(mod: torch.nn.Module | None) -> int:
@@ -302,6 +305,7 @@ def kv_compare(lm: LoadedModel, trace: Trace, step_index: int) -> KVCompareRecor
         top_ids=top,
         logits_with=lw[top].astype(np.float32),
         logits_without=lwo[top].astype(np.float32),
+        argmax_id=int(lw.argmax()),
     )
 
 
@@ -425,11 +429,7 @@ def with_inside(lm: LoadedModel, trace: Trace, steps: Sequence[int] | None = Non
     fresh = {k: logit_lens(lm, by_index[k]) for k in wanted}
     kept = {r.step: r for r in trace.lens if r.step not in fresh}
     lens = tuple(sorted({**kept, **fresh}.values(), key=lambda r: r.step))
-    return dataclasses.replace(
-        trace,
-        lens=lens,
-        params=param_counts(lm),
-        position=position_info(lm),
-        machine=measure_machine(),
-        resid_projection=trace.resid_projection if trace.resid_projection is not None else lm.resid_projection,
-    )
+    extras = trace_extras(lm)
+    if trace.resid_projection is not None:  # the map its steps' paths were drawn in
+        extras["resid_projection"] = trace.resid_projection
+    return dataclasses.replace(trace, lens=lens, machine=measure_machine(), **extras)

@@ -176,7 +176,7 @@ def residual_states(model, arch: Arch, ids: list[int]) -> torch.Tensor:
 
     with torch.inference_mode(), capture(arch) as cap:
         model(input_ids=torch.as_tensor([ids], dtype=torch.long, device=model.device), use_cache=False, logits_to_keep=1)
-    return residual_stream(arch, cap, slice(None), slice(0, len(ids))).float().cpu()
+    return residual_stream(arch, cap, slice(None)).float().cpu()
 
 
 def fit_resid_projection(model, tokenizer, arch: Arch, context_length: int) -> Projection:
@@ -222,8 +222,9 @@ class LoadedModel:
     resid_projection: Projection | None = None
 
 
-def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float = 0.0) -> LoadedModel:
-    """Wrap a loaded model: eval mode, architecture, projection, token view."""
+def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float = 0.0, residual_map: bool = True) -> LoadedModel:
+    """Wrap a loaded model: eval mode, architecture, projection, token view. `residual_map`: also
+    fit the residual stream's 2D map (one extra forward pass; a draft model never draws one)."""
     model.eval()
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
         model.set_attn_implementation("eager")
@@ -236,7 +237,7 @@ def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float
     cloud = VocabCloud(np.asarray(ids, np.int64), tuple(tokens.piece(i) for i in ids), xy)
     arch = find_arch(model)
     t0 = time.perf_counter()
-    resid = fit_resid_projection(model, tokenizer, arch, info.context_length)
+    resid = fit_resid_projection(model, tokenizer, arch, info.context_length) if residual_map else None
     dt = time.perf_counter() - t0
     return LoadedModel(model, tokenizer, info, arch, tokens, proj, cloud, load_seconds=load_seconds + dt, resid_projection=resid)
 
@@ -258,7 +259,7 @@ def resolve(spec: str | None) -> tuple[str, str, str]:
     return spec, spec, "hub"
 
 
-def load_model(spec: str | None = None, *, progress: Callable[[str], None] | None = None) -> LoadedModel:
+def load_model(spec: str | None = None, *, progress: Callable[[str], None] | None = None, residual_map: bool = True) -> LoadedModel:
     """Load a model by spec: None / "default" (embedded SmolLM2), a local directory, or a Hub id."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -276,4 +277,4 @@ def load_model(spec: str | None = None, *, progress: Callable[[str], None] | Non
             f"could not load the model '{shown}' ({where}): {first[:300]}. "
             "Check the name, or pass a local directory saved with save_pretrained."
         ) from e
-    return prepare(model, tok, model_id=shown, source=source, load_seconds=time.perf_counter() - t0)
+    return prepare(model, tok, model_id=shown, source=source, load_seconds=time.perf_counter() - t0, residual_map=residual_map)

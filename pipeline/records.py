@@ -294,6 +294,7 @@ class KVCompareRecord:
     top_ids: np.ndarray  # (n,) int64 the step's top candidates
     logits_with: np.ndarray  # (n,) float32 at top_ids
     logits_without: np.ndarray  # (n,) float32 at top_ids
+    argmax_id: int = -1  # the token the pass with the cache ranks first (over the full vocabulary)
 
 
 @dataclass(frozen=True)

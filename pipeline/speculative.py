@@ -159,9 +159,11 @@ class SpecGeneration:
         return speculative_summary(self.rounds)
 
     def trace(self) -> Trace:
+        from .inside import trace_extras
+
         lm = self.lm
         return Trace(lm.info, self.settings, self.prompt, tuple(self.steps), lm.projection, lm.vocab_cloud,
-                     speculative=self.info, rounds=tuple(self.rounds))
+                     speculative=self.info, rounds=tuple(self.rounds), **trace_extras(lm))
 
 
 def start_speculative(
@@ -267,7 +269,6 @@ def _run(gen: SpecGeneration) -> Iterator[RoundResult]:
     gen.draft_cache = dcache = draft.new_cache()
     stop_ids = set() if gen.ignore_eos else eos_ids(lm)
     V, ctx_len, greedy = lm.info.vocab_size, lm.info.context_length, s.temperature == 0
-    emb_w = lm.model.get_input_embeddings().weight
     context = list(gen.prompt.token_ids) + list(gen.prefix)
     pieces = list(gen.prompt.pieces) + lm.tokens.pieces(gen.prefix)
     detok = Detokenizer(lm.tokens)
@@ -308,7 +309,7 @@ def _run(gen: SpecGeneration) -> Iterator[RoundResult]:
             text = "" if stop == "eos" else detok.add(tok, final=stop is not None)
             phase = "prefill" if n_round == 0 and i == 0 else "decode"
             f = _record_fields(lm, cap, tcache, logits[i], p_res[i], p_stages[i], tok, index, phase, position, context, pieces, text,
-                               emb_w, row=row0 + i, kv_cache_bytes=_kv_bytes_upto(tcache, position + 1))
+                               row=row0 + i, kv_cache_bytes=_kv_bytes_upto(tcache, position + 1))
             fields.append((f, stop))
             context.append(tok)
             pieces.append(f["piece"])

@@ -370,4 +370,9 @@ def test_speculative_mode_shows_rounds_and_gives_the_greedy_text(browser, app_ur
     assert page.query_selector("#spec-rounds .spec-accepted") is not None
     assert page.query_selector("#spec-rounds .spec-rejected, #spec-rounds .spec-bonus") is not None
     page.locator("#panel-speculative").screenshot(path=str(shots / "speculative.png"))
+    # no per-pass accounting of steps that were not one pass each
+    page.locator("#panel-inside").scroll_into_view_if_needed()
+    page.click("#tab-accounting-button")
+    page.wait_for_selector("#accounting-summary :text('This generation was speculative')", timeout=30_000)
+    assert page.query_selector("#accounting-plot .js-plotly-plot") is None
     assert not page.errors

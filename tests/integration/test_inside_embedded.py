@@ -6,7 +6,7 @@ import torch
 
 from pipeline import inside
 from pipeline.generate import start
-from pipeline.records import Settings, dumps, loads, records_equal
+from pipeline.records import MachineInfo, Settings, dumps, loads, records_equal
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_param_counts_position_and_accounting(smol, run):
     pos = inside.position_info(smol)
     np.testing.assert_array_equal(pos.inv_freq, smol.model.model.rotary_emb.inv_freq.numpy())
     assert pos.kind == "rope" and pos.rotary_dim == smol.info.head_dim and pos.rope_theta == 100000.0
-    m = inside.measure_machine()
+    m = MachineInfo(memory_gb_s=30.0, matmul_gflop_s=150.0, threads=2)  # a typical CPU's balance (5 flops per byte), fixed
     decode = inside.accounting(smol.info, pc, steps[2], m)
     assert decode.bound == "memory" and decode.weight_bytes == pc.read_per_pass * 4  # one token: weights dominate
     assert inside.accounting(smol.info, pc, steps[0], m).arithmetic_intensity > 10 * decode.arithmetic_intensity

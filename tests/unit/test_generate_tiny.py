@@ -35,7 +35,7 @@ def test_capture_names_are_pinned_and_hooks_removed(llama):
         assert hooks_installed(llama.arch) > 0
         llama.model(x)
     assert list(cap) == hook_names(2)
-    assert list(cap)[:6] == ["embed", "blocks.0.attn.pattern", "blocks.0.attn.out", "blocks.0.mlp.out", "blocks.0.resid_post", "blocks.1.attn.pattern"]
+    assert list(cap)[:6] == ["blocks.0.resid_pre", "blocks.0.attn.pattern", "blocks.0.attn.out", "blocks.0.mlp.out", "blocks.0.resid_post", "blocks.1.attn.pattern"]
     assert hooks_installed(llama.arch) == 0
 
 
