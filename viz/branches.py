@@ -38,13 +38,12 @@ def branches_html(branches: list[Branch], current: Trace | None) -> str:
     rows = []
     for b in branches:
         steps = b.trace.steps
-        if b.fork_step is None:
-            fork, parts = "the model's own choices", [html.escape(s.text) for s in steps]
-        else:
-            fork = (f"step {b.fork_step}: forced <code>{html_piece(b.forced_piece or '')}</code> instead of "
-                    f"<code>{html_piece(b.model_piece or '')}</code>")
-            parts = [html.escape(s.text) if s.index != b.fork_step else f"<mark class='forced'>{html.escape(s.text) or html_piece(s.piece)}</mark>"
-                     for s in steps]
+        fork = ("the model's own choices" if b.fork_step is None else
+                f"step {b.fork_step}: forced <code>{html_piece(b.forced_piece or '')}</code> instead of "
+                f"<code>{html_piece(b.model_piece or '')}</code>")
+        # every forced token is marked: a branch of a branch keeps the earlier one's too
+        parts = [f"<mark class='forced'>{html.escape(s.text) or html_piece(s.piece)}</mark>" if s.forced else html.escape(s.text)
+                 for s in steps]
         on = " branch-current" if current is b.trace else ""
         rows.append(f"<div class='branch-row{on}'><div class='branch-head'><b>{html.escape(b.label)}</b> · {fork} · "
                     f"{len(steps)} tokens{' · on screen' if on else ''}</div><div class='branch-text'>{''.join(parts)}</div></div>")

@@ -86,8 +86,9 @@ CAPTIONS: dict[str, str] = {
     "kv_compare": (
         "The KV cache is a shortcut, not an approximation. Here the same step is computed twice: once feeding only the "
         "new token and reusing the cached keys and values, and once recomputing the whole context from scratch. The "
-        "logits agree up to tiny floating-point differences and pick the same token, but the cached pass does a small "
-        "fraction of the work."
+        "logits should agree up to tiny floating-point differences and pick the same token (the table below says whether "
+        "they did); at a decode step the cached pass does a small fraction of the work. At the prefill step there is "
+        "nothing cached yet, so both passes are the same."
     ),
     "accounting": (
         "In a dense model every step reads all of the weights once and multiplies them with the tokens it processes. Prefill "
@@ -97,7 +98,8 @@ CAPTIONS: dict[str, str] = {
     ),
     "sampling_compare": (
         "The same scores, different settings: each column applies its own temperature, top-k and top-p to this step's "
-        "logits, with the same code that sampled the real token. The bars give the exact probabilities; beside them, "
+        "logits, with the same code that sampled the real token. The bars give the exact probabilities (over the top "
+        "candidates only, and marked approximate, when a trace holds no full logits); beside them, "
         "the share of many random draws that landed on each token, which gets closer to the exact numbers as the number "
         "of draws grows. Lower temperature and tighter filters concentrate the draws on a few tokens; temperature 0 always "
         "gives the top one."

@@ -110,7 +110,7 @@ def kv_compare_html(kvc: KVCompareRecord, pieces: Sequence[str] | None = None) -
     ]
     table = _table(["", "with cache", "without cache", "without ÷ with"], rows, "kv-compare")
     top = ""
-    if pieces is not None and len(pieces):
+    if pieces is not None and len(pieces) and kvc.argmax_id == int(kvc.top_ids[0]):  # the token they pick, by name
         top = f" (‘{html_piece(pieces[0], 30)}’)"
     agree = (f"Largest |difference| between the two passes' logits over the whole vocabulary: <b>{kvc.max_abs_diff:.2g}</b>; "
              + (f"both pick the <b>same top token</b>{top}." if kvc.same_argmax else "<b>the top token differs</b>."))
@@ -120,11 +120,6 @@ def kv_compare_html(kvc: KVCompareRecord, pieces: Sequence[str] | None = None) -
 
 # ---------------------------------------------------------------------------------------
 # Compute and memory accounting
-
-
-def is_memory_bound(rec: AccountingRecord) -> bool:
-    """Below the machine balance (flops per byte) the memory traffic, not the arithmetic, is the floor."""
-    return rec.bound == "memory"
 
 
 def accounting_figure(records: Sequence[AccountingRecord], step: int) -> go.Figure:
@@ -156,7 +151,7 @@ def accounting_figure(records: Sequence[AccountingRecord], step: int) -> go.Figu
                    line=dict(color="#805ad5", width=2, dash="dot", shape="hvh"),
                    hovertemplate="compute floor: %{y:.3g} ms (flops ÷ matmul speed)<extra></extra>"),
     ]
-    n_mem = sum(is_memory_bound(r) for r in recs)
+    n_mem = sum(r.bound == "memory" for r in recs)
     sub = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=12))
     annotations = [
         dict(sub, x=0.2, xanchor="center", text="flops per byte read (blue prefill, orange decode)"),
@@ -164,7 +159,7 @@ def accounting_figure(records: Sequence[AccountingRecord], step: int) -> go.Figu
         dict(xref="x domain", yref="y", x=0.98, y=np.log10(balance) if balance > 0 else 0, xanchor="right", yanchor="bottom",
              showarrow=False, text=f"balance {balance:.3g}: above → compute-bound", font=dict(size=11, color=NEW_COLOR)),
     ]
-    title = (f"Compute vs memory · step {cur.step} is {'memory' if is_memory_bound(cur) else 'compute'}-bound"
+    title = (f"Compute vs memory · step {cur.step} is {cur.bound}-bound"
              f"<br><sup>{n_mem} of {len(recs)} steps are below the machine balance (memory-bound)</sup>")
     xr = [min(x) - 0.5, max(x) + 0.5]
     ai = [r.arithmetic_intensity for r in recs] + [balance]
@@ -191,17 +186,18 @@ def bound_sentence(rec: AccountingRecord, machine: MachineInfo) -> str:
     ai, bal = rec.arithmetic_intensity, rec.machine_balance
     floor_mem, floor_cmp = rec.memory_bound_ms, rec.compute_bound_ms
     limits = f"{si(machine.matmul_gflop_s * 1e9, 'FLOP/s')} ÷ {si(machine.memory_gb_s * 1e9, 'B/s')}"
-    if ai < bal:
-        s = (f"This step is <b>memory-bound</b>: it does {ai:.3g} flops per byte it reads, below this machine's balance of "
+    if rec.bound == "memory":
+        s = (f"This step is <b>memory-bound</b>: it does {ai:.3g} flops per byte it reads, at or below this machine's balance of "
              f"{bal:.3g} flops per byte ({limits}), so reading the weights and cache ({fmt_ms(floor_mem)} at full bandwidth) "
              f"takes longer than the arithmetic ({fmt_ms(floor_cmp)}).")
     else:
-        s = (f"This step is <b>compute-bound</b>: it does {ai:.3g} flops per byte it reads, at or above this machine's balance "
+        s = (f"This step is <b>compute-bound</b>: it does {ai:.3g} flops per byte it reads, above this machine's balance "
              f"of {bal:.3g} flops per byte ({limits}), so the arithmetic ({fmt_ms(floor_cmp)} at full speed) takes longer "
              f"than reading the weights and cache ({fmt_ms(floor_mem)}).")
     floor = max(floor_mem, floor_cmp)
     if floor > 0:
-        s += f" The measured {fmt_ms(rec.ms)} is {rec.ms / floor:,.1f}× that floor."
+        s += (f" The step's measured {fmt_ms(rec.ms)} (the pass, plus capturing it, sampling and recording) is "
+              f"{rec.ms / floor:,.1f}× that floor.")
     return s
 
 
@@ -221,7 +217,7 @@ def accounting_html(rec: AccountingRecord, machine: MachineInfo, params: ParamCo
                             f"{machine.threads} threads)"],
         ["memory floor", f"{fmt_ms(rec.memory_bound_ms)} (bytes ÷ bandwidth)"],
         ["compute floor", f"{fmt_ms(rec.compute_bound_ms)} (flops ÷ matmul speed)"],
-        ["measured", fmt_ms(rec.ms)],
+        ["measured step", f"{fmt_ms(rec.ms)} (the pass, plus capture, sampling and record)"],
     ]
     table = _table([f"step {rec.step}", ""], rows, "accounting", align="left")
     return (f"<div class='accounting' style='font-size:14px;line-height:1.5'>{table}"

@@ -44,11 +44,16 @@ def tour_stages(trace: Trace, step: int) -> list[TourStage]:
         sink = (f" Many heads rest their attention on the first token when nothing else is relevant; after it came "
                 f"<code>{html_piece(st.context_pieces[k2])}</code> (position {k2}, {mean[k2]:.0%}).")
     top = [f"<code>{html_piece(p)}</code> {float(pr):.1%}" for p, pr in zip(st.top_pieces[:3], st.top_probs[:3])]
-    greedy = any(g.name == "temperature" and g.param == 0 for g in st.stages)
+    # the settings this step was sampled with, from its own stages (a re-sample or branch keeps the
+    # earlier steps, made with other settings than the trace's latest)
+    param = {g.name: g.param for g in st.stages}
+    greedy = param.get("temperature") == 0
     kept = [g for g in st.stages if g.name in ("top_k", "top_p")]
+    top_k = f"{int(param['top_k'])}" if "top_k" in param else "off"
+    top_p = f"{param['top_p']:g}" if "top_p" in param else "off"
+    used = f"Temperature {param.get('temperature', 1.0):g}" + ("" if greedy else f", top-k {top_k}, top-p {top_p}")
     kept_txt = ("temperature 0 is greedy: only the most likely token can be chosen (top-k and top-p change nothing)" if greedy else
                 "; ".join(f"{g.name.replace('_', '-')} kept {g.kept:,} token{'s' if g.kept != 1 else ''}" for g in kept) or "no filter was on")
-    settings = trace.settings
     if st.phase == "prefill":
         feed_txt = (f"This is the first step (prefill): all {T} tokens of the context go through the model in one pass, "
                     "in parallel, and the last one's output chooses the first new token.")
@@ -76,13 +81,13 @@ def tour_stages(trace: Trace, step: int) -> list[TourStage]:
             f"Softmax turns the logits into probabilities. The three most likely next tokens were {', '.join(top)}; "
             f"the entropy was {st.entropy:.2f} bits (0 would mean certain)."), "panel-distribution"),
         TourStage("6 · Sampling", (
-            f"Temperature {settings.temperature:g}, top-k {settings.top_k or 'off'}, top-p {settings.top_p:g}: {kept_txt}. "
+            f"{used}: {kept_txt}. "
             + (f"The token {piece} was not drawn here: it was forced (a branch), in place of the model's own choice. It had "
              f"probability {st.chosen_final_prob:.1%} under these settings and {st.chosen_prob:.1%} before sampling reshaped it."
              if st.forced else
              f"So the token {piece} was taken, with no randomness; the model gave it {st.chosen_prob:.1%} before "
              f"sampling reshaped the distribution." if greedy else
-             f"From that distribution the token {piece} was drawn (seed {settings.seed}); it had probability "
+             f"From that distribution the token {piece} was drawn at random; it had probability "
              f"{st.chosen_final_prob:.1%} there and {st.chosen_prob:.1%} before sampling reshaped it.")), "panel-distribution"),
         TourStage("7 · KV cache and time", (
             f"The keys and values of the {fed} token{'s' if fed != 1 else ''} fed in are kept: the cache now holds {T:,} "

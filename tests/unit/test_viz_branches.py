@@ -11,7 +11,7 @@ def test_labels_run_a_to_z_then_aa():
 
 def test_each_branch_shows_its_fork_and_marks_the_forced_token():
     a = make_trace(n_steps=4, seed=1)
-    forced = replace(a.steps[2], text="<b>X</b>", piece="<b>X</b>")
+    forced = replace(a.steps[2], text="<b>X</b>", piece="<b>X</b>", forced=True)
     b = replace(a, steps=a.steps[:2] + (forced,) + a.steps[3:])
     out = branches_html([Branch("A", a, None), Branch("B", b, 2, "<b>X</b>", a.steps[2].piece)], current=b)
     assert out.count("class='branch-row") == 2
@@ -22,3 +22,14 @@ def test_each_branch_shows_its_fork_and_marks_the_forced_token():
 
 def test_no_branches_says_how_to_make_one():
     assert "Click a candidate bar" in branches_html([], None)
+
+
+def test_a_branch_of_a_branch_marks_both_forced_tokens():
+    a = make_trace(n_steps=5, seed=1)
+    steps = list(a.steps)
+    steps[1] = replace(steps[1], text="one", forced=True)  # the first branch's fork
+    steps[3] = replace(steps[3], text="two", forced=True)  # forked again from that branch
+    c = replace(a, steps=tuple(steps))
+    out = branches_html([Branch("A", a, None), Branch("C", c, 3, "two", a.steps[3].piece)], current=c)
+    assert out.count("<mark class='forced'>") == 2 and "<mark class='forced'>one</mark>" in out
+    assert "step 3: forced" in out

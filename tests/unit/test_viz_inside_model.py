@@ -1,5 +1,6 @@
 """Inside-the-model figures (logit lens, residual stream, positions, swap, KV compare, accounting)
 against hand-built records: the plotted numbers are the record's numbers."""
+import dataclasses
 import math
 
 import numpy as np
@@ -226,7 +227,7 @@ def make_kvc(same=True) -> KVCompareRecord:
     return KVCompareRecord(step=4, position=19, tokens_with=1, tokens_without=20, macs_with=1.35e8, macs_without=2.7e9,
                            ms_with=8.0, ms_without=40.0, max_abs_diff=3.2e-6, same_argmax=same,
                            top_ids=np.array([5, 9, 2], np.int64), logits_with=np.array([12.5, 11.0, 9.25], np.float32),
-                           logits_without=np.array([12.5, 11.000003, 9.25], np.float32))
+                           logits_without=np.array([12.5, 11.000003, 9.25], np.float32), argmax_id=5)
 
 
 def test_kv_compare_figure_and_table():
@@ -245,6 +246,9 @@ def test_kv_compare_figure_and_table():
     assert SCRIPT not in h
     h = kv_compare_html(make_kvc(same=False))
     assert "the top token differs" in h and "same top token" not in h
+    # the token is named only when it is the one the passes picked
+    h = kv_compare_html(dataclasses.replace(make_kvc(), argmax_id=9), pieces=[SCRIPT, " b", " c"])
+    assert "same top token" in h and "&lt;script&gt;" not in h
 
 
 MACHINE = MachineInfo(memory_gb_s=20.0, matmul_gflop_s=200.0, threads=2)  # balance: 10 flops per byte

@@ -52,6 +52,15 @@ def test_greedy_is_told_as_greedy_not_as_a_draw():
     assert "top-p kept" in sampled and "was drawn" in sampled
 
 
+def test_the_settings_told_are_the_ones_the_step_was_sampled_with():
+    from dataclasses import replace
+
+    t = make_trace(n_steps=3, temperature=0.8, top_k=7, top_p=0.9)
+    later = replace(t, settings=replace(t.settings, temperature=1.5, top_k=0, top_p=1.0))  # a re-sample kept these steps
+    html = tour.tour_stages(later, 1)[5].html
+    assert html.startswith("Temperature 0.8, top-k 7, top-p 0.9:") and "1.5" not in html
+
+
 def test_prefill_stage_says_all_tokens_go_in_at_once():
     t = make_trace(n_steps=2)
     assert f"all {t.steps[0].position + 1} tokens of the context go through the model in one pass" in tour.tour_stages(t, 0)[0].html
