@@ -25,7 +25,7 @@ import gradio as gr
 
 from pipeline import records
 from pipeline.records import Settings, Trace
-from pipeline.sampling import SettingsError
+from pipeline.errors import SettingsError
 from viz import branches as branches_viz
 from viz import page
 from viz import tour as tour_viz

@@ -75,7 +75,7 @@ def _speculative_options(a) -> dict | None:
 def _trace(a) -> int:
     from .generate import start, validate
     from .loading import load_model
-    from .sampling import SettingsError
+    from .errors import SettingsError
     from .records import dumps
 
     settings = Settings(
@@ -126,7 +126,7 @@ def _bench(a) -> int:
     from . import bench
     from .loading import load_model
 
-    from .sampling import SettingsError
+    from .errors import SettingsError
 
     if a.new_tokens < 1 or a.repeats < 1:
         raise SettingsError("--new-tokens and --repeats must be at least 1")
@@ -145,8 +145,8 @@ def _bench(a) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .loading import ModelLoadError
-    from .sampling import SettingsError
+    from .errors import ModelLoadError
+    from .errors import SettingsError
 
     a = _parser().parse_args(argv)
     try:

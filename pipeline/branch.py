@@ -17,7 +17,7 @@ import numpy as np
 from .generate import eos_ids, token_fields
 from .loading import LoadedModel
 from .records import StepRecord
-from .sampling import SettingsError
+from .errors import SettingsError
 from .tokens import Detokenizer
 
 

@@ -15,17 +15,24 @@ Names, in the order a forward pass produces them:
     blocks.{i}.resid_post       residual stream after block (1, T, d_model)
     ln_final                    final norm output           (1, T, d_model)
 
-The logits are not hooked: callers take them from the model's own output, which includes any
-final soft-capping or scaling the model applies after its LM head.
+The logits are not hooked: `run_with_cache` takes them from the model's own output, which
+includes any final soft-capping or scaling the model applies after its LM head.
+
+`run_with_cache` is the one forward pass of the project: generation, speculative verification
+and drafting, the residual-map fit, the swap demo and the KV comparison all go through it. It
+takes the model's lock (one pass at a time: hooks and a shared KV-less model are global state)
+and times the pass inside the lock, so waiting for another visitor's pass is never counted as
+the model's own time.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterator
+import time
+from contextlib import contextmanager, nullcontext
+from typing import Iterator, Sequence
 
 import torch
 
-from .loading import Arch
+from .arch import Arch
 
 
 def hook_names(n_layers: int) -> list[str]:
@@ -84,3 +91,29 @@ def hooks_installed(arch: Arch) -> int:
     """How many forward (and forward pre-) hooks are on the captured modules (0 outside `capture`)."""
     mods = [arch.embed, arch.norm, arch.lm_head, *arch.layers, *arch.attn, *arch.mlp]
     return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in mods)
+
+
+class Captured(dict):
+    """What one `run_with_cache` pass captured: the named activations (`hook_names`), plus
+    "logits" (the model's own output, the last `keep` positions: (1, keep, vocab))."""
+
+    ms: float = 0.0  # the forward pass (with its hooks), timed inside the model's lock
+    wait_ms: float = 0.0  # time spent waiting for the lock before the pass could start
+
+
+def run_with_cache(lm, ids: Sequence[int], *, cache=None, keep: int = 1, hooks: bool = True) -> Captured:
+    """One forward pass of `ids` (a list of token ids; the KV `cache` is extended when given),
+    with the capture hooks when `hooks`. `lm` is anything with `.model`, `.lock` and, for hooks,
+    `.arch` (a LoadedModel, or a draft). The hooks are removed before this returns."""
+    model = lm.model
+    x = torch.as_tensor([list(ids)], dtype=torch.long, device=model.device)  # (1, T)
+    t0 = time.perf_counter()
+    with lm.lock:
+        t1 = time.perf_counter()
+        with torch.inference_mode(), (capture(lm.arch) if hooks else nullcontext({})) as store:
+            out = model(input_ids=x, past_key_values=cache, use_cache=cache is not None, logits_to_keep=keep)
+        t2 = time.perf_counter()
+    result = Captured(store)
+    result["logits"] = out.logits.detach()  # (1, keep, vocab)
+    result.ms, result.wait_ms = (t2 - t1) * 1000.0, (t1 - t0) * 1000.0
+    return result

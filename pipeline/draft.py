@@ -20,15 +20,12 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from .loading import LoadedModel, find_arch, load_model
+from .arch import find_arch
+from .errors import SpeculativeError
+from .loading import LoadedModel, load_model
 from .records import DraftInfo
-from .sampling import SettingsError
 
 LAYERS_SPEC = re.compile(r"^\s*layers\s*:\s*(-?\d+)\s*$")
-
-
-class SpeculativeError(SettingsError):
-    """A speculative-decoding setting (k, the draft) cannot work; the message says what to do instead."""
 
 
 @dataclass

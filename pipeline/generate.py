@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 from . import sampling
-from .capture import capture, residual_stream
+from .capture import residual_stream, run_with_cache
 from .loading import LoadedModel, rms_rows
 from .records import PromptRecord, Settings, StageRecord, StepRecord, Trace
-from .sampling import SettingsError
+from .errors import SettingsError
 from .tokens import Detokenizer
 
 TOP_N = 100  # candidates kept per step, by raw logit
@@ -124,17 +124,6 @@ def run_trace(lm: LoadedModel, text: str, settings: Settings) -> Trace:
     return gen.trace()
 
 
-def _forward(lm: LoadedModel, ids: list[int], cache, keep: int = 1) -> dict[str, torch.Tensor]:
-    """One forward pass (prefill: all ids; decode: one id; speculative verify: the proposals) with
-    hooks; returns the captures, with the logits of the last `keep` positions."""
-    x = torch.as_tensor([ids], dtype=torch.long, device=lm.model.device)
-    with lm.lock, capture(lm.arch) as cap:
-        out = lm.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=keep)
-    # the model's own output: the LM head's, after any final soft-capping / scaling (Gemma 2)
-    cap["logits"] = out.logits.detach()
-    return cap
-
-
 def _top(logits: np.ndarray, n: int) -> np.ndarray:
     """Ids of the n largest logits, by logit descending (ties by id)."""
     n = min(n, logits.size)
@@ -159,7 +148,7 @@ def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tupl
     while True:
         t0 = time.perf_counter()
         phase = "prefill" if len(feed) == len(context) else "decode"
-        cap = _forward(lm, feed, cache)
+        cap = run_with_cache(lm, feed, cache=cache)
         position = len(context) - 1
         # 2. the next-token distribution, over the full vocabulary
         logits = cap["logits"][0, -1, : lm.info.vocab_size].float().cpu().numpy()  # (vocab,)
@@ -184,7 +173,8 @@ def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tupl
         text = "" if stop == "eos" else detok.add(token, final=stop is not None)
         # 4. the record
         fields = _record_fields(lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text)
-        rec = StepRecord(**fields, stop_reason=stop, ms=(time.perf_counter() - t0) * 1000.0)
+        ms = (time.perf_counter() - t0) * 1000.0 - cap.wait_ms  # the step's own time, not the wait for the lock
+        rec = StepRecord(**fields, stop_reason=stop, ms=ms, wait_ms=cap.wait_ms)
         yield rec
         if stop is not None:
             return

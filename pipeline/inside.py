@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .capture import capture
+from .capture import run_with_cache
 from .loading import LoadedModel
 from .records import (
     LENS_TOP,
@@ -357,13 +357,10 @@ def position_info(lm: LoadedModel) -> PositionRecord:
 
 def _last_query_attention(lm: LoadedModel, ids: list[int]) -> tuple[np.ndarray, int]:
     """(L, T) attention of the last query (mean of heads) per layer, and the top next token."""
-    p = _param(lm)
-    x = torch.as_tensor([ids], dtype=torch.long, device=p.device)
-    with lm.lock, torch.inference_mode(), capture(lm.arch) as cap:
-        out = lm.model(input_ids=x, use_cache=False, logits_to_keep=1)
+    cap = run_with_cache(lm, ids)
     L = len(lm.arch.layers)
     att = torch.stack([cap[f"blocks.{l}.attn.pattern"][0, :, -1, :].float().mean(0) for l in range(L)])
-    top = int(out.logits[0, -1, : lm.info.vocab_size].argmax())
+    top = int(cap["logits"][0, -1, : lm.info.vocab_size].argmax())
     return att.cpu().numpy().astype(np.float32), top
 
 

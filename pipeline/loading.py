@@ -23,6 +23,8 @@ import numpy as np
 import torch
 
 from .paths import cache_dir
+from .arch import Arch, find_arch, model_info
+from .errors import ModelLoadError
 from .records import ModelInfo, Projection, VocabCloud
 from .tokens import TokenView
 
@@ -32,10 +34,6 @@ EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 HUB_DEFAULT = "HuggingFaceTB/SmolLM2-135M-Instruct"
 DEFAULT_ALIASES = ("", "default", "embedded", EMBEDDED_NAME, HUB_DEFAULT)
 CLOUD_SIZE = 1500
-
-
-class ModelLoadError(RuntimeError):
-    """The model a person asked for cannot be loaded; the message says what to do."""
 
 
 def embedded_gguf_path() -> Path | None:
@@ -84,61 +82,6 @@ def convert_embedded(progress: Callable[[str], None] | None = None) -> Path:
     return out
 
 
-@dataclass
-class Arch:
-    """The modules that hooks attach to, found by structure rather than by model family."""
-
-    embed: torch.nn.Module
-    layers: list  # decoder blocks
-    attn: list  # attention module of each block
-    mlp: list  # feed-forward module of each block
-    norm: torch.nn.Module  # final norm
-    lm_head: torch.nn.Module
-    positions: torch.nn.Module | None = None  # learned position embedding added to the input (GPT-2's wpe)
-
-
-def _first_attr(obj, names: tuple[str, ...]):
-    for n in names:
-        if hasattr(obj, n):
-            return getattr(obj, n)
-    return None
-
-
-def find_arch(model: torch.nn.Module) -> Arch:
-    base = model.get_decoder() if hasattr(model, "get_decoder") else None
-    base = base if base is not None else getattr(model, model.base_model_prefix)
-    layers = _first_attr(base, ("layers", "h", "blocks"))
-    norm = _first_attr(base, ("norm", "ln_f", "final_layernorm", "final_layer_norm"))
-    assert layers is not None and norm is not None, f"unsupported architecture {type(model).__name__}: no decoder layers / final norm found"
-    attn = [_first_attr(l, ("self_attn", "attn", "attention")) for l in layers]
-    mlp = [_first_attr(l, ("mlp", "feed_forward")) for l in layers]
-    assert all(a is not None for a in attn) and all(m is not None for m in mlp), "unsupported block layout"
-    wpe = getattr(base, "wpe", None)
-    positions = wpe if isinstance(wpe, torch.nn.Embedding) else None
-    return Arch(model.get_input_embeddings(), list(layers), attn, mlp, norm, model.get_output_embeddings(), positions)
-
-
-def model_info(model, *, model_id: str, source: str) -> ModelInfo:
-    c = model.config
-    get = lambda *names, default=None: next((getattr(c, n) for n in names if getattr(c, n, None) is not None), default)
-    n_heads = int(get("num_attention_heads", "n_head"))
-    d_model = int(get("hidden_size", "n_embd"))
-    return ModelInfo(
-        id=model_id,
-        source=source,
-        family=str(c.model_type),
-        n_layers=int(get("num_hidden_layers", "n_layer")),
-        n_heads=n_heads,
-        n_kv_heads=int(get("num_key_value_heads", default=n_heads)),
-        head_dim=int(get("head_dim", default=d_model // n_heads)),
-        d_model=d_model,
-        vocab_size=int(model.get_output_embeddings().weight.shape[0]),
-        context_length=int(get("max_position_embeddings", "n_positions", "n_ctx", default=2048)),
-        dtype=str(next(model.parameters()).dtype).replace("torch.", ""),
-        n_params=int(sum(p.numel() for p in model.parameters())),
-    )
-
-
 def fit_projection(embedding_matrix: torch.Tensor) -> Projection:
     """PCA of the embedding matrix: one fixed 2D projection per model."""
     E = embedding_matrix.detach().float().cpu()  # (vocab, d_model)
@@ -169,17 +112,16 @@ def rms_rows(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=-1, keepdims=True)), 1e-12).astype(np.float32)
 
 
-def residual_states(model, arch: Arch, ids: list[int]) -> torch.Tensor:
+def residual_states(lm: "LoadedModel", ids: list[int]) -> torch.Tensor:
     """(L+1, T, d_model) residual stream of one uncached pass, captured by the project's own hooks
     (removed at once; output_hidden_states would make transformers 5 leave hooks of its own)."""
-    from .capture import capture, residual_stream
+    from .capture import residual_stream, run_with_cache
 
-    with torch.inference_mode(), capture(arch) as cap:
-        model(input_ids=torch.as_tensor([ids], dtype=torch.long, device=model.device), use_cache=False, logits_to_keep=1)
-    return residual_stream(arch, cap, slice(None)).float().cpu()
+    cap = run_with_cache(lm, ids)
+    return residual_stream(lm.arch, cap, slice(None)).float().cpu()
 
 
-def fit_resid_projection(model, tokenizer, arch: Arch, context_length: int) -> Projection:
+def fit_resid_projection(lm: "LoadedModel") -> Projection:
     """A fixed 2D map for the residual stream, one per model, so a step's path through the layers
     compares across steps and prompts.
 
@@ -194,8 +136,8 @@ def fit_resid_projection(model, tokenizer, arch: Arch, context_length: int) -> P
     deviation over the calibration states) before the PCA; the path then spreads over all layers
     (median layer-to-layer step ~8% of the picture instead of ~3%). The standardisation is folded
     into `components`, so the map stays `(rms_rows(h) - mean) @ components.T`."""
-    ids = list(tokenizer(CALIBRATION_TEXT, add_special_tokens=False)["input_ids"])[: max(2, min(context_length, 512))]
-    H = residual_states(model, arch, ids)  # (L+1, T, d)
+    ids = list(lm.tokenizer(CALIBRATION_TEXT, add_special_tokens=False)["input_ids"])[: max(2, min(lm.info.context_length, 512))]
+    H = residual_states(lm, ids)  # (L+1, T, d)
     X = torch.from_numpy(rms_rows(H[:, 1:].reshape(-1, H.shape[-1]).numpy())).double()  # (n, d)
     mean = X.mean(0)
     sd = X.std(0)
@@ -236,10 +178,11 @@ def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float
         xy = proj.apply(model.get_input_embeddings().weight[torch.as_tensor(ids)].float().cpu().numpy())
     cloud = VocabCloud(np.asarray(ids, np.int64), tuple(tokens.piece(i) for i in ids), xy)
     arch = find_arch(model)
+    lm = LoadedModel(model, tokenizer, info, arch, tokens, proj, cloud)
     t0 = time.perf_counter()
-    resid = fit_resid_projection(model, tokenizer, arch, info.context_length) if residual_map else None
-    dt = time.perf_counter() - t0
-    return LoadedModel(model, tokenizer, info, arch, tokens, proj, cloud, load_seconds=load_seconds + dt, resid_projection=resid)
+    lm.resid_projection = fit_resid_projection(lm) if residual_map else None
+    lm.load_seconds = load_seconds + time.perf_counter() - t0
+    return lm
 
 
 def resolve(spec: str | None) -> tuple[str, str, str]:

@@ -31,8 +31,11 @@ class ModelInfo:
     d_model: int
     vocab_size: int
     context_length: int
-    dtype: str
+    dtype: str  # the dtype the forward pass computes in
     n_params: int
+    # how the weights are really stored, in words: "float32 safetensors", or for the embedded model
+    # "GGUF Q4_1 (embedding Q8_0, norms F32), dequantised to float32"; "" in traces made before it
+    weights: str = ""
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,7 @@ class StepRecord:
     mlp_out_norm: np.ndarray  # (layers,) norm of each MLP block's output at `position`
     kv_cache_bytes: int  # measured from the cache tensors after this step's forward pass
     kv_cache_bytes_formula: int  # 2 x layers x kv_heads x head_dim x positions x bytes
-    ms: float  # wall time of the step: forward pass, capture, sampling, record
+    ms: float  # the step's own time: forward pass with capture (inside the model's lock), sampling, record
     stop_reason: str | None = None  # set on the last step
     # Large vectors: always captured; written to JSON only by a full export.
     logits: np.ndarray | None = field(default=None, repr=False)  # (vocab,) raw logits
@@ -140,6 +143,7 @@ class StepRecord:
     resid_norm: np.ndarray | None = None  # (layers+1,) L2 norm of each hidden row
     update_norm: np.ndarray | None = None  # (layers,) L2 norm of hidden[i+1] - hidden[i]: what block i added
     forced: bool = False  # True: a person chose this token (a branch); the model did not draw it
+    wait_ms: float = 0.0  # time the step waited for the model's lock (another pass running): not in `ms`
 
 
 # ---------------------------------------------------------------------------------------
@@ -420,8 +424,7 @@ class Trace:
 # JSON (de)serialisation
 
 
-class TraceFormatError(ValueError):
-    """The file is not a trace this program can read."""
+from .errors import TraceFormatError  # noqa: E402  (re-exported: older callers name it here)
 
 
 def _f32(a: np.ndarray) -> list:

@@ -15,12 +15,10 @@ from typing import Sequence
 
 import numpy as np
 
+from .errors import SettingsError  # the stages raise it
+
 NEG_INF = -np.inf
 LOG2E = 1.0 / np.log(2.0)
-
-
-class SettingsError(ValueError):
-    """A sampling or generation setting a person chose is out of range."""
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

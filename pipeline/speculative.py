@@ -33,8 +33,10 @@ import numpy as np
 import torch
 
 from . import sampling
-from .draft import Draft, SpeculativeError, make_draft
-from .generate import _forward, _record_fields, eos_ids, start
+from .draft import Draft, make_draft
+from .errors import SpeculativeError
+from .capture import run_with_cache
+from .generate import _record_fields, eos_ids, start
 from .loading import LoadedModel
 from .records import (
     BonusRecord,
@@ -199,10 +201,9 @@ def _stages(s: Settings, context: Sequence[int]) -> list:
 
 def _draft_logits(draft: Draft, ids: list[int], cache, vocab: int) -> np.ndarray:
     """One draft forward pass (no hooks); the next-token logits after its last token."""
-    x = torch.as_tensor([ids], dtype=torch.long, device=draft.model.device)
-    with draft.lock:  # a layer draft runs the target's own modules: one forward pass at a time
-        out = draft.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
-    return out.logits[0, -1, :vocab].float().cpu().numpy()  # (vocab,)
+    # a layer draft runs the target's own modules under the target's own lock
+    out = run_with_cache(draft, ids, cache=cache, hooks=False)
+    return out["logits"][0, -1, :vocab].float().cpu().numpy()  # (vocab,)
 
 
 def truncate(cache, n: int) -> int:
@@ -285,7 +286,7 @@ def _run(gen: SpecGeneration) -> Iterator[RoundResult]:
         t1 = time.perf_counter()
         # 2. the target scores all of them in one forward pass: p_1 .. p_{k+1}
         feed = context[tcache.get_seq_length():] + proposals
-        cap = _forward(lm, feed, tcache, keep=k + 1)  # the target's one pass over all proposals
+        cap = run_with_cache(lm, feed, cache=tcache, keep=k + 1)  # the target's one pass over all proposals
         logits = cap["logits"][0, -(k + 1):, :V].float().cpu().numpy()  # (k+1, vocab)
         t2 = time.perf_counter()
         p_stages = [_stages(s, context + proposals[:i]) for i in range(k + 1)]

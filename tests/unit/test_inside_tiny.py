@@ -432,7 +432,7 @@ def test_resid_projection_is_centred_on_the_calibration_states(models):
     proj = lm.resid_projection
     # applied to RMS-normalised rows; the calibration states project to a centred cloud
     ids = list(lm.tokenizer(CALIBRATION_TEXT, add_special_tokens=False)["input_ids"])[:CTX]
-    H = residual_states(lm.model, lm.arch, ids)[:, 1:].reshape(-1, lm.info.d_model).numpy()
+    H = residual_states(lm, ids)[:, 1:].reshape(-1, lm.info.d_model).numpy()
     xy = proj.apply(rms_rows(H))
     np.testing.assert_allclose(xy.mean(0), 0, atol=1e-3)
     assert xy.std(0)[0] >= xy.std(0)[1] * 0.999  # first component first
