@@ -2,10 +2,15 @@
 
 Three kinds work offline:
 
-    "ngram:N"    prompt lookup (no model at all): find the most recent earlier occurrence of the
-                 context's last n tokens (n from N down to 1) and propose the tokens that
-                 followed it. "ngram" is "ngram:3". It costs microseconds, and wins whenever the
-                 reply copies or edits its input (repeat a list, fix a typo, reformat as JSON).
+    "ngram:N:M"  prompt lookup (no model at all): find the most recent earlier occurrence of the
+                 context's last n tokens (n from N down to M) and propose the tokens that
+                 followed it. "ngram" is "ngram:3:2"; "ngram:N" is "ngram:N:2" (M is at most N).
+                 It costs microseconds, and wins whenever the reply copies or edits its input
+                 (repeat a list, fix a typo, reformat as JSON). Why M = 2 by default: on
+                 SmolLM2 about 1 in 10 proposals after a one-token match is accepted, and on
+                 this CPU a pass fed 2 tokens already costs ~1.5x a pass fed 1 (matrix-matrix
+                 instead of matrix-vector kernels), so one-token matches slow free writing
+                 down; "ngram:3:1" looks them up too.
                  Its proposals are certain (q is one-hot), so a proposal d is kept with
                  probability p(d), and a rejection draws from p with d removed.
     "layers:N"   self-speculative: the target's own first N decoder layers, then its final
@@ -36,9 +41,10 @@ from .loading import LoadedModel, load_model
 from .records import DraftInfo
 
 LAYERS_SPEC = re.compile(r"^\s*layers\s*:\s*(-?\d+)\s*$")
-NGRAM_SPEC = re.compile(r"^\s*ngram\s*(?::\s*(-?\d+))?\s*$")
+NGRAM_SPEC = re.compile(r"^\s*ngram\s*(?::\s*(-?\d+)\s*(?::\s*(-?\d+))?)?\s*$")
 DEFAULT_DRAFT = "ngram"  # prompt lookup: ~0 cost per proposal, so any acceptance pays (see speculative_cost)
-DEFAULT_NGRAM = 3  # "ngram" = "ngram:3": the longest n-gram looked up
+DEFAULT_NGRAM = 3  # "ngram" = "ngram:3:2": the longest n-gram looked up ...
+DEFAULT_MIN_NGRAM = 2  # ... and the shortest (a one-token match is weak evidence: see above)
 MAX_NGRAM = 16
 
 
@@ -51,6 +57,7 @@ class Draft:
     lock: threading.Lock | None  # the target's own lock for "layers": they share modules (and their hooks)
     context_length: int
     max_ngram: int = 0  # "ngram" drafts: the longest n-gram looked up (0 for model drafts)
+    min_ngram: int = 0  # "ngram" drafts: the shortest
 
     @property
     def is_lookup(self) -> bool:
@@ -68,21 +75,26 @@ def draft_choices(n_layers: int, model: str | None = None) -> list[str]:
     """The drafts a page offers for a target of n_layers: the default first, a few layer depths, and a
     smaller model when one is configured."""
     layers = sorted({max(1, n_layers // 3), max(1, 2 * n_layers // 3), max(1, n_layers - 2)})
-    out = [DEFAULT_DRAFT, f"ngram:{MAX_NGRAM // 4}", "ngram:1"] + [f"layers:{n}" for n in layers if n < n_layers]
+    out = [DEFAULT_DRAFT, "ngram:4", "ngram:3:1"] + [f"layers:{n}" for n in layers if n < n_layers]
     return out + ([model] if model else [])
 
 
-def parse_ngram(spec: str) -> int | None:
-    """N of an "ngram" / "ngram:N" spec; None when the spec is not one."""
+def parse_ngram(spec: str) -> tuple[int, int] | None:
+    """(N, M) of an "ngram" / "ngram:N" / "ngram:N:M" spec (the longest and shortest n-gram looked
+    up); None when the spec is not one."""
     m = NGRAM_SPEC.match(spec)
     if m is None:
         if spec.strip().lower().startswith("ngram"):
-            raise SpeculativeError(f"'{spec}' is not an n-gram draft: write ngram, or ngram:N for the longest n-gram looked up (e.g. ngram:3)")
+            raise SpeculativeError(f"'{spec}' is not an n-gram draft: write ngram, or ngram:N (the longest n-gram looked up, "
+                                   f"e.g. ngram:{DEFAULT_NGRAM}), or ngram:N:M (from N tokens down to M)")
         return None
     n = DEFAULT_NGRAM if m.group(1) is None else int(m.group(1))
     if not 1 <= n <= MAX_NGRAM:
         raise SpeculativeError(f"an n-gram draft looks up 1 to {MAX_NGRAM} tokens, not {n}: try ngram:{DEFAULT_NGRAM}")
-    return n
+    lo = min(DEFAULT_MIN_NGRAM, n) if m.group(2) is None else int(m.group(2))
+    if not 1 <= lo <= n:
+        raise SpeculativeError(f"ngram:{n}:{lo} looks up n-grams from {n} tokens down to {lo}: the shortest must be 1 to {n}")
+    return n, lo
 
 
 def check_spec(spec: str | None) -> None:
@@ -101,13 +113,13 @@ class Lookup(NamedTuple):
     match_position: int  # where the earlier occurrence of the n-gram starts (-1: none)
 
 
-def lookup(context: Sequence[int], max_ngram: int, k: int) -> Lookup:
-    """Prompt-lookup decoding: for n = max_ngram down to 1, find the most recent earlier occurrence
-    of the context's last n tokens; propose the k tokens that followed it. Past the end of the
-    context it keeps copying from its own proposals (a repeating pattern continues)."""
+def lookup(context: Sequence[int], max_ngram: int, k: int, min_ngram: int = 1) -> Lookup:
+    """Prompt-lookup decoding: for n = max_ngram down to min_ngram, find the most recent earlier
+    occurrence of the context's last n tokens; propose the k tokens that followed it. Past the end
+    of the context it keeps copying from its own proposals (a repeating pattern continues)."""
     ctx = list(context)
     L = len(ctx)
-    for n in range(min(max_ngram, L - 1), 0, -1):
+    for n in range(min(max_ngram, L - 1), max(min_ngram, 1) - 1, -1):
         tail = ctx[L - n:]
         # 1. the most recent start i < L - n with ctx[i:i+n] == tail (the tail itself starts at L - n)
         for i in range(L - n - 1, -1, -1):
@@ -199,10 +211,10 @@ def _model_draft(lm: LoadedModel, other: LoadedModel, spec: str) -> Draft:
     return Draft(other.model, info, other.lock, other.info.context_length)
 
 
-def _ngram_draft(lm: LoadedModel, spec: str, n: int) -> Draft:
-    info = DraftInfo(spec=spec, kind="ngram", id=f"prompt lookup (n-grams of up to {n} tokens)", n_layers=0, n_params=0,
-                     shares_weights=True)
-    return Draft(None, info, None, lm.info.context_length, max_ngram=n)
+def _ngram_draft(lm: LoadedModel, spec: str, n: int, lo: int) -> Draft:
+    span = f"{n} token{'s' if n != 1 else ''}" if n == lo else f"{n} down to {lo} tokens"
+    info = DraftInfo(spec=spec, kind="ngram", id=f"prompt lookup (n-grams of {span})", n_layers=0, n_params=0, shares_weights=True)
+    return Draft(None, info, None, lm.info.context_length, max_ngram=n, min_ngram=lo)
 
 
 def make_draft(lm: LoadedModel, draft: str | LoadedModel | Draft | None = None) -> Draft:
@@ -213,9 +225,9 @@ def make_draft(lm: LoadedModel, draft: str | LoadedModel | Draft | None = None) 
     if isinstance(draft, LoadedModel):
         return _model_draft(lm, draft, draft.info.id)
     spec = DEFAULT_DRAFT if draft is None or not str(draft).strip() else str(draft).strip()
-    n = parse_ngram(spec)
-    if n is not None:
-        return _ngram_draft(lm, spec, n)
+    ng = parse_ngram(spec)
+    if ng is not None:
+        return _ngram_draft(lm, spec, *ng)
     n = parse_layers(spec)
     if n is not None:
         return _layers_draft(lm, spec, n)

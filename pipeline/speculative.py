@@ -224,7 +224,7 @@ class Proposed(NamedTuple):
 def _propose(draft: Draft, s: Settings, context: list[int], cache, k: int, vocab: int, rng) -> Proposed:
     """The draft's (up to) k proposals."""
     if draft.is_lookup:  # prompt lookup: copied tokens, no model, no randomness
-        found = lookup(context, draft.max_ngram, k)
+        found = lookup(context, draft.max_ngram, k, draft.min_ngram)
         q = []
         for t in found.tokens:
             q.append(np.zeros(vocab))

@@ -157,7 +157,7 @@ def measure(lm, *, context: int = DEFAULT_CONTEXT, max_tokens: int = CURVE_TOKEN
             for d, c in zip(made, dcaches):
                 if c is None:
                     t0 = time.perf_counter()
-                    lookup(ids[:context], d.max_ngram, max_tokens - 1)
+                    lookup(ids[:context], d.max_ngram, max_tokens - 1, d.min_ngram)
                     per_draft[d.info.spec].append((time.perf_counter() - t0) * 1000.0)
                 else:
                     cap = run_with_cache(d, ids[context:context + 1], cache=c, hooks=False)

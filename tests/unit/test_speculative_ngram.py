@@ -36,18 +36,28 @@ def test_lookup_takes_the_longest_n_gram_and_its_most_recent_occurrence():
 def test_lookup_continues_a_repeating_pattern_past_the_end():
     got = lookup([1, 2, 1, 2, 1], 2, 5)  # [2, 1] at 1: 2 follows; then it copies its own proposals
     assert got.tokens == [2, 1, 2, 1, 2] and got.sources == [3, 4, 5, 6, 7]
-    assert lookup([7, 7], 3, 3).tokens == [7, 7, 7]
+    assert lookup([7, 7, 7], 3, 3).tokens == [7, 7, 7]
+
+
+def test_the_shortest_n_gram_looked_up():
+    assert lookup([4, 5, 6, 9, 5], 3, 4).n == 1  # only [5] matched
+    assert lookup([4, 5, 6, 9, 5], 3, 4, min_ngram=2) == ([], [], 0, -1)  # too short: nothing to propose
+    assert lookup([4, 5, 6, 9, 4, 5], 3, 4, min_ngram=2).tokens == [6, 9, 4, 5]
 
 
 def test_one_default_draft_is_prompt_lookup(target):
     assert DEFAULT_DRAFT == "ngram"
     d = make_draft(target, None)
-    assert d.info.kind == "ngram" and d.info.spec == "ngram" and d.max_ngram == 3 and d.model is None
-    assert d.info.n_params == 0 and make_draft(target, "ngram:5").max_ngram == 5
+    assert d.info.kind == "ngram" and d.info.spec == "ngram" and (d.max_ngram, d.min_ngram) == (3, 2) and d.model is None
+    assert d.info.n_params == 0 and d.info.id == "prompt lookup (n-grams of 3 down to 2 tokens)"
+    for spec, n in (("ngram:5", (5, 2)), ("ngram:3:1", (3, 1)), ("ngram:1", (1, 1)), (" ngram : 4 : 4 ", (4, 4))):
+        d = make_draft(target, spec)
+        assert (d.max_ngram, d.min_ngram) == n
     assert start_speculative(target, REPEATS, Settings()).draft.info.kind == "ngram"
 
 
-@pytest.mark.parametrize("spec,msg", [("ngram:0", "1 to 16"), ("ngram:x", "ngram:N"), ("ngram:99", "1 to 16")])
+@pytest.mark.parametrize("spec,msg", [("ngram:0", "1 to 16"), ("ngram:x", "ngram:N"), ("ngram:99", "1 to 16"),
+                                      ("ngram:2:3", "the shortest must be 1 to 2"), ("ngram:3:0", "the shortest must be 1 to 3")])
 def test_bad_ngram_specs_are_refused(target, spec, msg):
     with pytest.raises(SpeculativeError, match=msg):
         start_speculative(target, REPEATS, Settings(), draft=spec)
@@ -57,7 +67,7 @@ def test_bad_ngram_specs_are_refused(target, spec, msg):
 
 
 @pytest.mark.parametrize("k", [1, 2, 4, 8])
-@pytest.mark.parametrize("draft", ["ngram", "ngram:1"])
+@pytest.mark.parametrize("draft", ["ngram", "ngram:3:1"])
 def test_greedy_equals_target_greedy_with_prompt_lookup(target, k, draft):
     s = Settings(temperature=0, max_new_tokens=40)
     gen, rounds = spec_run(target, s, prompt=REPEATS, k=k, draft=draft)
