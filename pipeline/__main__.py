@@ -43,9 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     be = sub.add_parser("bench", help="plain model.generate vs the traced generator (or, with --speculative, traced vs speculative), side by side")
     be.add_argument("--model", default=None)
     be.add_argument("--prompt", default=None)
-    be.add_argument("--new-tokens", type=int, default=None, help="default 48 (with --tasks: 160, each task stopping at its end)")
+    be.add_argument("--new-tokens", type=int, default=None, help="default 48 (with --tasks: 128, each task stopping at its end)")
     be.add_argument("--repeats", type=int, default=5)
     be.add_argument("--json", default=None, help="also write the numbers to this file")
+    be.add_argument("--threads", type=int, default=None,
+                    help="torch threads (default: torch's own choice; 1 is steadier when other processes share the cores)")
     be.add_argument("--tasks", default=None, choices=["copy"],
                     help="with --speculative: run a fixed task set instead of --prompt (copy: repeat a list, fix a typo, "
                          "list to JSON, and one free-writing prompt) and print a table")
@@ -140,8 +142,12 @@ def _bench(a) -> int:
 
     from .errors import SettingsError
 
-    if (a.new_tokens is not None and a.new_tokens < 1) or a.repeats < 1:
-        raise SettingsError("--new-tokens and --repeats must be at least 1")
+    if (a.new_tokens is not None and a.new_tokens < 1) or a.repeats < 1 or (a.threads is not None and a.threads < 1):
+        raise SettingsError("--new-tokens, --repeats and --threads must be at least 1")
+    if a.threads:
+        import torch
+
+        torch.set_num_threads(a.threads)
     spec = _speculative_options(a)
     if a.tasks and spec is None:
         spec = _speculative_options(argparse.Namespace(speculative=True, k=a.k, draft=a.draft))

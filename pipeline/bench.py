@@ -95,7 +95,7 @@ COPY_TASKS = (
 )
 FREE_TASKS = (("free writing", "Write a short story about a fox who finds a lantern in the forest."),)
 TASKS = {"copy": COPY_TASKS + FREE_TASKS}
-TASK_TOKENS = 160  # new tokens at most per task; a task stops earlier at its end of sequence
+TASK_TOKENS = 128  # new tokens at most per task; a task stops earlier at its end of sequence
 
 
 def _gen_ms(steps_or_rounds) -> float:
