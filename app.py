@@ -167,14 +167,20 @@ def _download_file(trace: Trace | None, request: gr.Request | None = None):
 
 # -- listeners --------------------------------------------------------------------------------
 DRAFTS: dict = {}  # (target id, draft spec) -> Draft, made once (a model draft loads once)
+DRAFT_MODEL = os.environ.get("LLM_VIZ_DRAFT_MODEL")  # a smaller model with the same tokenizer, offered as a draft
+SPEC_COST_FILE = ROOT / "assets" / "speculative_cost.json"  # `python -m pipeline bench --cost-curve --json` on this machine
+
+
+def _spec_cost():
+    from pipeline.speculative_cost import from_json
+
+    return from_json(SPEC_COST_FILE.read_text(encoding="utf-8")) if SPEC_COST_FILE.exists() else None
 
 
 def _draft(lm, spec: str):
-    from pipeline.draft import make_draft
+    from pipeline.draft import DEFAULT_DRAFT, make_draft
 
-    # empty: all but the last two layers. A small model's early layers rarely agree with its
-    # last one, so a shallow self-draft would be rejected almost every time.
-    spec = (spec or "").strip() or f"layers:{max(1, lm.info.n_layers - 2)}"
+    spec = (spec or "").strip() or DEFAULT_DRAFT
     key = (lm.info.id, spec)
     if key not in DRAFTS:
         DRAFTS[key] = make_draft(lm, spec)
@@ -252,7 +258,7 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
         out = {state_c: trace, C["output"]: page.output_only(trace, step=i), C["tokens"]: page.tokens_only(trace, step=i),
                C["slider"]: _slider(trace)}
         if speculative:
-            out[C["spec"]] = page.speculative.rounds_html(trace.rounds, step=i)
+            out[C["spec"]] = page.speculative.rounds_html(trace.rounds, step=i, pieces=page.context_pieces(trace))
         if not live:  # text only while generating: the model runs at full speed on a small machine
             pass
         elif now - last_heavy >= HEAVY_EVERY_S:
@@ -270,8 +276,9 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
 
 
 def _speed_against_plain(lm, trace: Trace) -> dict:
-    """Tokens per second of the speculative run (its rounds' own wall time) and of plain decoding of
-    the same prompt and settings for as many tokens (its steps' own wall time), both traced alike."""
+    """Tokens per second of the speculative run and of plain decoding of the same prompt and settings
+    for as many tokens, both from their records' own times (passes timed inside the model's lock:
+    another visitor's pass is never counted)."""
     from pipeline.generate import start
 
     n = len(trace.steps)
@@ -541,7 +548,10 @@ state_c = None
 
 def build(example: Trace | None) -> gr.Blocks:
     global state_c
+    from pipeline.draft import DEFAULT_DRAFT, draft_choices
+
     tabs: dict = {}
+    spec_cost = _spec_cost()
     # Gradio keeps a copy of every file it serves: clear those older than an hour, hourly
     with gr.Blocks(title="LLM pipeline visualizer", delete_cache=(3600, 3600)) as demo:
         # Each session's trace. It starts empty and gets the example on page load: Gradio would
@@ -574,10 +584,11 @@ def build(example: Trace | None) -> gr.Blocks:
                     C["spec_on"] = gr.Checkbox(value=False, label="Speculative decoding: a cheap draft proposes, the model checks",
                                                elem_id="speculative")
                     C["spec_k"] = gr.Slider(1, 8, value=4, step=1, label="k: draft proposals per round", elem_id="spec-k")
-                    C["spec_draft"] = gr.Textbox(value="", label="Draft", elem_id="spec-draft", max_lines=1,
-                                                 placeholder="empty: this model's own layers except the last two",
-                                                 info="layers:N = this model's own first N layers (no download); or the Hub id / "
-                                                      "local directory of a smaller model with the same tokenizer")
+                    C["spec_draft"] = gr.Dropdown(draft_choices(example.model.n_layers if example else 30, DRAFT_MODEL), value=DEFAULT_DRAFT,
+                                                  allow_custom_value=True, label="Draft", elem_id="spec-draft",
+                                                  info="ngram = copy from earlier in the text (no model: wins on this machine); "
+                                                       "layers:N = this model's own first N layers; or the Hub id / local directory of a "
+                                                       "smaller model with the same tokenizer")
                 with gr.Row():
                     C["download"] = gr.DownloadButton("Download trace", elem_id="download-trace", interactive=False, size="sm")
                     C["upload"] = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
@@ -680,6 +691,9 @@ def build(example: Trace | None) -> gr.Blocks:
             gr.Markdown("### 7 · Speculative decoding\n" + CAPTIONS["speculative"], elem_classes="caption")
             C["spec_summary"] = gr.HTML(elem_id="spec-summary")
             C["spec"] = gr.HTML(elem_id="spec-rounds")
+            if spec_cost is not None:
+                gr.HTML(page.speculative.cost_curve_html(spec_cost), elem_id="spec-cost-text")
+                gr.Plot(page.speculative.cost_curve_figure(spec_cost), show_label=False, elem_id="spec-cost-plot")
         C["timer"] = gr.Timer(0.6, active=False)
         # set by the page's script: a click on a candidate bar ("rank|nonce"), the panel the tour points at
         C["branch_req"] = gr.Textbox(elem_id="branch-request", elem_classes="hidden-input", container=False)

@@ -96,7 +96,9 @@ def round_html(r: RoundRecord, *, on_screen: bool = False, pieces: Sequence[str]
                            f"{r.bonus.piece!r}: every proposal was accepted, so the target's pass gives one more token "
                            f"(p = {r.bonus.prob:.4f})"))
     rollback = ""
-    if r.target_rollback or r.draft_rollback:
+    if r.draft_passes == 0 and r.draft_rollback == 0 and r.target_rollback:  # a lookup keeps no cache of its own
+        rollback = f" · KV roll-back: target −{r.target_rollback} positions"
+    elif r.target_rollback or r.draft_rollback:
         rollback = f" · KV roll-back: target −{r.target_rollback}, draft −{r.draft_rollback} positions"
     n_tok = len(r.token_ids)
     head = ("nothing proposed → a plain step" if r.k == 0 else f"{r.n_accepted}/{r.k} accepted")
@@ -194,7 +196,14 @@ def round_time_words(r: RoundRecord) -> str:
 # The cost curve
 
 
-DRAFT_COLORS = {"ngram": "#2f9e5b", "layers": GEN_COLOR, "model": "#805ad5"}
+LOOKUP_COLOR = "#2f9e5b"
+DRAFT_COLORS = (GEN_COLOR, NEW_COLOR, "#805ad5", "#975a16", "#2b6cb0")  # model and layer drafts, in turn
+NEVER = 1.06  # where "never pays off" sits on the break-even axis
+
+
+def _colors(curve: CostCurve) -> dict[str, str]:
+    others = iter(DRAFT_COLORS * 4)
+    return {d.spec: LOOKUP_COLOR if d.kind == "ngram" else next(others) for d in curve.drafts}
 
 
 def cost_curve_figure(curve: CostCurve, *, ks: Sequence[int] | None = None) -> go.Figure:
@@ -204,34 +213,37 @@ def cost_curve_figure(curve: CostCurve, *, ks: Sequence[int] | None = None) -> g
     ks = list(ks) if ks is not None else list(range(1, curve.max_k + 1))
     n = list(curve.tokens)
     t1 = curve.pass_ms(1)
+    colors = _colors(curve)
+    free = [d.spec for d in curve.drafts if d.ms_per_proposal < 0.01 * t1]  # a round costs the pass alone
     traces = [
         go.Scatter(x=n, y=[t1 * x for x in n], mode="lines", name="plain decoding: n passes of 1 token",
                    line=dict(color=MUTED, width=2, dash="dot"), hovertemplate="%{x} tokens by plain decoding: %{y:.0f} ms<extra>formula</extra>"),
-        go.Scatter(x=n, y=list(curve.target_ms), mode="lines+markers", name="one target pass fed n tokens (measured)",
+        go.Scatter(x=n, y=list(curve.target_ms), mode="lines+markers",
+                   name="one target pass fed n tokens (measured)" + (f" = a round with {', '.join(free)}" if free else ""),
                    line=dict(color=PROMPT_COLOR, width=3), marker=dict(size=7),
                    hovertemplate="one pass fed %{x} tokens: %{y:.1f} ms<extra>measured</extra>"),
     ]
     for d in curve.drafts:
-        color = DRAFT_COLORS.get(d.kind, NEW_COLOR)
+        if d.spec in free:
+            continue
+        color = colors[d.spec]
         traces.append(go.Scatter(
             x=n, y=[round_ms(curve, d.ms_per_proposal, x - 1) for x in n], mode="lines", name=f"round with {d.spec}: k proposals + pass",
             line=dict(color=color, width=2, dash="dash"), legendgroup=d.spec,
             hovertemplate=f"{plot_text(d.spec)}, k = %{{customdata}}: %{{y:.0f}} ms per round<extra>formula</extra>",
             customdata=[x - 1 for x in n]))
     for d in curve.drafts:
-        color = DRAFT_COLORS.get(d.kind, NEW_COLOR)
+        color = colors[d.spec]
         be = [break_even_alpha(curve, d.spec, k) for k in ks]
         traces.append(go.Scatter(
-            x=ks, y=[1.02 if a is None else a for a in be], mode="lines+markers", name=f"{d.spec}: break-even α",
-            xaxis="x2", yaxis="y2", line=dict(color=color, width=2), legendgroup=d.spec, showlegend=False,
+            x=ks, y=[NEVER if a is None else a for a in be], mode="lines+markers", name=f"{d.spec}: break-even α",
+            xaxis="x2", yaxis="y2", line=dict(color=color, width=2), legendgroup=d.spec, showlegend=d.spec in free,
             marker=dict(size=8, symbol=["x" if a is None else "circle" for a in be]),
             customdata=["never: slower even if every proposal is accepted" if a is None else f"α ≥ {a:.2f} pays off" for a in be],
             hovertemplate=f"{plot_text(d.spec)}, k = %{{x}}: %{{customdata}}<extra></extra>"))
     sub = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=13))
     annotations = [dict(sub, x=0.22, xanchor="center", text="Cost: one round against plain decoding"),
-                   dict(sub, x=0.78, xanchor="center", text="Acceptance rate needed to break even"),
-                   dict(xref="x2 domain", yref="y2", x=0.02, y=1.02, xanchor="left", yanchor="bottom", showarrow=False,
-                        text="above 1: never pays", font=dict(size=11, color="#718096"))]
+                   dict(sub, x=0.78, xanchor="center", text="Acceptance rate needed to break even")]
     k4 = 4 if 4 in ks else ks[-1]
     words = why_words(curve, k=k4)
     ymax = max(max(t1 * x for x in n), max(round_ms(curve, d.ms_per_proposal, max(n) - 1) for d in curve.drafts))
@@ -241,7 +253,8 @@ def cost_curve_figure(curve: CostCurve, *, ks: Sequence[int] | None = None) -> g
         xaxis=dict(domain=[0.0, 0.44], title=dict(text="tokens fed to the target's pass (k + 1)"), dtick=1, anchor="y"),
         yaxis=dict(range=[0, ymax * 1.05], title=dict(text="milliseconds"), anchor="x"),
         xaxis2=dict(domain=[0.56, 1.0], title=dict(text="k: proposals per round"), dtick=1, anchor="y2"),
-        yaxis2=dict(range=[0, 1.08], title=dict(text="break-even acceptance rate α"), anchor="x2"),
+        yaxis2=dict(range=[0, 1.12], title=dict(text="break-even acceptance rate α"), anchor="x2",
+                    tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0, NEVER], ticktext=["0", "0.2", "0.4", "0.6", "0.8", "1", "never"]),
         meta=dict(why=words, context=curve.context),
     )
     return go.Figure(data=traces, layout=layout)

@@ -352,24 +352,34 @@ def test_enter_in_the_prompt_generates_and_a_too_long_prompt_is_refused(browser,
 
 def test_speculative_mode_shows_rounds_and_gives_the_greedy_text(browser, app_url, shots):
     page = open_page(browser, app_url)
-    _generate(page, "List three fruits.", max_new=16, temperature=0)
+    _generate(page, "Repeat this list exactly: red, green, blue, yellow, purple, orange.", max_new=16, temperature=0)
     plain_text = page.inner_text("#output .gen-text")
     page.click("#speculative-settings")  # open the accordion
     page.get_by_label("Speculative decoding: a cheap draft proposes, the model checks").check()
     set_number(page, "spec-k", 3)
-    page.fill("#spec-draft textarea, #spec-draft input", "layers:12")
+    assert page.input_value("#spec-draft input") == "ngram"  # the default draft: prompt lookup
     mark_stale(page)
     page.click("#generate")
     wait_stopped(page)
     assert page.inner_text("#output .gen-text") == plain_text  # greedy: exactly the model's own text
     page.wait_for_selector("#spec-summary :text('Measured on this machine')", timeout=120_000)
     summary = page.inner_text("#spec-summary")
-    assert "proposals accepted" in summary and "tokens per target forward pass" in summary and "first 12" in summary
+    assert "tested proposals" in summary and "tokens per target forward pass" in summary and "prompt lookup" in summary
+    assert "expects" in summary and "draft" in summary and "verify" in summary
     rounds = page.query_selector_all("#spec-rounds .spec-round")
     assert len(rounds) >= 2
     assert page.query_selector("#spec-rounds .spec-accepted") is not None
-    assert page.query_selector("#spec-rounds .spec-rejected, #spec-rounds .spec-bonus") is not None
+    assert "copied from position" in page.inner_text("#spec-rounds .spec-lookup >> nth=0")
+    assert plot_data(page, "spec-cost-plot")  # the cost curve, measured on the machine this page was made on
     page.locator("#panel-speculative").screenshot(path=str(shots / "speculative.png"))
+    # a draft typed in: the model's own first 12 layers
+    page.fill("#spec-draft input", "layers:12")
+    page.press("#spec-draft input", "Enter")
+    mark_stale(page)
+    page.click("#generate")
+    wait_stopped(page)
+    assert page.inner_text("#output .gen-text") == plain_text
+    page.wait_for_selector("#spec-summary :text('first 12')", timeout=120_000)
     # no per-pass accounting of steps that were not one pass each
     page.locator("#panel-inside").scroll_into_view_if_needed()
     page.click("#tab-accounting-button")

@@ -37,13 +37,16 @@ def test_break_even_alpha_is_where_the_speed_up_is_one():
 def test_the_figure_draws_both_curves_and_says_why():
     fig = cost_curve_figure(CURVE)
     names = [t.name for t in fig.data]
-    assert "one target pass fed n tokens (measured)" in names and "plain decoding: n passes of 1 token" in names
+    assert "one target pass fed n tokens (measured) = a round with ngram" in names and "plain decoding: n passes of 1 token" in names
+    assert "round with layers:20: k proposals + pass" in names and "round with ngram: k proposals + pass" not in names
     measured = next(t for t in fig.data if t.name.startswith("one target pass"))
     assert list(measured.y) == list(CURVE.target_ms) and list(measured.x) == list(range(1, 10))
     be = next(t for t in fig.data if t.name == "layers:28: break-even α")
     assert list(be.x) == list(range(1, 9)) and "x" in be.marker.symbol and "never" in " ".join(be.customdata)
     ng = next(t for t in fig.data if t.name == "ngram: break-even α")
-    assert max(ng.y) < 0.3 and fig.layout.yaxis2.range == (0, 1.08)
+    assert max(ng.y) < 0.3 and list(be.y) == [1.06] * 8 and "never" in fig.layout.yaxis2.ticktext
+    colors = {t.line.color for t in fig.data if t.name.endswith("break-even α")}
+    assert len(colors) == 3  # one colour per draft
     why = fig.layout.meta["why"]
     assert "costs 68 ms, 1.13× a pass fed 1 token" in why and "layers:28 costs 70.00 ms" in why and "never pays off" in why
     assert why == why_words(CURVE) and "a test CPU, 2 cores" in fig.layout.title.text

@@ -42,6 +42,8 @@ def test_a_round_shows_each_outcome_with_its_test_on_hover():
     assert "u = 0.200 &lt; 1.000 → accepted" in h
     assert "&lt;script&gt;" in h and "<script>" not in h
     assert "target −2, draft −2" in h
+    lookup = replace(ROUNDS[0], draft_passes=0, draft_rollback=0)
+    assert "KV roll-back: target −2 positions" in round_html(lookup) and "draft −0" not in round_html(lookup)
 
 
 def test_bonus_round_and_the_step_on_screen():
