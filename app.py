@@ -4,6 +4,9 @@ Layout and listeners only. The model is the one global; each person's trace live
 gr.State. Data flows pipeline -> records -> viz -> here.
 
     python app.py [--model HUB_ID_OR_DIR] [--port 7860] [--host 127.0.0.1] [--share]
+
+Environment, for tests: LLM_VIZ_LOAD_GATE=PATH holds the model's loading until that file exists,
+so a test can act while the model is still loading (as the first visitor of a waking Space does).
 """
 from __future__ import annotations
 
@@ -61,6 +64,9 @@ class ModelHolder:
     def _load(self):
         from pipeline.loading import load_model
 
+        gate = os.environ.get("LLM_VIZ_LOAD_GATE")
+        while gate and not Path(gate).exists():  # tests: loading waits until the file appears
+            time.sleep(0.2)
         try:
             self.lm = load_model(self.spec, progress=self._progress)
             self.status = page.model_markdown(self.lm.info)
@@ -225,11 +231,11 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
                                 "(every attention map of the prompt is drawn): shorten it")
     except SettingsError as e:
         # a warning, not an error: the panels keep what they show, and nothing typed is touched
-        gr.Warning(_sentence(e))
+        yield _refused(e)
         return
     trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud, speculative=gen.info if speculative else None,
                   **trace_extras(lm))
-    first = {state_c: trace, C["download"]: gr.DownloadButton(value=None, interactive=False),
+    first = {C["ran"]: True, state_c: trace, C["download"]: gr.DownloadButton(value=None, interactive=False),
              C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(())}
     if keep:  # continuing: the kept steps stay on screen
         first.update(_view(trace, len(keep) - 1, layer, head, temperature, top_k, top_p))
@@ -285,9 +291,16 @@ def download_fn(trace, request: gr.Request = None):
     return _download_file(trace, request)
 
 
-def finish(trace, step, layer, head, temperature, top_k, top_p):
-    """After streaming ends or is stopped: every panel for the last step, and the download."""
-    if trace is None:
+def _refused(e: Exception) -> dict:
+    """A refused run: the warning, and one update that changes nothing but the `ran` flag. (A
+    generator that yields nothing makes Gradio set every output to None: an empty step slider.)"""
+    gr.Warning(_sentence(e))
+    return {C["ran"]: False}
+
+
+def finish(ran, trace, step, layer, head, temperature, top_k, top_p):
+    """After streaming ends or is stopped: every panel for the last step. Nothing when the run was refused."""
+    if not ran or trace is None:
         return _unchanged()
     step = len(trace.steps) - 1
     return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step)}
@@ -547,6 +560,7 @@ def build(example: Trace | None) -> gr.Blocks:
         # Each session's trace. It starts empty and gets the example on page load: Gradio would
         # otherwise deep-copy the example per session and re-serialise it on every update.
         state_c = gr.State(None)
+        C["ran"] = gr.State(False)  # whether the last Generate (or +1, re-sample, branch) ran, or was refused
         gr.Markdown("# Watch a language model think, one token at a time\n" + CAPTIONS["intro"], elem_id="intro")
         C["info"] = gr.Markdown(HOLDER.status if HOLDER else "", elem_id="model-info")
         with gr.Row(equal_height=False):
@@ -691,9 +705,10 @@ def build(example: Trace | None) -> gr.Blocks:
         inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
 
         view_in = [state_c, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
-        all_out = [state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"], C["spec_summary"]]
+        all_out = [C["ran"], state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"], C["spec_summary"]]
         gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"], C["live"],
                   C["spec_on"], C["spec_k"], C["spec_draft"], state_c]
+        fin_in = [C["ran"], *view_in]
         fin_out = [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"]]
 
         def gen_fn(*a):
@@ -713,7 +728,7 @@ def build(example: Trace | None) -> gr.Blocks:
                                          (C["step"].click, step_fn, [], "step"), (C["resample"].click, resample_fn, [C["slider"]], "resample")):
             ev = trigger(fn, extra + gen_in, all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden",
                          api_name=name, api_visibility="public" if name else "private")
-            ev.then(finish, view_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
+            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
                 download_fn, state_c, C["download"], show_progress="hidden")
             events.append(ev)
         def branch_fn(rank, step, *a):
@@ -721,7 +736,7 @@ def build(example: Trace | None) -> gr.Blocks:
             try:
                 k, s = int(rank), int(step)
             except (TypeError, ValueError):
-                gr.Warning("Pick a candidate to branch: click its bar in the distribution, or type its rank.")
+                yield _refused(SettingsError("pick a candidate to branch: click its bar in the distribution, or type its rank"))
                 return
             pend = None
             if prev is not None and 0 <= s < len(prev.steps) and 0 <= k < len(prev.steps[s].top_ids):
@@ -761,7 +776,7 @@ def build(example: Trace | None) -> gr.Blocks:
 
         for trigger, rank_in, fn in ((C["branch_go"].click, C["branch_req"], branch_click), (C["branch_btn"].click, C["branch_rank"], branch_typed)):
             ev = trigger(fn, [rank_in, *branch_in], branch_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden")
-            ev.then(finish, view_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
+            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
                 download_fn, state_c, C["download"], show_progress="hidden").then(
                 record_branch, [state_c, branches_c, pending_c], [branches_c, C["branches_html"], C["branch_pick"], pending_c], show_progress="hidden")
             events.append(ev)
@@ -790,7 +805,7 @@ def build(example: Trace | None) -> gr.Blocks:
         C["tour_end"].click(lambda: {C["tour_group"]: gr.Group(visible=False), C["tour_target"]: ""}, None, tour_out,
                             show_progress="hidden").then(None, [C["tour_target"]], None, js=focus_js)
 
-        C["stop"].click(finish, view_in, fin_out, cancels=events, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
+        C["stop"].click(finish, fin_in, fin_out, cancels=events, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
             download_fn, state_c, C["download"], show_progress="hidden")
         for key, tab in tabs.items():  # the open tab is drawn when opened and follows the step slider
             tab.select((lambda k: lambda: k)(key), None, tab_c, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)

@@ -28,10 +28,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def app_server(*args: str, log: Path | None = None, timeout: float = 300):
-    """`python app.py` in a subprocess; yields its URL once it answers HTTP."""
+def app_server(*args: str, log: Path | None = None, timeout: float = 300, env: dict | None = None):
+    """`python app.py` in a subprocess; yields its URL once it answers HTTP. `env`: extra variables
+    (e.g. LLM_VIZ_LOAD_GATE, to hold the model's loading until the test lets it go)."""
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
     out = open(log, "w") if log else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port), *args], cwd=ROOT, env=env,
                             stdout=out, stderr=subprocess.STDOUT)
