@@ -581,7 +581,9 @@ def build(example: Trace | None) -> gr.Blocks:
                     C["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k")
                     C["top_p"] = gr.Slider(0.01, 1, value=0.9, step=0.01, label="Top-p (1 = off)", elem_id="top-p")
                     with gr.Row():
-                        C["seed"] = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="seed")
+                        # no minimum: a negative seed gets the pipeline's warning, which says what to type (Gradio's own
+                        # check would be an error toast that names no field)
+                        C["seed"] = gr.Number(value=0, precision=0, label="Seed", elem_id="seed")
                         C["max_new"] = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label="Max new tokens", elem_id="max-new-tokens")
                     C["resample"] = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm")
                 with gr.Accordion("Speculative decoding", open=False, elem_id="speculative-settings"):

@@ -13,8 +13,8 @@ import pytest
 
 from pipeline import records
 
-from .harness import (n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,
-                      slider_value, wait_model_loaded)
+from .harness import (error_toasts, n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,
+                      slider_value, wait_model_loaded, wait_plot_step)
 
 pytestmark = pytest.mark.browser
 
@@ -119,11 +119,9 @@ def test_step_slider_scrubs_every_panel(browser, app_url):
     n = slider_max(page)
     assert n >= 3
     set_number(page, "step-slider", 1)
-    page.wait_for_function("() => (document.querySelector('#attn-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 1')",
-                           timeout=15_000)
+    wait_plot_step(page, "attn-plot", 1, timeout_ms=15_000)
     # the rest of the panels follow in a second part
-    page.wait_for_function("() => (document.querySelector('#emb-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 1')",
-                           timeout=15_000)
+    wait_plot_step(page, "emb-plot", 1, timeout_ms=15_000)
     assert "step 1 " in plot_title(page, "attn-overview")
     assert "step 1" in page.inner_text("#kv-summary")
     assert n_generated_chips(page) == 2  # the output shows steps 0 and 1 only
@@ -148,9 +146,8 @@ def test_stop_mid_generation_keeps_the_steps(browser, app_url):
     # the steps so far stay explorable
     assert slider_max(page) >= n1 - 1
     set_number(page, "step-slider", 2)
-    page.wait_for_function("() => (document.querySelector('#attn-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 2')",
-                           timeout=15_000)
-    assert not page.errors
+    wait_plot_step(page, "attn-plot", 2, timeout_ms=15_000)  # (not 'step 2', which 'step 24' holds)
+    assert not page.errors and not error_toasts(page)
 
 
 def test_one_token_per_click_in_step_mode(browser, app_url):
@@ -231,9 +228,12 @@ def test_bad_input_warns_and_keeps_what_was_typed(browser, app_url):
     page.fill("#prompt textarea", "A prompt worth keeping")
     set_number(page, "seed", -3)
     page.click("#generate")
-    page.wait_for_selector("text=seed", timeout=15_000)
+    # the warning itself (not 'seed', which the field's label holds)
+    page.wait_for_selector(".toast-body.warning:has-text('The seed must be a whole number, 0 or more, not -3')", timeout=15_000)
     assert page.input_value("#prompt textarea") == "A prompt worth keeping"
-    assert not page.errors
+    # the example stays on screen with its step slider (a refused run changes nothing)
+    assert slider_max(page) == 39 and slider_value(page) == 39
+    assert not page.errors and not error_toasts(page)
 
 
 def test_out_of_range_values_through_the_api_get_a_clear_error(app_url):
@@ -266,8 +266,7 @@ def test_two_sessions_do_not_block_each_other(browser, app_url):
     # while A generates, B scrubs its own (example) trace and gets an answer quickly
     t = time.perf_counter()
     set_number(b, "step-slider", 3)
-    b.wait_for_function("() => (document.querySelector('#attn-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 3')",
-                        timeout=20_000)
+    wait_plot_step(b, "attn-plot", 3, timeout_ms=20_000)  # (not 'step 3', which the example's 'step 39' holds)
     assert time.perf_counter() - t < 20
     assert "sky" in b.inner_text("#panel-tokens")  # B still sees its own trace, not A's
     assert not a.query_selector("#output .stop-reason:not(.stale)")
