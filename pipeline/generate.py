@@ -7,8 +7,9 @@
 """
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -17,7 +18,7 @@ import torch
 from . import sampling
 from .capture import residual_stream, run_with_cache
 from .loading import LoadedModel, rms_rows
-from .records import PromptRecord, Settings, StageRecord, StepRecord, Trace
+from .records import PromptRecord, Segment, Settings, StageRecord, StepRecord, Trace
 from .errors import SettingsError
 from .tokens import Detokenizer
 
@@ -48,14 +49,51 @@ def eos_ids(lm: LoadedModel) -> set[int]:
     return ids
 
 
-def kv_bytes(cache) -> int:
-    """Bytes held by the cache's key and value tensors, measured from the tensors."""
+def kv_bytes(cache, upto: int | None = None) -> int:
+    """Bytes held by the cache's key and value tensors (of their first `upto` positions, when
+    given), measured from the tensors."""
     total = 0
     for layer in getattr(cache, "layers", []):
         for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
             if isinstance(t, torch.Tensor):
+                t = t if upto is None else t[..., :upto, :]  # (batch, kv_heads, positions, head_dim)
                 total += t.numel() * t.element_size()
     return total
+
+
+def stop_reason(token: int, n_new: int, max_new_tokens: int, position: int, context_length: int, stop_ids: set[int]) -> str | None:
+    """Why generation stops after `token`, the `n_new`-th new token, chosen by the query at
+    `position`; None if it goes on."""
+    if token in stop_ids:
+        return "eos"
+    if n_new >= max_new_tokens:
+        return "max_new_tokens"
+    if position + 2 >= context_length:  # the context is full with this token
+        return "context_limit"
+    return None
+
+
+def replay_detokenizer(lm: LoadedModel, tokens: Sequence[int]) -> Detokenizer:
+    """A detokeniser that has released `tokens` as generation did, one at a time (so the bytes
+    of an unfinished character are still held back, as they were then)."""
+    detok = Detokenizer(lm.tokens)
+    for t in tokens:
+        detok.add(t)
+    return detok
+
+
+def new_rng(seed: int, state: str | None = None) -> np.random.Generator:
+    """The generation's random stream: from the seed, or resumed from a recorded state
+    (StepRecord.rng_state), so a continuation draws what one longer run would have drawn."""
+    rng = np.random.default_rng(seed)
+    if state:
+        rng.bit_generator.state = json.loads(state)
+    return rng
+
+
+def rng_state(rng: np.random.Generator) -> str:
+    """The random stream's state as JSON text (PCG64: two 128-bit integers)."""
+    return json.dumps(rng.bit_generator.state, separators=(",", ":"))
 
 
 def kv_formula(lm: LoadedModel, positions: int) -> int:
@@ -73,24 +111,52 @@ class Generation:
     prompt: PromptRecord
     prefix: tuple[int, ...] = ()  # already generated tokens to continue from
     ignore_eos: bool = False  # benchmarks: always run to max_new_tokens
-    steps: list[StepRecord] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)  # the new steps, as they come
+    rng_state: str | None = None  # resume the random stream from here (None: fresh from the seed)
+    kept: tuple[StepRecord, ...] = ()  # earlier steps this generation continues (their tokens are `prefix`)
+    base: Trace | None = None  # the trace `kept` came from (continuations): its settings and segments
+    first_new: int = 0  # the first step made with `settings` (continuations: where they begin)
 
     def __iter__(self) -> Iterator[StepRecord]:
-        for rec in _run(self.lm, self.settings, self.prompt, self.prefix, set() if self.ignore_eos else eos_ids(self.lm)):
+        stop_ids = set() if self.ignore_eos else eos_ids(self.lm)
+        for rec in _run(self.lm, self.settings, self.prompt, self.prefix, stop_ids, self.rng_state):
             self.steps.append(rec)
             yield rec
 
     def trace(self) -> Trace:
-        """The trace so far, with the model's parameter counts and position scheme (cheap); the
-        machine's measured limits and the logit lens are added by pipeline.inside.with_inside."""
-        from .inside import trace_extras
-
-        lm = self.lm
-        return Trace(lm.info, self.settings, self.prompt, tuple(self.steps), lm.projection, lm.vocab_cloud, **trace_extras(lm))
+        """The trace so far: the kept steps, then the new ones."""
+        return build_trace(self.lm, self.settings, self.prompt, self.kept + tuple(self.steps), base=self.base, first_new=self.first_new)
 
 
-def start(lm: LoadedModel, text: str, settings: Settings, *, prefix: Sequence[int] = (), ignore_eos: bool = False) -> Generation:
-    """Tokenise and validate eagerly (errors surface before streaming); generate lazily."""
+def build_trace(lm: LoadedModel, settings: Settings, prompt: PromptRecord, steps: Sequence[StepRecord], *, base: Trace | None = None,
+                first_new: int = 0, **extra) -> Trace:
+    """The one place a Trace is made from a generation, with the model's parameter counts, position
+    scheme and projections (cheap; the machine's limits and the logit lens are added by
+    pipeline.inside.with_inside).
+
+    `base`: the trace a continuation (+1 token, re-sample, branch) extends. Its settings stay the
+    trace's: they are what its earlier steps were made with. When the steps from `first_new` on
+    were made with other settings, a Segment says so."""
+    from .inside import trace_extras
+
+    first, segments = settings, ()
+    if base is not None:
+        first, segments = base.settings, tuple(sg for sg in base.segments if sg.first_step < first_new)
+        before = segments[-1].settings if segments else first
+        if replace(settings, max_new_tokens=before.max_new_tokens) != before:
+            segments += (Segment(first_new, settings),)
+        elif not segments:  # the same settings, run longer: the trace says how long
+            first = replace(first, max_new_tokens=settings.max_new_tokens)
+    return Trace(lm.info, first, prompt, tuple(steps), lm.projection, lm.vocab_cloud, segments=segments, **trace_extras(lm), **extra)
+
+
+def start(lm: LoadedModel, text: str, settings: Settings, *, prefix: Sequence[int] = (), ignore_eos: bool = False,
+          rng_state: str | None = None) -> Generation:
+    """Tokenise and validate eagerly (errors surface before streaming); generate lazily.
+
+    `prefix`: tokens already generated, to continue from (settings.max_new_tokens counts them);
+    `rng_state`: the random stream's state after them (StepRecord.rng_state), so the
+    continuation draws what one longer run would have drawn. pipeline.continuation plans these."""
     validate(settings)
     if not isinstance(text, str) or not text.strip():
         raise SettingsError("the prompt is empty: type some text for the model to continue")
@@ -114,7 +180,7 @@ def start(lm: LoadedModel, text: str, settings: Settings, *, prefix: Sequence[in
         raw_pieces=tuple(lm.tokens.raw_piece(int(i)) for i in enc.ids),
         piece_bytes=tuple(lm.tokens.piece_bytes(int(i)) for i in enc.ids),
     )
-    return Generation(lm, settings, prompt, tuple(int(i) for i in prefix), ignore_eos)
+    return Generation(lm, settings, prompt, tuple(int(i) for i in prefix), ignore_eos, rng_state=rng_state or None)
 
 
 def run_trace(lm: LoadedModel, text: str, settings: Settings) -> Trace:
@@ -124,7 +190,7 @@ def run_trace(lm: LoadedModel, text: str, settings: Settings) -> Trace:
     return gen.trace()
 
 
-def _top(logits: np.ndarray, n: int) -> np.ndarray:
+def top_n(logits: np.ndarray, n: int) -> np.ndarray:
     """Ids of the n largest logits, by logit descending (ties by id)."""
     n = min(n, logits.size)
     idx = np.argpartition(-logits, n - 1)[:n]
@@ -132,17 +198,16 @@ def _top(logits: np.ndarray, n: int) -> np.ndarray:
 
 
 @torch.inference_mode()
-def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tuple[int, ...], stop_ids: set[int]) -> Iterator[StepRecord]:
+def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tuple[int, ...], stop_ids: set[int],
+         rng_state_in: str | None = None) -> Iterator[StepRecord]:
     from transformers import DynamicCache
 
-    rng = np.random.default_rng(settings.seed)
+    rng = new_rng(settings.seed, rng_state_in)
     cache = DynamicCache(config=lm.model.config)
     ctx_len = lm.info.context_length
     context = list(prompt.token_ids) + list(prefix)
     pieces = list(prompt.pieces) + lm.tokens.pieces(prefix)
-    detok = Detokenizer(lm.tokens)
-    for t in prefix:  # as the steps being continued released it: an unfinished character stays held back
-        detok.add(t)
+    detok = replay_detokenizer(lm, prefix)  # an unfinished character of the kept steps stays held back
     feed = list(context)  # 1. prefill feeds the whole context, then one token per step
     index = len(prefix)
     while True:
@@ -161,20 +226,13 @@ def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tupl
         )
         res = sampling.apply_stages(logits, stages)
         token = sampling.greedy_or_draw(res, stages, rng)
-        # 3. why it stops, if it does
-        n_new = index + 1
-        stop = None
-        if token in stop_ids:
-            stop = "eos"
-        elif n_new >= settings.max_new_tokens:
-            stop = "max_new_tokens"
-        elif position + 2 >= ctx_len:  # the context is full with this token
-            stop = "context_limit"
+        # 3. why it stops, if it does; the text it releases (the end releases held-back bytes as they are)
+        stop = stop_reason(token, index + 1, settings.max_new_tokens, position, ctx_len, stop_ids)
         text = "" if stop == "eos" else detok.add(token, final=stop is not None)
         # 4. the record
-        fields = _record_fields(lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text)
+        fields = record_fields(lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text)
         ms = (time.perf_counter() - t0) * 1000.0 - cap.wait_ms  # the step's own time, not the wait for the lock
-        rec = StepRecord(**fields, stop_reason=stop, ms=ms, wait_ms=cap.wait_ms)
+        rec = StepRecord(**fields, stop_reason=stop, ms=ms, wait_ms=cap.wait_ms, rng_state=rng_state(rng))
         yield rec
         if stop is not None:
             return
@@ -194,7 +252,7 @@ def token_fields(lm: LoadedModel, token: int) -> dict:
                 embedding=emb, embed_2d=lm.projection.apply(emb))
 
 
-def _record_fields(
+def record_fields(
     lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text, *, row: int = -1, kv_cache_bytes: int | None = None
 ) -> dict:
     """Everything a StepRecord holds but its wall time and stop reason, as CPU data.
@@ -204,7 +262,7 @@ def _record_fields(
     L = lm.info.n_layers
     lse = sampling.logsumexp(logits)
     probs = np.exp(logits.astype(np.float64) - lse)  # (vocab,) temperature 1
-    top = _top(logits, TOP_N)
+    top = top_n(logits, TOP_N)
     # attention of every layer and head: (layers, heads, q, k) per layer in the capture
     pats = [cap[f"blocks.{i}.attn.pattern"][0] for i in range(L)]
     attention = torch.stack([p[:, row, : position + 1] for p in pats]).float().cpu().numpy()  # (L, H, position+1)
@@ -255,4 +313,7 @@ def _record_fields(
     )
 
 
-__all__ = ["Generation", "SettingsError", "start", "run_trace", "validate", "TOP_N"]
+__all__ = [
+    "Generation", "SettingsError", "start", "run_trace", "validate", "build_trace", "record_fields", "token_fields", "stop_reason",
+    "kv_bytes", "replay_detokenizer", "new_rng", "rng_state", "top_n", "eos_ids", "TOP_N",
+]

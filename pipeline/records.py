@@ -144,6 +144,7 @@ class StepRecord:
     update_norm: np.ndarray | None = None  # (layers,) L2 norm of hidden[i+1] - hidden[i]: what block i added
     forced: bool = False  # True: a person chose this token (a branch); the model did not draw it
     wait_ms: float = 0.0  # time the step waited for the model's lock (another pass running): not in `ms`
+    rng_state: str = ""  # the random stream's state after this step's draws (JSON; "" before it was recorded)
 
 
 # ---------------------------------------------------------------------------------------
@@ -393,6 +394,15 @@ class SwapRecord:
 
 
 @dataclass(frozen=True)
+class Segment:
+    """The steps from `first_step` on were made with `settings`, not the trace's own: a
+    continuation, re-sample or branch after the sliders moved."""
+
+    first_step: int
+    settings: Settings
+
+
+@dataclass(frozen=True)
 class Trace:
     model: ModelInfo
     settings: Settings
@@ -410,6 +420,16 @@ class Trace:
     params: ParamCounts | None = None
     machine: MachineInfo | None = None
     position: PositionRecord | None = None
+    # continuations made with other settings (empty: every step was made with `settings`)
+    segments: tuple[Segment, ...] = ()
+
+    def settings_at(self, step: int) -> Settings:
+        """The settings step `step` (a StepRecord.index) was made with."""
+        found = self.settings
+        for sg in self.segments:
+            if sg.first_step <= step:
+                found = sg.settings
+        return found
 
     @property
     def stop_reason(self) -> str | None:
@@ -492,6 +512,8 @@ def _step_to_json(s: StepRecord, *, full: bool) -> dict:
         "stop_reason": s.stop_reason,
         "raw_piece": s.raw_piece,
         "piece_bytes": _bytes_to_json(s.piece_bytes),
+        "wait_ms": s.wait_ms,
+        "rng_state": s.rng_state,
     }
     if s.forced:
         d["forced"] = True
@@ -593,6 +615,8 @@ def trace_to_json(trace: Trace, *, full: bool = False) -> dict:
     if trace.speculative is not None:
         d["speculative"] = {"k": trace.speculative.k, "draft": dataclasses.asdict(trace.speculative.draft)}
         d["rounds"] = [_round_to_json(r) for r in trace.rounds]
+    if trace.segments:
+        d["segments"] = [{"first_step": sg.first_step, "settings": dataclasses.asdict(sg.settings)} for sg in trace.segments]
     if trace.lens:
         d["lens"] = [_lens_to_json(r) for r in trace.lens]
     if trace.params is not None:
@@ -702,6 +726,8 @@ def _step_from_json(d: dict, context_ids: tuple[int, ...], context_pieces: tuple
         resid_norm=_arr(d["resid_norm"]) if d.get("resid_norm") is not None else None,
         update_norm=_arr(d["update_norm"]) if d.get("update_norm") is not None else None,
         forced=bool(d.get("forced", False)),
+        wait_ms=float(d.get("wait_ms", 0.0)),
+        rng_state=d.get("rng_state", ""),
         **opt,
     )
 
@@ -786,6 +812,7 @@ def trace_from_json(d: Any) -> Trace:
             params=ParamCounts(**d["params"]) if d.get("params") else None,
             machine=MachineInfo(**d["machine"]) if d.get("machine") else None,
             position=_position_from_json(d["position"]) if d.get("position") else None,
+            segments=tuple(Segment(int(sg["first_step"]), Settings(**sg["settings"])) for sg in d.get("segments", ())),
         )
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise TraceFormatError(f"the trace file is damaged or incomplete ({type(e).__name__}: {e})") from e

@@ -36,7 +36,7 @@ from . import sampling
 from .draft import Draft, make_draft
 from .errors import SpeculativeError
 from .capture import run_with_cache
-from .generate import _record_fields, eos_ids, start
+from .generate import build_trace, eos_ids, record_fields, start
 from .loading import LoadedModel
 from .records import (
     BonusRecord,
@@ -161,11 +161,7 @@ class SpecGeneration:
         return speculative_summary(self.rounds)
 
     def trace(self) -> Trace:
-        from .inside import trace_extras
-
-        lm = self.lm
-        return Trace(lm.info, self.settings, self.prompt, tuple(self.steps), lm.projection, lm.vocab_cloud,
-                     speculative=self.info, rounds=tuple(self.rounds), **trace_extras(lm))
+        return build_trace(self.lm, self.settings, self.prompt, tuple(self.steps), speculative=self.info, rounds=tuple(self.rounds))
 
 
 def start_speculative(
@@ -309,7 +305,7 @@ def _run(gen: SpecGeneration) -> Iterator[RoundResult]:
                 stop = "context_limit"
             text = "" if stop == "eos" else detok.add(tok, final=stop is not None)
             phase = "prefill" if n_round == 0 and i == 0 else "decode"
-            f = _record_fields(lm, cap, tcache, logits[i], p_res[i], p_stages[i], tok, index, phase, position, context, pieces, text,
+            f = record_fields(lm, cap, tcache, logits[i], p_res[i], p_stages[i], tok, index, phase, position, context, pieces, text,
                                row=row0 + i, kv_cache_bytes=_kv_bytes_upto(tcache, position + 1))
             fields.append((f, stop))
             context.append(tok)
