@@ -5,8 +5,10 @@ gr.State. Data flows pipeline -> records -> viz -> here.
 
     python app.py [--model HUB_ID_OR_DIR] [--port 7860] [--host 127.0.0.1] [--share]
 
-Environment, for tests: LLM_VIZ_LOAD_GATE=PATH holds the model's loading until that file exists,
-so a test can act while the model is still loading (as the first visitor of a waking Space does).
+Environment: LLM_VIZ_DOWNLOAD_DIR=DIR holds the folder of trace files made for download (default:
+the system's temporary folder); that folder is removed at exit. For tests: LLM_VIZ_LOAD_GATE=PATH holds the model's loading
+until that file exists, so a test can act while the model is still loading (as the first visitor
+of a waking Space does).
 """
 from __future__ import annotations
 
@@ -26,8 +28,8 @@ from pathlib import Path
 
 import gradio as gr
 
-from pipeline import records
-from pipeline.records import Settings, Trace
+from pipeline import records, session
+from pipeline.records import Trace
 from pipeline.errors import SettingsError
 from viz import branches as branches_viz
 from viz import page
@@ -102,18 +104,6 @@ def example_trace() -> Trace | None:
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def _settings(mode, system, temperature, top_k, top_p, seed, max_new) -> Settings:
-    chat = mode != "Raw text"
-    try:
-        return Settings(
-            temperature=float(temperature), top_k=int(top_k) if float(top_k).is_integer() else float(top_k),
-            top_p=float(top_p), seed=int(seed), max_new_tokens=int(max_new), chat=chat,
-            system_prompt=(system if system and system.strip() else None) if chat else None,
-        )
-    except (TypeError, ValueError, OverflowError) as e:
-        raise SettingsError(f"a setting is not a number ({e})") from e
-
-
 def _unchanged() -> dict:
     """An update that changes nothing (Gradio reads an empty dict as one missing value)."""
     return {C["output"]: gr.skip()}
@@ -141,34 +131,26 @@ def _layer_head_choices(trace: Trace | None):
     return gr.Dropdown(choices=list(range(L))), gr.Dropdown(choices=["all"] + list(range(H)))
 
 
-DOWNLOADS = Path(tempfile.mkdtemp(prefix="llm-viz-traces-"))
+# a folder of our own (inside LLM_VIZ_DOWNLOAD_DIR when set), removed at exit
+DOWNLOADS = Path(tempfile.mkdtemp(prefix="llm-viz-traces-", dir=os.environ.get("LLM_VIZ_DOWNLOAD_DIR") or None))
 atexit.register(shutil.rmtree, DOWNLOADS, ignore_errors=True)
+DOWNLOAD = "Download trace"
 
 
-def _with_inside(trace: Trace) -> Trace:
-    """The trace with what the inside-the-model views need from the model (the logit lens of every
-    step, parameter counts, position scheme, this machine's limits), when the model that made it is loaded."""
-    from pipeline import inside
-
-    lm = _same_model(trace)
-    if lm is None:
-        return trace
-    lens = tuple(r for r in (_lens(trace, st) for st in trace.steps) if r is not None)
-    return inside.with_inside(lm, replace(trace, lens=lens), steps=())
-
-
-def _download_file(trace: Trace | None, request: gr.Request | None = None):
-    """The trace as a JSON file for the download button: one file per session, replaced by the next."""
+def download_click(trace: Trace | None, request: gr.Request = None):
+    """The trace file, built now that someone asked for it (the logit lens of every step is computed
+    here, not after every run), into the hidden download button that the page's script then clicks."""
     if not trace or not trace.steps:
-        return gr.DownloadButton(value=None, interactive=False)
-    trace = _with_inside(trace)
-    d = DOWNLOADS / (getattr(request, "session_hash", None) or "shared")
-    d.mkdir(parents=True, exist_ok=True)
-    for old in d.glob("*.json"):
-        old.unlink(missing_ok=True)
-    path = d / f"trace-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(records.dumps(trace), encoding="utf-8")
-    return gr.DownloadButton(value=str(path), interactive=True)
+        yield {C["download_file"]: None}
+        return
+    yield {C["download"]: gr.Button("Preparing the file …", interactive=False), C["download_file"]: None}
+    folder = DOWNLOADS / (getattr(request, "session_hash", None) or "shared")
+    try:
+        path = str(session.write_download(_lm(), trace, folder))
+    except (OSError, SettingsError) as e:
+        gr.Warning(f"Could not write the trace file: {session.sentence(e)}")
+        path = None
+    yield {C["download"]: gr.Button(DOWNLOAD, interactive=True), C["download_file"]: path}
 
 
 # -- listeners --------------------------------------------------------------------------------
@@ -195,7 +177,7 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
     prev: Trace | None = state
     try:
         lm = HOLDER.get()
-        settings = _settings(mode, system, temperature, top_k, top_p, seed, max_new)
+        settings = session.settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new)
         keep: tuple = ()
         if start_step is not None:  # continue from a step of the trace on screen
             if prev is None or prev.model.id != lm.info.id or not prev.steps:
@@ -235,7 +217,7 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
         return
     trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud, speculative=gen.info if speculative else None,
                   **trace_extras(lm))
-    first = {C["ran"]: True, state_c: trace, C["download"]: gr.DownloadButton(value=None, interactive=False),
+    first = {C["ran"]: True, state_c: trace, C["download"]: gr.Button(DOWNLOAD, interactive=False),
              C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(())}
     if keep:  # continuing: the kept steps stay on screen
         first.update(_view(trace, len(keep) - 1, layer, head, temperature, top_k, top_p))
@@ -271,30 +253,14 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
     if speculative and trace.steps:
         yield {C["spec_summary"]: page.speculative_summary_html(trace) + "<p><i>Measuring plain decoding of the same prompt and "
                "settings, for the speed-up …</i></p>"}
-        speed = _speed_against_plain(lm, trace)
+        speed = session.speed_against_plain(lm, trace)
         yield {C["spec_summary"]: page.speculative_summary_html(trace, speed)}
-
-
-def _speed_against_plain(lm, trace: Trace) -> dict:
-    """Tokens per second of the speculative run (its rounds' own wall time) and of plain decoding of
-    the same prompt and settings for as many tokens (its steps' own wall time), both traced alike."""
-    from pipeline.generate import start
-
-    n = len(trace.steps)
-    plain = list(start(lm, trace.prompt.text, replace(trace.settings, max_new_tokens=n), ignore_eos=True))
-    spec_s = sum(r.ms for r in trace.rounds) / 1000
-    plain_s = sum(st.ms for st in plain) / 1000
-    return {"speculative_tok_s": n / spec_s if spec_s else 0.0, "plain_tok_s": len(plain) / plain_s if plain_s else 0.0}
-
-
-def download_fn(trace, request: gr.Request = None):
-    return _download_file(trace, request)
 
 
 def _refused(e: Exception) -> dict:
     """A refused run: the warning, and one update that changes nothing but the `ran` flag. (A
     generator that yields nothing makes Gradio set every output to None: an empty step slider.)"""
-    gr.Warning(_sentence(e))
+    gr.Warning(session.sentence(e))
     return {C["ran"]: False}
 
 
@@ -303,7 +269,8 @@ def finish(ran, trace, step, layer, head, temperature, top_k, top_p):
     if not ran or trace is None:
         return _unchanged()
     step = len(trace.steps) - 1
-    return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step)}
+    return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step),
+            C["download"]: gr.Button(DOWNLOAD, interactive=bool(trace.steps))}
 
 
 # -- inside the model: one tab at a time, the one open, for the step on screen ----------------
@@ -311,61 +278,20 @@ SAMPLING_ROWS = ((1.0, 0, 1.0), (0.7, 0, 0.9), (0.3, 0, 1.0))  # temperature, to
 INSIDE = {"lens": ("lens_html", "lens_plot"), "residual": ("resid_plot", "contrib_plot"), "position": ("pos_plot",), "kvc": (),
           "accounting": ("acc_html", "acc_plot"), "sampling": ("cmp_plot",), "branches": (), "bytes": ("bytes_html",),
           "context": ("ctx_html", "ctx_plot")}
-LENS_CACHE: dict = {}  # (model id, context ids, token id) -> LensRecord, the last few computed
+
+
+def _lm():
+    """The loaded model, or None while it loads (or when it failed to load)."""
+    return HOLDER.lm if HOLDER is not None else None
 
 
 def _same_model(trace: Trace | None):
     """The loaded model when it is the one that made `trace` (so its weights can answer for it)."""
-    lm = HOLDER.lm if HOLDER is not None else None
-    return lm if lm is not None and trace is not None and lm.info.id == trace.model.id else None
-
-
-def _sentence(e: Exception) -> str:
-    t = str(e)
-    return f"{t[:1].upper()}{t[1:]}" + ("" if t.endswith((".", "!", "?")) else ".")
+    return session.same_model(_lm(), trace)
 
 
 def _note(text: str) -> str:
     return f"<p class='inside-note'>{html.escape(text)}</p>"
-
-
-def _lens(trace: Trace, st):
-    from pipeline import inside
-
-    for rec in trace.lens:
-        if rec.step == st.index and rec.token_id == st.token_id:
-            return rec
-    lm = _same_model(trace)
-    if lm is None or st.hidden is None:
-        return None
-    key = (lm.info.id, st.context_ids, st.token_id)
-    # the model's lock: its final norm and LM head must not run while another session's forward pass
-    # has hooks on them; it also guards the cache, which every session shares
-    with lm.lock:
-        if key not in LENS_CACHE:
-            while len(LENS_CACHE) >= 256:
-                LENS_CACHE.pop(next(iter(LENS_CACHE)))
-            LENS_CACHE[key] = inside.logit_lens(lm, st)
-        return LENS_CACHE[key]
-
-
-def _accounting(trace: Trace):
-    """(records of every step, machine, params), or None when neither the trace nor the model has them."""
-    from pipeline import inside
-
-    lm = _same_model(trace)
-    params = trace.params or (inside.param_counts(lm) if lm else None)
-    if params is None:
-        return None
-    machine = trace.machine or inside.measure_machine()
-    return [inside.accounting(trace.model, params, st, machine) for st in trace.steps], machine, params
-
-
-def _position(trace: Trace):
-    from pipeline import inside
-
-    lm = _same_model(trace)
-    return trace.position or (inside.position_info(lm) if lm else None)
 
 
 def inside_view(tab, trace, step, *rest) -> dict:
@@ -380,7 +306,7 @@ def inside_view(tab, trace, step, *rest) -> dict:
     out = {}
     try:
         if tab == "lens":
-            rec = _lens(trace, st)
+            rec = session.LENS.get(_lm(), trace, st)
             out = {C["lens_html"]: lens_viz.lens_summary_html(rec, forced=st.forced),
                    C["lens_plot"]: lens_viz.logit_lens_figure(rec, trace.model.n_layers, forced=st.forced)} \
                 if rec is not None else {C["lens_html"]: _note(
@@ -396,10 +322,10 @@ def inside_view(tab, trace, step, *rest) -> dict:
             if st.resid_2d is None:
                 gr.Info(f"This trace has no residual path for {label} (it was saved before the path was recorded): generate again to see it.")
         elif tab == "position":
-            pos = _position(trace)
+            pos = session.position_for(_lm(), trace)
             out = {C["pos_plot"]: pos_viz.position_figure(pos, list(st.context_pieces)) if pos is not None else None}
         elif tab == "accounting":
-            acc = None if trace.speculative else _accounting(trace)
+            acc = None if trace.speculative else session.accounting_for(_lm(), trace)
             if trace.speculative:  # its steps came k + 1 at a time from rounds of draft and verify passes
                 out = {C["acc_html"]: _note("This generation was speculative: its tokens came from rounds of draft passes and one "
                                             "verify pass each (section 7), not one pass per token, so a per-step account of one "
@@ -424,7 +350,7 @@ def inside_view(tab, trace, step, *rest) -> dict:
             pout = float(price_out) if price_out not in (None, "") else None
             out = {C["ctx_html"]: context.context_html(trace, s, price_in_per_m=pin, price_out_per_m=pout), C["ctx_plot"]: context.context_figure(trace, s)}
     except (SettingsError, ValueError, TypeError) as e:
-        gr.Warning(_sentence(e))
+        gr.Warning(session.sentence(e))
         return {C["lens_html"]: gr.skip()}  # (an empty dict would read as one missing value)
     return out or {C["lens_html"]: gr.skip()}
 
@@ -445,18 +371,6 @@ def kv_compare_click(trace, step):
     return compute.kv_compare_html(kvc, pieces), compute.kv_compare_figure(kvc, pieces)
 
 
-def _default_swap(trace: Trace) -> tuple[int, int]:
-    """Two word tokens of what the person typed (the first and the last), for the swap demo."""
-    p = trace.prompt
-    n, ids = len(p.text_ids), list(p.token_ids)
-    start = next((a for a in range(len(ids) - n, -1, -1) if n and ids[a:a + n] == list(p.text_ids)), None)
-    span = range(start, start + n) if start is not None else range(len(ids))
-    words = [k for k in span if p.pieces[k].strip().isalpha()]
-    if len(words) < 2:
-        raise SettingsError("the prompt needs two word tokens to swap: type the positions to swap instead")
-    return words[0], words[-1]
-
-
 def swap_click(trace, i, j):
     from pipeline import inside
     from viz import position as pos_viz
@@ -467,10 +381,10 @@ def swap_click(trace, i, j):
         return gr.skip(), gr.skip(), gr.skip()
     try:
         if i in (None, "") or j in (None, "") or int(i) == int(j):  # two words of what the person typed
-            i, j = _default_swap(trace)
+            i, j = session.default_swap(trace)
         swap = inside.swap_demo(lm, list(trace.prompt.token_ids), int(i), int(j))
     except (SettingsError, ValueError) as e:
-        gr.Warning(_sentence(e))
+        gr.Warning(session.sentence(e))
         return gr.skip(), gr.skip(), gr.skip()
     return pos_viz.swap_figure(swap), int(i), int(j)
 
@@ -527,7 +441,7 @@ def load_trace(file, layer, head, temperature, top_k, top_p, request: gr.Request
         C["slider"]: _slider(trace), C["layer"]: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
         C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),
         C["temperature"]: s.temperature, C["top_k"]: s.top_k, C["top_p"]: s.top_p, C["seed"]: s.seed,
-        C["info"]: page.model_markdown(trace.model, loaded_from_file=True), C["download"]: _download_file(trace, request),
+        C["info"]: page.model_markdown(trace.model, loaded_from_file=True), C["download"]: gr.Button(DOWNLOAD, interactive=True),
         C["spec_summary"]: page.speculative_summary_html(trace),
     }
 
@@ -595,7 +509,9 @@ def build(example: Trace | None) -> gr.Blocks:
                                                  info="layers:N = this model's own first N layers (no download); or the Hub id / "
                                                       "local directory of a smaller model with the same tokenizer")
                 with gr.Row():
-                    C["download"] = gr.DownloadButton("Download trace", elem_id="download-trace", interactive=False, size="sm")
+                    C["download"] = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
+                    # filled when Download is clicked, then clicked by the page's script (hidden)
+                    C["download_file"] = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")
                     C["upload"] = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
             with gr.Column(scale=7, min_width=480):
                 gr.Markdown(CAPTIONS["output"], elem_classes="caption")
@@ -730,8 +646,7 @@ def build(example: Trace | None) -> gr.Blocks:
                                          (C["step"].click, step_fn, [], "step"), (C["resample"].click, resample_fn, [C["slider"]], "resample")):
             ev = trigger(fn, extra + gen_in, all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden",
                          api_name=name, api_visibility="public" if name else "private")
-            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
-                download_fn, state_c, C["download"], show_progress="hidden")
+            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
             events.append(ev)
         def branch_fn(rank, step, *a):
             prev = a[-1]
@@ -779,7 +694,6 @@ def build(example: Trace | None) -> gr.Blocks:
         for trigger, rank_in, fn in ((C["branch_go"].click, C["branch_req"], branch_click), (C["branch_btn"].click, C["branch_rank"], branch_typed)):
             ev = trigger(fn, [rank_in, *branch_in], branch_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden")
             ev.then(finish, fin_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
-                download_fn, state_c, C["download"], show_progress="hidden").then(
                 record_branch, [state_c, branches_c, pending_c], [branches_c, C["branches_html"], C["branch_pick"], pending_c], show_progress="hidden")
             events.append(ev)
         C["branch_pick"].input(show_branch, [C["branch_pick"], branches_c, C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
@@ -807,8 +721,9 @@ def build(example: Trace | None) -> gr.Blocks:
         C["tour_end"].click(lambda: {C["tour_group"]: gr.Group(visible=False), C["tour_target"]: ""}, None, tour_out,
                             show_progress="hidden").then(None, [C["tour_target"]], None, js=focus_js)
 
-        C["stop"].click(finish, fin_in, fin_out, cancels=events, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
-            download_fn, state_c, C["download"], show_progress="hidden")
+        C["stop"].click(finish, fin_in, fin_out, cancels=events, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
+        C["download"].click(download_click, state_c, [C["download"], C["download_file"]], show_progress="hidden").then(
+            None, None, None, js="() => document.querySelector('#download-file')?.click()")  # (no file: a click does nothing)
         for key, tab in tabs.items():  # the open tab is drawn when opened and follows the step slider
             tab.select((lambda k: lambda: k)(key), None, tab_c, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
         C["cmp_btn"].click(inside_view, inside_in, inside_out, **inside_kw)

@@ -168,15 +168,31 @@ def test_one_token_per_click_in_step_mode(browser, app_url):
     assert not page.errors
 
 
-def test_download_and_reload_a_trace(browser, app_url, tmp_path):
+def _files(folder) -> set:
+    return {p for p in folder.rglob("trace-*") if p.is_file()}
+
+
+def read_trace_file(path):
+    raw = path.read_bytes()
+    return records.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+
+
+def test_download_and_reload_a_trace(browser, app_url, tmp_path, download_dir):
     page = open_page(browser, app_url)
+    before = _files(download_dir)
     _generate(page, "Name three colours.", max_new=10, temperature=0)
     text = page.inner_text("#output .gen-text")
+    # the button is ready, and no file was made: the logit lens of every step is computed on the click
+    assert not page.locator("#download-trace").is_disabled()
+    assert _files(download_dir) == before
     with page.expect_download() as dl:
         page.click("#download-trace")
-    path = tmp_path / "trace.json"
+    made = _files(download_dir)
+    assert len(made - before) == 1
+    path = tmp_path / dl.value.suggested_filename
     dl.value.save_as(path)
-    trace = records.loads(path.read_bytes())  # the pipeline's own format, readable by the CLI too
+    trace = read_trace_file(path)  # the pipeline's own format, readable by the CLI too
+    assert [r.step for r in trace.lens] == [s.index for s in trace.steps]
     assert trace.prompt.text == "Name three colours."
     assert trace.text == text.replace("\u00a0", " ") or trace.text.strip() == text.strip()
 
@@ -187,10 +203,9 @@ def test_download_and_reload_a_trace(browser, app_url, tmp_path):
     other.wait_for_function("(t) => document.querySelector('#output .gen-text')?.innerText === t", arg=text, timeout=30_000)
     assert slider_max(other) == len(trace.steps) - 1
     assert "Viewing a saved trace" in other.inner_text("#model-info")
-    # a gzip of the same trace loads too
-    gz = tmp_path / "trace.json.gz"
-    gz.write_bytes(gzip.compress(path.read_bytes()))
-    assert not other.errors
+    assert not other.locator("#download-trace").is_disabled()  # a loaded trace can be downloaded again
+    assert _files(download_dir) == made  # loading a trace writes no file either
+    assert not other.errors and not error_toasts(other) and not error_toasts(page)
 
 
 def test_malformed_trace_file_gives_a_message(browser, app_url, tmp_path):
