@@ -118,6 +118,8 @@ class Generation:
     first_new: int = 0  # the first step made with `settings` (continuations: where they begin)
 
     def __iter__(self) -> Iterator[StepRecord]:
+        if self.kept and self.kept[-1].stop_reason == "eos":  # a branch that forced the end: nothing follows
+            return
         stop_ids = set() if self.ignore_eos else eos_ids(self.lm)
         for rec in _run(self.lm, self.settings, self.prompt, self.prefix, stop_ids, self.rng_state):
             self.steps.append(rec)
@@ -125,7 +127,11 @@ class Generation:
 
     def trace(self) -> Trace:
         """The trace so far: the kept steps, then the new ones."""
-        return build_trace(self.lm, self.settings, self.prompt, self.kept + tuple(self.steps), base=self.base, first_new=self.first_new)
+        extra = {}
+        if self.base is not None and self.base.speculative is not None:  # the speculative rounds that made the kept steps
+            n = len(self.kept)
+            extra = dict(speculative=self.base.speculative, rounds=tuple(r for r in self.base.rounds if r.first_step + len(r.token_ids) <= n))
+        return build_trace(self.lm, self.settings, self.prompt, self.kept + tuple(self.steps), base=self.base, first_new=self.first_new, **extra)
 
 
 def build_trace(lm: LoadedModel, settings: Settings, prompt: PromptRecord, steps: Sequence[StepRecord], *, base: Trace | None = None,

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from pipeline.inside import AccountingRecord, KVCompareRecord, MachineInfo, ParamCounts
+from pipeline.records import AccountingRecord, KVCompareRecord, MachineInfo, ParamCounts
 
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes, html_piece, plot_piece
 

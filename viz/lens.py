@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from pipeline.inside import LensRecord
+from pipeline.records import LensRecord
 
 from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, html_piece, plot_piece
 

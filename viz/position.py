@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from pipeline.inside import PositionRecord, SwapRecord
+from pipeline.records import PositionRecord, SwapRecord
 
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
 
