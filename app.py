@@ -169,88 +169,95 @@ def _draft(lm, spec: str):
     return DRAFTS[key]
 
 
+def _new_tokens(prev: Trace | None, cont: dict | None, max_new: int) -> int:
+    """How many tokens a click makes: Generate, `max_new`; a re-sample or a branch from step s, what
+    brings the answer to `max_new` tokens in all (at least one after the fork)."""
+    if cont is None or cont.get("start_step") is None or prev is None:
+        return max_new
+    try:
+        s, n = int(cont["start_step"]), len(prev.steps)
+    except (TypeError, ValueError) as e:
+        raise SettingsError(f"pick a step on the step slider to go on from ({e})") from e
+    kept = min(max(0, s), n) if cont.get("force_rank") is None else min(max(0, s), n - 1) + 1
+    return max(1, max_new - kept)
+
+
+def _start_run(prompt, settings, prev: Trace | None, cont: dict | None, n_new: int, spec: tuple):
+    """(lm, the generation a click asks for): a fresh one (`cont` None; speculative when `spec`'s
+    first item is on), or one going on from the trace on screen (pipeline.continuation)."""
+    lm = HOLDER.get()
+    if not 1 <= n_new <= MAX_NEW_TOKENS:
+        raise SettingsError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this page, not {n_new}")
+    spec_on, spec_k, spec_draft = spec
+    if cont is not None:  # +1 token, re-sample, branch: as one longer run would have written it
+        from pipeline.continuation import continue_generation
+
+        gen = continue_generation(lm, prev, settings, n_new=n_new, **cont)
+    elif spec_on:
+        from pipeline.speculative import start_speculative
+
+        gen = start_speculative(lm, prompt, replace(settings, max_new_tokens=n_new), k=spec_k, draft=_draft(lm, spec_draft))
+    else:
+        from pipeline.generate import start
+
+        gen = start(lm, prompt, replace(settings, max_new_tokens=n_new))
+    if len(gen.prompt.token_ids) > MAX_PROMPT_TOKENS:
+        raise SettingsError(f"the prompt is {len(gen.prompt.token_ids)} tokens; this page takes up to {MAX_PROMPT_TOKENS} "
+                            "(every attention map of the prompt is drawn): shorten it")
+    return lm, gen
+
+
+def _streamed(trace: Trace, i: int, layer, head, temperature, top_k, top_p, live: bool, clock: dict) -> dict:
+    """The update for step `i` while streaming: the text and the token chips every token, figures at
+    a bounded rate (drawing them costs the browser far more than the model's step)."""
+    now = time.perf_counter()
+    out = {state_c: trace, C["output"]: page.output_only(trace, step=i), C["tokens"]: page.tokens_only(trace, step=i),
+           C["slider"]: _slider(trace)}
+    if trace.speculative:
+        out[C["spec"]] = page.speculative.rounds_html(trace.rounds, step=i)
+    if not live:  # text only while generating: the model runs at full speed on a small machine
+        pass
+    elif now - clock["heavy"] >= HEAVY_EVERY_S:
+        clock["heavy"] = clock["dist"] = now
+        out.update(_view(trace, i, layer, head, temperature, top_k, top_p, heavy=True))
+    elif now - clock["dist"] >= DIST_EVERY_S:
+        clock["dist"] = now
+        out[C["dist"]] = page.distribution_only(trace, step=i, temperature=temperature, top_k=top_k, top_p=top_p)
+    return out
+
+
 def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, live, spec_on, spec_k, spec_draft, state,
-           start_step=None, one_step=False, force_rank=None):
-    """Generate and stream: cheap panels every token, heavy ones at a bounded rate and at the end.
-    `start_step`: continue from that step of the trace on screen; `force_rank`: with the candidate of
-    that rank (in the step's distribution) forced at that step instead of the model's choice."""
+           cont: dict | None = None, one_step=False):
+    """Generate and stream: cheap panels every token, heavy ones at a bounded rate, `finish` draws all
+    at the end. `cont`: go on from the trace on screen, as pipeline.continuation.continue_generation's
+    keywords ({"start_step": None} after its last step; a step to re-sample from; with "force_rank",
+    a branch); `one_step`: one token."""
     prev: Trace | None = state
     try:
-        lm = HOLDER.get()
         settings = session.settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new)
-        keep: tuple = ()
-        if start_step is not None:  # continue from a step of the trace on screen
-            if prev is None or prev.model.id != lm.info.id or not prev.steps:
-                raise SettingsError("there is no generation from this model on screen to continue; press Generate first")
-            start_step = max(0, min(int(start_step), len(prev.steps) - 1 if force_rank is not None else len(prev.steps)))
-            keep = prev.steps[:start_step]
-            if force_rank is not None:  # a branch: another candidate at this step, then generate on
-                from pipeline.branch import forced_step
-
-                base, k = prev.steps[start_step], int(force_rank)
-                if not 0 <= k < len(base.top_ids):
-                    raise SettingsError("click one of the candidate bars to branch; the last bar stands for the rest of the vocabulary")
-                if int(base.top_ids[k]) == base.token_id:
-                    raise SettingsError(f"the model already chose {base.piece!r} at this step: click another candidate to branch")
-                keep = keep + (forced_step(lm, keep, base, int(base.top_ids[k])),)
-            prompt, settings = prev.prompt.text, replace(settings, chat=prev.settings.chat, system_prompt=prev.prompt.system_prompt)
-        if one_step:
-            settings = replace(settings, max_new_tokens=1)
-        from pipeline.generate import start
-        from pipeline.inside import trace_extras
-
-        if not 1 <= settings.max_new_tokens <= MAX_NEW_TOKENS:
-            raise SettingsError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this page, not {settings.max_new_tokens}")
-        speculative = bool(spec_on) and start_step is None and not one_step  # +1 token and re-sample stay plain
-        if speculative:
-            from pipeline.speculative import start_speculative
-
-            gen = start_speculative(lm, prompt, settings, k=spec_k, draft=_draft(lm, spec_draft))
-        else:
-            gen = start(lm, prompt, settings, prefix=[s.token_id for s in keep])
-        if len(gen.prompt.token_ids) > MAX_PROMPT_TOKENS:
-            raise SettingsError(f"the prompt is {len(gen.prompt.token_ids)} tokens; this page takes up to {MAX_PROMPT_TOKENS} "
-                                "(every attention map of the prompt is drawn): shorten it")
+        n_new = 1 if one_step else _new_tokens(prev, cont, settings.max_new_tokens)
+        spec = (bool(spec_on) and cont is None and not one_step, spec_k, spec_draft)  # +1 token and re-sample stay plain
+        lm, gen = _start_run(prompt, settings, prev, cont, n_new, spec)
     except SettingsError as e:
         # a warning, not an error: the panels keep what they show, and nothing typed is touched
         yield _refused(e)
         return
-    trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud, speculative=gen.info if speculative else None,
-                  **trace_extras(lm))
+    trace, kept = gen.trace(), getattr(gen, "kept", ())
     first = {C["ran"]: True, state_c: trace, C["download"]: gr.Button(DOWNLOAD, interactive=False),
              C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(())}
-    if keep:  # continuing: the kept steps stay on screen
-        first.update(_view(trace, len(keep) - 1, layer, head, temperature, top_k, top_p))
+    if kept:  # continuing: the kept steps stay on screen
+        first.update(_view(trace, len(kept) - 1, layer, head, temperature, top_k, top_p))
         first[C["slider"]] = _slider(trace)
     else:
         first.update({C["output"]: page.output_only(trace), C["tokens"]: page.tokens_only(trace)})
     yield first
-    if force_rank is not None and keep[-1].stop_reason == "eos":  # a forced end of sequence: nothing follows
+    if kept and kept[-1].stop_reason == "eos":  # a forced end of sequence: nothing follows
         return
-    last_dist = last_heavy = time.perf_counter()  # the first token goes out as text, at once
-    # a plain generation yields steps; a speculative one yields rounds of 1 to k+1 steps
-    for item in gen:
-        if speculative:
-            trace = replace(trace, steps=trace.steps + item.steps, rounds=trace.rounds + (item.round,))
-        else:
-            trace = replace(trace, steps=trace.steps + (item,))
-        i, now = len(trace.steps) - 1, time.perf_counter()
-        # the text and the token chips every token; figures at a bounded rate (drawing them
-        # costs the browser far more than the model's step); `finish` draws everything at the end
-        out = {state_c: trace, C["output"]: page.output_only(trace, step=i), C["tokens"]: page.tokens_only(trace, step=i),
-               C["slider"]: _slider(trace)}
-        if speculative:
-            out[C["spec"]] = page.speculative.rounds_html(trace.rounds, step=i)
-        if not live:  # text only while generating: the model runs at full speed on a small machine
-            pass
-        elif now - last_heavy >= HEAVY_EVERY_S:
-            last_heavy = last_dist = now
-            out.update(_view(trace, i, layer, head, temperature, top_k, top_p, heavy=True))
-        elif now - last_dist >= DIST_EVERY_S:
-            last_dist = now
-            out[C["dist"]] = page.distribution_only(trace, step=i, temperature=temperature, top_k=top_k, top_p=top_p)
-        yield out
-    if speculative and trace.steps:
+    clock = dict(dist=time.perf_counter(), heavy=time.perf_counter())  # the first token goes out as text, at once
+    for _ in gen:  # a plain generation yields steps; a speculative one rounds of 1 to k+1 steps
+        trace = gen.trace()
+        yield _streamed(trace, len(trace.steps) - 1, layer, head, temperature, top_k, top_p, live, clock)
+    if trace.speculative and trace.steps:
         yield {C["spec_summary"]: page.speculative_summary_html(trace) + "<p><i>Measuring plain decoding of the same prompt and "
                "settings, for the speed-up …</i></p>"}
         speed = session.speed_against_plain(lm, trace)
@@ -636,10 +643,10 @@ def build(example: Trace | None) -> gr.Blocks:
             trace = a[-1]
             cont = trace is not None and HOLDER.lm is not None and trace.model.id == HOLDER.lm.info.id and trace.steps \
                 and trace.prompt.text == a[0] and trace.steps[-1].stop_reason in (None, "max_new_tokens")
-            yield from stream(*a, start_step=len(trace.steps) if cont else None, one_step=True)
+            yield from stream(*a, cont={"start_step": None} if cont else None, one_step=True)
 
         def resample_fn(step, *a):
-            yield from stream(*a, start_step=step)
+            yield from stream(*a, cont={"start_step": step})
 
         events = []
         for trigger, fn, extra, name in ((C["generate"].click, gen_fn, [], "generate"), (C["prompt"].submit, gen_fn, [], None),
@@ -659,7 +666,7 @@ def build(example: Trace | None) -> gr.Blocks:
             if prev is not None and 0 <= s < len(prev.steps) and 0 <= k < len(prev.steps[s].top_ids):
                 base = prev.steps[s]
                 pend = dict(parent=prev, fork=s, token_id=int(base.top_ids[k]), forced=base.top_pieces[k], model=base.piece)
-            for n, out in enumerate(stream(*a, start_step=s, force_rank=k)):
+            for n, out in enumerate(stream(*a, cont={"start_step": s, "force_rank": k})):
                 yield {**out, pending_c: pend} if n == 0 else out
 
         def record_branch(trace, branches, pend):
