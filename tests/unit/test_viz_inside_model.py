@@ -301,3 +301,20 @@ def test_accounting_figure_plots_each_steps_numbers():
 
 def test_si_units():
     assert si(1_350_000) == "1.35 M" and si(2.7e9) == "2.7 G" and si(999) == "999" and si(20e9, "B/s") == "20 GB/s"
+
+
+def test_accounting_names_the_stored_precision_against_memory():
+    from pipeline.records import ModelInfo
+
+    q4 = ModelInfo(id="m", source="embedded", family="llama", n_layers=30, n_heads=9, n_kv_heads=3, head_dim=64, d_model=576,
+                   vocab_size=49152, context_length=8192, dtype="float32", n_params=135_000_000,
+                   weights="GGUF: matrix weights Q4_1, embedding Q8_0, norms F32; computed in float32", weight_bytes=96_000_000)
+    page = accounting_html(acc(1, 1), MACHINE, PARAMS, q4)
+    assert "weights as stored" in page and "Q4_1" in page
+    assert "5.69 bits a weight" in page  # 8 x 96e6 / 135e6
+    assert "540 MB in memory (32 bits a weight), 5.6× the file" in page
+    assert "Quantisation" in page
+    f32 = dataclasses.replace(q4, weights="float32 safetensors", weight_bytes=540_000_000)
+    plain = accounting_html(acc(1, 1), MACHINE, PARAMS, f32)
+    assert "32 bits a weight: float32 safetensors" in plain and "Quantisation" not in plain
+    assert "weights as stored" not in accounting_html(acc(1, 1), MACHINE, PARAMS, dataclasses.replace(q4, weight_bytes=0))
