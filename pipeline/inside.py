@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .formulas import kv_cache_bytes
 from .capture import run_with_cache
 from .loading import LoadedModel
 from .records import (
@@ -211,7 +212,7 @@ def accounting(info: ModelInfo, params: ParamCounts, step: StepRecord, machine: 
     bpp = params.bytes_per_param
     weight_bytes = float(params.read_per_pass * bpp)
     previous = 0 if prefill else step.position
-    kv_bytes = float(2 * info.n_layers * info.n_kv_heads * info.head_dim * previous * bpp)
+    kv_bytes = float(kv_cache_bytes(info, previous, bpp))  # a sliding-window layer reads its window only
     read = weight_bytes + kv_bytes
     intensity = 2 * macs / read
     balance = machine.matmul_gflop_s / machine.memory_gb_s

@@ -63,3 +63,17 @@ def test_an_angle_past_a_full_turn_is_wrapped():
     assert turn_words(12.5) == "only 12.5°"
     assert turn_words(400.0) == "1 turn and 40°"
     assert turn_words(2 * 360 + 5) == "2 turns and 5°"
+
+
+def test_the_kv_summary_counts_only_a_sliding_windows_positions():
+    from viz.kv import bytes_per_value, kv_summary_html
+
+    trace = make_trace(n_layers=2, n_steps=3)
+    model = dataclasses.replace(trace.model, sliding_windows=(4, 0))
+    st = trace.steps[-1]
+    P = st.position + 1
+    formula = 2 * model.n_kv_heads * model.head_dim * 4 * (3 + P)  # the window layer keeps 3, the other P
+    st = dataclasses.replace(st, kv_cache_bytes_formula=formula, kv_cache_bytes=formula)
+    assert bytes_per_value(st, model) == 4
+    html = kv_summary_html(steps=[st], step=0, model=model)
+    assert "1 of 2 layers use a sliding window and keep only their last 3 positions" in html and f"{formula:,} bytes" in html
