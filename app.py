@@ -343,7 +343,7 @@ def inside_view(tab, trace, step, *rest) -> dict:
                                             "to see its compute and memory accounting."), C["acc_plot"]: None}
             else:
                 recs, machine, params = acc
-                out = {C["acc_html"]: compute.accounting_html(recs[s], machine, params), C["acc_plot"]: compute.accounting_figure(recs, s)}
+                out = {C["acc_html"]: compute.accounting_html(recs[s], machine, params, trace.model), C["acc_plot"]: compute.accounting_figure(recs, s)}
         elif tab == "sampling":
             if any(v in (None, "") for v in cmp):
                 raise SettingsError("each of the three columns needs a temperature, a top-k and a top-p")

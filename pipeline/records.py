@@ -36,6 +36,9 @@ class ModelInfo:
     # how the weights are really stored, in words: "float32 safetensors", or for the embedded model
     # "GGUF Q4_1 (embedding Q8_0, norms F32), dequantised to float32"; "" in traces made before it
     weights: str = ""
+    weight_bytes: int = 0  # bytes of the weights as stored (the file on disk); 0: not known
+    # per layer, the sliding attention window (0: full attention); () in traces made before it
+    sliding_windows: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

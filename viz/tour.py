@@ -91,7 +91,7 @@ def tour_stages(trace: Trace, step: int) -> list[TourStage]:
              f"{st.chosen_final_prob:.1%} there and {st.chosen_prob:.1%} before sampling reshaped it.")), "panel-distribution"),
         TourStage("7 · KV cache and time", (
             f"The keys and values of the {fed} token{'s' if fed != 1 else ''} fed in are kept: the cache now holds {T:,} "
-            f"positions, {human_bytes(st.kv_cache_bytes)}. This step took {st.ms:.1f} ms on this machine."), "panel-kv"),
+            f"positions, {human_bytes(st.kv_cache_bytes)}. This step took {st.ms:.1f} ms on the machine that made this trace."), "panel-kv"),
         TourStage("8 · Output", (
             f"The chosen token {piece} is appended to the context" + (
                 f" and its text <code>{html_piece(st.text)}</code> appears in the output. " if st.text else
