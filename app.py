@@ -448,7 +448,7 @@ def load_trace(file, layer, head, temperature, top_k, top_p, request: gr.Request
         C["slider"]: _slider(trace), C["layer"]: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
         C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),
         C["temperature"]: s.temperature, C["top_k"]: s.top_k, C["top_p"]: s.top_p, C["seed"]: s.seed,
-        C["info"]: page.model_markdown(trace.model, loaded_from_file=True), C["download"]: gr.Button(DOWNLOAD, interactive=True),
+        C["info"]: page.model_markdown(session.known_weights(trace.model, _lm()), loaded_from_file=True), C["download"]: gr.Button(DOWNLOAD, interactive=True),
         C["spec_summary"]: page.speculative_summary_html(trace),
     }
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .errors import SettingsError
-from .records import LensRecord, Settings, StepRecord, Trace
+from .records import LensRecord, ModelInfo, Settings, StepRecord, Trace
 
 LENS_CACHE_SIZE = 256  # lens records kept across sessions (one is ~40 KB)
 
@@ -24,6 +24,18 @@ LENS_CACHE_SIZE = 256  # lens records kept across sessions (one is ~40 KB)
 def same_model(lm, trace: Trace | None):
     """`lm` when it is the model that made `trace` (so its weights can answer for it), else None."""
     return lm if lm is not None and trace is not None and lm.info.id == trace.model.id else None
+
+
+def known_weights(info: ModelInfo, lm) -> ModelInfo:
+    """`info` with how its weights are stored, where a trace made before that was recorded ("") is
+    of the embedded model and the loaded model is the embedded one too: the package ships one
+    file, so its storage is known. Otherwise `info` as it is (the page then says only the dtype
+    the model computed in, never a precision it cannot vouch for)."""
+    if info.weights or lm is None or info.source != "embedded":
+        return info
+    if lm.info.source != "embedded" or lm.info.id != info.id or not lm.info.weights:
+        return info
+    return replace(info, weights=lm.info.weights)
 
 
 def sentence(e: Exception) -> str:

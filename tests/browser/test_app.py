@@ -13,7 +13,7 @@ import pytest
 
 from pipeline import records
 
-from .harness import (error_toasts, n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,
+from .harness import (ROOT, error_toasts, n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,
                       slider_value, wait_model_loaded, wait_plot_step)
 
 pytestmark = pytest.mark.browser
@@ -390,3 +390,19 @@ def test_speculative_mode_shows_rounds_and_gives_the_greedy_text(browser, app_ur
     page.wait_for_selector("#accounting-summary :text('This generation was speculative')", timeout=30_000)
     assert page.query_selector("#accounting-plot .js-plotly-plot") is None
     assert not page.errors
+
+
+def test_the_model_line_names_the_weights_real_precision(browser, app_url):
+    page = open_page(browser, app_url)
+    wait_model_loaded(page)
+    line = page.inner_text("#model-info")
+    assert "Q4_1" in line and "dequantised" in line, line  # the embedded model is 4-bit, computed in float32
+    assert "parameters, float32" not in line
+    # the example trace was saved before traces recorded the weights: loaded, it is named as the loaded file
+    with page.expect_file_chooser() as fc:
+        page.click("#upload-trace")
+    fc.value.set_files(str(ROOT / "assets" / "example_trace.json.gz"))
+    page.wait_for_selector("#model-info :text('Viewing a saved trace')", timeout=30_000)
+    line = page.inner_text("#model-info")
+    assert "Q4_1" in line and "parameters, float32" not in line, line
+    assert not page.errors and not error_toasts(page)

@@ -144,3 +144,16 @@ def test_the_pages_fields_become_settings_or_a_clear_error():
 def test_sentence():
     assert session.sentence(ValueError("the seed is odd")) == "The seed is odd."
     assert session.sentence(ValueError("really?")) == "Really?"
+
+
+def test_an_old_trace_of_the_embedded_model_is_named_with_the_loaded_files_precision(lm):
+    q4 = "GGUF: matrix weights Q4_1, embedding Q8_0, norms F32; computed in float32 (dequantised at load)"
+    emb = replace(lm, info=replace(lm.info, id="SmolLM2-135M-Instruct", source="embedded", weights=q4))
+    old = replace(emb.info, weights="")  # a trace written before the weights were recorded
+    assert session.known_weights(old, emb).weights == q4
+    # never a guess: another model, another source, no model loaded, or a trace that says it itself
+    assert session.known_weights(replace(old, id="other"), emb).weights == ""
+    assert session.known_weights(old, replace(emb, info=replace(emb.info, source="hub"))).weights == ""
+    assert session.known_weights(replace(old, source="hub"), emb).weights == ""
+    assert session.known_weights(old, None).weights == ""
+    assert session.known_weights(replace(old, weights="float32 safetensors"), emb).weights == "float32 safetensors"
