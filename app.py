@@ -243,7 +243,9 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
         yield _refused(e)
         return
     trace, kept = gen.trace(), getattr(gen, "kept", ())
-    first = {C["ran"]: True, state_c: trace, C["download"]: gr.Button(DOWNLOAD, interactive=False),
+    layers, heads = _layer_head_choices(trace)  # (after a loaded trace of another model)
+    first = {C["ran"]: True, state_c: trace, C["download"]: gr.Button(DOWNLOAD, interactive=False), C["info"]: HOLDER.status,
+             C["layer"]: layers, C["head"]: heads,
              C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(())}
     if kept:  # continuing: the kept steps stay on screen
         first.update(_view(trace, len(kept) - 1, layer, head, temperature, top_k, top_p))
@@ -301,6 +303,19 @@ def _note(text: str) -> str:
     return f"<p class='inside-note'>{html.escape(text)}</p>"
 
 
+def _no_lens(trace: Trace) -> str:
+    """Why the logit lens of a step cannot be shown, and what to do."""
+    lm = _lm()
+    if lm is not None and _same_model(trace) is None:
+        return (f"This trace was made by {trace.model.id}, not by the loaded model ({lm.info.id}), and was saved without its "
+                "logit lens: the lens needs the final norm and LM head of the model that made it. Start the app with that "
+                "model (--model) to see it, or generate with this one.")
+    if lm is None and not trace.lens:
+        return "The logit lens runs the model's final norm and LM head: it appears here once the model has loaded."
+    return ("The logit lens needs this step's hidden states. They are captured while the model generates, and a trace "
+            "downloaded from this page carries the lens of every step: generate with the model, or load such a trace.")
+
+
 def inside_view(tab, trace, step, *rest) -> dict:
     """The open tab of "Inside the model" for the step on screen, as {component: value}."""
     from viz import bytes_view, compute, context, lens as lens_viz, position as pos_viz, residual, sampling_compare
@@ -316,10 +331,7 @@ def inside_view(tab, trace, step, *rest) -> dict:
             rec = session.LENS.get(_lm(), trace, st)
             out = {C["lens_html"]: lens_viz.lens_summary_html(rec, forced=st.forced),
                    C["lens_plot"]: lens_viz.logit_lens_figure(rec, trace.model.n_layers, forced=st.forced)} \
-                if rec is not None else {C["lens_html"]: _note(
-                    "The logit lens needs this step's hidden states. They are captured while the model generates, and a trace "
-                    "downloaded from this page carries the lens of every step: generate with the model, or load such a trace."),
-                    C["lens_plot"]: None}
+                if rec is not None else {C["lens_html"]: _note(_no_lens(trace)), C["lens_plot"]: None}
         elif tab == "residual":
             label = f"step {st.index}"
             out = {C["resid_plot"]: residual.residual_path_figure(st.resid_2d, st.resid_norm, st.update_norm, piece=st.context_pieces[-1], step=st.index)
@@ -630,7 +642,8 @@ def build(example: Trace | None) -> gr.Blocks:
         inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
 
         view_in = [state_c, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
-        all_out = [C["ran"], state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"], C["spec_summary"]]
+        all_out = [C["ran"], state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"], C["spec_summary"], C["info"],
+                                                                             C["layer"], C["head"]]
         gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"], C["live"],
                   C["spec_on"], C["spec_k"], C["spec_draft"], state_c]
         fin_in = [C["ran"], *view_in]
@@ -641,8 +654,9 @@ def build(example: Trace | None) -> gr.Blocks:
 
         def step_fn(*a):
             trace = a[-1]
-            cont = trace is not None and HOLDER.lm is not None and trace.model.id == HOLDER.lm.info.id and trace.steps \
-                and trace.prompt.text == a[0] and trace.steps[-1].stop_reason in (None, "max_new_tokens")
+            # the trace on screen goes on when the prompt box still holds its prompt (continue_generation
+            # refuses one of another model, with the reason); a new prompt starts afresh
+            cont = trace is not None and trace.steps and trace.prompt.text == a[0] and trace.steps[-1].stop_reason in (None, "max_new_tokens")
             yield from stream(*a, cont={"start_step": None} if cont else None, one_step=True)
 
         def resample_fn(step, *a):
