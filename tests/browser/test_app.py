@@ -406,3 +406,19 @@ def test_the_model_line_names_the_weights_real_precision(browser, app_url):
     line = page.inner_text("#model-info")
     assert "Q4_1" in line and "parameters, float32" not in line, line
     assert not page.errors and not error_toasts(page)
+
+
+@pytest.mark.parametrize("words", [600, 2000])
+def test_a_prompt_longer_than_the_stored_attention_matrix_runs_and_every_panel_draws(browser, app_url, words):
+    """Between 513 tokens (the prefill's T x T attention is stored up to 512) and the page's limit of 2048."""
+    page = open_page(browser, app_url)
+    _generate(page, "word " * words, max_new=3, temperature=0, mode="Raw text")
+    assert slider_max(page) == 2
+    for pid in ("dist-plot", "emb-plot", "attn-plot", "attn-overview", "kv-plot"):
+        assert plot_data(page, pid), pid
+    tokens = int(page.evaluate("() => document.querySelector('#kv-summary').innerText.match(/([0-9,]+) positions/)[1].replace(/,/g, '')"))
+    assert 512 < tokens <= 2048 + 3
+    set_number(page, "step-slider", 0)  # the prefill step: the prompt's own attention
+    wait_plot_step(page, "attn-plot", 0)
+    wait_plot_step(page, "emb-plot", 0)
+    assert not page.errors and not error_toasts(page)
