@@ -169,19 +169,6 @@ def _draft(lm, spec: str):
     return DRAFTS[key]
 
 
-def _new_tokens(prev: Trace | None, cont: dict | None, max_new: int) -> int:
-    """How many tokens a click makes: Generate, `max_new`; a re-sample or a branch from step s, what
-    brings the answer to `max_new` tokens in all (at least one after the fork)."""
-    if cont is None or cont.get("start_step") is None or prev is None:
-        return max_new
-    try:
-        s, n = int(cont["start_step"]), len(prev.steps)
-    except (TypeError, ValueError) as e:
-        raise SettingsError(f"pick a step on the step slider to go on from ({e})") from e
-    kept = min(max(0, s), n) if cont.get("force_rank") is None else min(max(0, s), n - 1) + 1
-    return max(1, max_new - kept)
-
-
 def _start_run(prompt, settings, prev: Trace | None, cont: dict | None, n_new: int, spec: tuple):
     """(lm, the generation a click asks for): a fresh one (`cont` None; speculative when `spec`'s
     first item is on), or one going on from the trace on screen (pipeline.continuation)."""
@@ -235,7 +222,7 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
     prev: Trace | None = state
     try:
         settings = session.settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new)
-        n_new = 1 if one_step else _new_tokens(prev, cont, settings.max_new_tokens)
+        n_new = 1 if one_step else session.tokens_to_make(prev, cont, settings.max_new_tokens)
         spec = (bool(spec_on) and cont is None and not one_step, spec_k, spec_draft)  # +1 token and re-sample stay plain
         lm, gen = _start_run(prompt, settings, prev, cont, n_new, spec)
     except SettingsError as e:

@@ -7,6 +7,7 @@ UI imports, so they are tested on tiny models without a browser.
     speed = speed_against_plain(lm, trace)         # speculative vs plain decoding, tokens per second
     i, j = default_swap(trace)                     # two word tokens of the prompt, for the swap demo
     settings = settings_from_inputs(...)           # the page's fields as Settings (SettingsError if not numbers)
+    n = tokens_to_make(trace, cont, max_new)       # how many tokens Generate, re-sample or a branch makes
 """
 from __future__ import annotations
 
@@ -178,6 +179,21 @@ def speed_against_plain(lm, trace: Trace) -> dict:
     spec_s = sum(r.ms for r in trace.rounds) / 1000
     plain_s = sum(st.ms for st in plain) / 1000
     return {"speculative_tok_s": n / spec_s if spec_s else 0.0, "plain_tok_s": len(plain) / plain_s if plain_s else 0.0}
+
+
+# -- how many tokens a click makes ----------------------------------------------------------------
+def tokens_to_make(prev: Trace | None, cont: dict | None, max_new: int) -> int:
+    """Generate: `max_new`. A re-sample or a branch from step s of `prev` (`cont`, the keywords of
+    pipeline.continuation.continue_generation): what brings the answer to `max_new` tokens in all,
+    at least one after the fork. SettingsError when the step is not a number."""
+    if cont is None or cont.get("start_step") is None or prev is None:
+        return max_new
+    try:
+        s, n = int(cont["start_step"]), len(prev.steps)
+    except (TypeError, ValueError) as e:
+        raise SettingsError(f"pick a step on the step slider to go on from ({e})") from e
+    kept = min(max(0, s), n) if cont.get("force_rank") is None else min(max(0, s), n - 1) + 1
+    return max(1, max_new - kept)
 
 
 # -- the page's fields --------------------------------------------------------------------------

@@ -157,3 +157,15 @@ def test_an_old_trace_of_the_embedded_model_is_named_with_the_loaded_files_preci
     assert session.known_weights(replace(old, source="hub"), emb).weights == ""
     assert session.known_weights(old, None).weights == ""
     assert session.known_weights(replace(old, weights="float32 safetensors"), emb).weights == "float32 safetensors"
+
+
+def test_a_resample_or_branch_fills_the_answer_up_to_max_new_tokens(trace):
+    n = len(trace.steps)  # 4
+    assert session.tokens_to_make(trace, None, 10) == 10  # Generate
+    assert session.tokens_to_make(trace, {"start_step": None}, 10) == 10  # +1 token passes its own count
+    assert session.tokens_to_make(trace, {"start_step": 2}, 10) == 8  # re-sample from step 2: steps 0, 1 kept
+    assert session.tokens_to_make(trace, {"start_step": 99}, 10) == 10 - n  # (a step past the end: all kept)
+    assert session.tokens_to_make(trace, {"start_step": 2, "force_rank": 1}, 10) == 7  # steps 0, 1 and the forced 2
+    assert session.tokens_to_make(trace, {"start_step": 3}, 2) == 1  # at least one after the fork
+    with pytest.raises(SettingsError, match="pick a step"):
+        session.tokens_to_make(trace, {"start_step": "x"}, 10)
