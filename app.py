@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import html
 import atexit
-import gzip
 import os
 import shutil
 import signal
@@ -28,9 +27,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from pipeline import records, session
+from pipeline import session, trace_io
 from pipeline.records import Trace
-from pipeline.errors import SettingsError
+from pipeline.errors import SettingsError, TraceFormatError
 from viz import branches as branches_viz
 from viz import page
 from viz import tour as tour_viz
@@ -97,8 +96,8 @@ HOLDER: ModelHolder | None = None
 
 def example_trace() -> Trace | None:
     try:
-        return records.loads(gzip.decompress(EXAMPLE.read_bytes()))
-    except (OSError, records.TraceFormatError) as e:
+        return trace_io.load(EXAMPLE)
+    except (OSError, TraceFormatError) as e:
         print(f"example trace unavailable: {e}", flush=True)
         return None
 
@@ -430,11 +429,8 @@ def load_trace(file, layer, head, temperature, top_k, top_p, request: gr.Request
         return _unchanged()
     path = file if isinstance(file, str) else getattr(file, "name", str(file))
     try:
-        raw = Path(path).read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        trace = records.loads(raw)
-    except (OSError, EOFError, records.TraceFormatError) as e:
+        trace = trace_io.load(path)  # .json or .json.gz, /1 or /2
+    except (OSError, EOFError, TraceFormatError) as e:
         gr.Warning(f"Could not read that trace: {e}")
         return _unchanged()
     if not trace.steps:

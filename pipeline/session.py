@@ -100,25 +100,7 @@ def trace_for_download(lm, trace: Trace, cache: LensCache = LENS) -> Trace:
     return inside.with_inside(lm, replace(trace, lens=lens), steps=())
 
 
-def _save(trace: Trace, path: Path) -> Path:
-    """The trace in the project's file format (gzip for .json.gz, once pipeline.trace_io has landed)."""
-    try:
-        from . import trace_io
-    except ImportError:
-        from . import records
-
-        path.write_text(records.dumps(trace), encoding="utf-8")
-        return path
-    trace_io.save(trace, path)
-    return path
-
-
-def download_suffix() -> str:
-    try:
-        from . import trace_io  # noqa: F401
-    except ImportError:
-        return ".json"
-    return ".json.gz"
+DOWNLOAD_SUFFIX = ".json.gz"  # the trace format /2, gzip-compressed (pipeline/trace_io)
 
 
 def write_download(lm, trace: Trace, folder: Path, cache: LensCache = LENS) -> Path:
@@ -130,8 +112,10 @@ def write_download(lm, trace: Trace, folder: Path, cache: LensCache = LENS) -> P
     folder.mkdir(parents=True, exist_ok=True)
     for old in list(folder.glob("trace-*")):
         old.unlink(missing_ok=True)
+    from . import trace_io
+
     full = trace_for_download(lm, trace, cache)
-    return _save(full, folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}{download_suffix()}")
+    return trace_io.save(full, folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}{DOWNLOAD_SUFFIX}")
 
 
 # -- the other inside-the-model views -----------------------------------------------------------

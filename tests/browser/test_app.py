@@ -5,13 +5,12 @@ page, which is its own Gradio session.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import time
 
 import pytest
 
-from pipeline import records
+from pipeline import trace_io
 
 from .harness import (ROOT, error_toasts, n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,
                       slider_value, wait_model_loaded, wait_plot_step)
@@ -173,8 +172,8 @@ def _files(folder) -> set:
 
 
 def read_trace_file(path):
-    raw = path.read_bytes()
-    return records.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    assert path.name.endswith(".json.gz") and path.read_bytes()[:2] == b"\x1f\x8b"  # gzip, as trace_io writes it
+    return trace_io.load(path)
 
 
 def test_download_and_reload_a_trace(browser, app_url, tmp_path, download_dir):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline import records
+from pipeline import trace_io
 from pipeline.generate import start
 from pipeline.records import Settings
 
@@ -27,8 +27,8 @@ def tiny_trace_file(tmp_path_factory):
     gen = start(lm, PROMPT, Settings(temperature=0, max_new_tokens=5))
     for _ in gen:
         pass
-    path = tmp_path_factory.mktemp("tiny") / "tiny-trace.json"
-    path.write_text(records.dumps(gen.trace()), encoding="utf-8")
+    path = tmp_path_factory.mktemp("tiny") / "tiny-trace.json.gz"
+    trace_io.save(gen.trace(), path)
     return path
 
 

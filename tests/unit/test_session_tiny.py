@@ -5,10 +5,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from pipeline import inside, records, session
+from pipeline import inside, session, trace_io
 from pipeline.errors import SettingsError
 from pipeline.generate import start
-from pipeline.records import Settings, records_equal
+from pipeline.records import Settings
+from tests.helpers import records_equal
 from pipeline.speculative import start_speculative
 from tests import tiny
 
@@ -69,16 +70,14 @@ def test_the_lens_cache_keeps_the_last_few(lm, trace):
 
 # -- the download --------------------------------------------------------------------------------
 def _read(path):
-    import gzip
-
-    raw = path.read_bytes()
-    return records.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    assert path.read_bytes()[:2] == b"\x1f\x8b"  # gzip
+    return trace_io.load(path)
 
 
 def test_the_download_carries_the_lens_of_every_step_and_replaces_the_last_file(lm, trace, tmp_path):
     cache = session.LensCache()
     first = session.write_download(lm, trace, tmp_path, cache)
-    assert first.name.startswith("trace-") and first.name.endswith(session.download_suffix())
+    assert first.name.startswith("trace-") and first.name.endswith(".json.gz")
     back = _read(first)
     assert [r.step for r in back.lens] == [s.index for s in trace.steps]
     assert back.params is not None and back.machine is not None and back.text == trace.text
