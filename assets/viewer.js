@@ -229,7 +229,7 @@
       let fig;
       if (id === 'dist-plot') {
         const r = reshape(S, s, state.t, state.k, state.p);
-        r.key = k;
+        r.key = `${state.t}|${state.k}|${state.p}`;
         fig = distFigure(bundle, s, r);
       } else fig = merged(bundle.panels[id], s);
       return Plotly.react(P.els[id], fig.data, clone(fig.layout), CONFIG).then(() => { P.key[id] = k; });
