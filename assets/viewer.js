@@ -272,14 +272,22 @@
     slider('top-p', { min: Ps[0], max: Ps[Ps.length - 1], step: Ps[1] - Ps[0], value: state.p },
       (v) => { state.p = Ps[gridIndex(Ps, v)]; render(); });
 
+    // Play keeps time by the clock: the step on screen moves PLAY_FPS times a second even when drawing
+    // is slower (the panels then show the newest step they can), and stops at the last step.
     const play = document.getElementById('play');
     let timer = null;
-    const stop = () => { clearInterval(timer); timer = null; play.textContent = '▶ Play'; };
+    const stop = () => { clearTimeout(timer); timer = null; play.textContent = '▶ Play'; };
     play.addEventListener('click', () => {
       if (timer) return stop();
       if (state.step >= n - 1) stepSlider.set(0);
       play.textContent = '⏸ Pause';
-      timer = setInterval(() => { if (state.step >= n - 1) stop(); else stepSlider.set(state.step + 1); }, 1000 / PLAY_FPS);
+      const from = state.step, t0 = performance.now();
+      const tick = () => {
+        const s = Math.min(n - 1, from + Math.floor((performance.now() - t0) * PLAY_FPS / 1000));
+        if (s !== state.step) stepSlider.set(s);
+        if (s >= n - 1) stop(); else timer = setTimeout(tick, 1000 / PLAY_FPS / 2);
+      };
+      timer = setTimeout(tick, 1000 / PLAY_FPS);
     });
     // show(s): move the step slider to s; resolves once every panel shows the step on screen
     const settled = () => new Promise((ok) => {

@@ -79,6 +79,14 @@ def _frame_steps(trace: Trace, max_frames: int) -> list[int]:
     return list(range(min(len(trace.steps), max_frames)))
 
 
+def _unmarked(labels: list, hover: list, n: int) -> tuple[list, list]:
+    """A step's candidate labels and hover texts with the marks of removed candidates taken off."""
+    pre, post = DIST_STYLE["removed_label"].split("{}")
+    mark = DIST_STYLE["removed_hover"]
+    plain = [lab[len(pre):-len(post)] if k < n and lab.startswith(pre) and lab.endswith(post) else lab for k, lab in enumerate(labels)]
+    return plain, [h[:-len(mark)] if k < n and h.endswith(mark) else h for k, h in enumerate(hover)]
+
+
 def distribution_panel(trace: Trace, steps: list[int], *, n: int = N_CANDIDATES) -> dict:
     """The distribution under the trace's own settings per step, plus each step's candidates
     as they read with nothing removed (the browser greys what its settings remove)."""
@@ -86,17 +94,15 @@ def distribution_panel(trace: Trace, steps: list[int], *, n: int = N_CANDIDATES)
     figs, plain = [], []
     for s in steps:
         step = trace.steps[s]
-        figs.append(figure_json(distribution.distribution_figure(
-            step, temperature=st.temperature, top_k=st.top_k, top_p=st.top_p, repetition_penalty=st.repetition_penalty, n=n, vocab_size=V)))
-        # temperature 1 and no filter keep every candidate: labels and hover texts without marks
-        free = figure_json(distribution.distribution_figure(step, temperature=1.0, repetition_penalty=st.repetition_penalty, n=n, vocab_size=V))
-        bars = free["data"][0]
+        fig = figure_json(distribution.distribution_figure(
+            step, temperature=st.temperature, top_k=st.top_k, top_p=st.top_p, repetition_penalty=st.repetition_penalty, n=n, vocab_size=V))
+        figs.append(fig)
+        bars = fig["data"][0]
+        labels, hover = _unmarked(bars["y"], bars["customdata"], len(bars["y"]) - 1)
         rank = next((k for k, i in enumerate(step.top_ids) if int(i) == step.token_id), -1)  # the sampled token's bar
-        plain.append({"labels": bars["y"], "hover": bars["customdata"], "position": step.position + 1,
-                      "entropy": step.entropy + 0.0, "rank": rank})
+        plain.append({"labels": labels, "hover": hover, "position": step.position + 1, "entropy": step.entropy + 0.0, "rank": rank})
     panel = animated(figs, steps)
     panel["candidates"] = plain
-    panel["n"] = min(n, min(len(trace.steps[s].top_ids) for s in steps))
     return panel
 
 

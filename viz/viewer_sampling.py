@@ -83,13 +83,13 @@ def head_size(xs: np.ndarray, ranks: np.ndarray, *, head: int) -> int:
 def _sums(x: np.ndarray, order: np.ndarray, t: float):
     """At temperature t: (z, ed, e and d in sorted order, cumulative probability in sorted order),
     with pipeline.sampling.softmax's own arithmetic (the same sum, the same cumsum as TopP)."""
-    q = np.asarray(scaled(x, t), np.float64)
-    m = np.max(q)
-    e = np.exp(q - m)
+    q = scaled(x, t).astype(np.float64)  # (V,) in vocabulary order, as the pipeline sums it
+    m = q[order[0]]
+    d = q - m
+    e = np.exp(d)
     z = e.sum()
-    probs = e / z
-    es, ds = e[order], (q - m)[order]
-    return float(z), float(np.dot(e, q - m)), es, ds, np.cumsum(probs[order])
+    es, ds = e[order], d[order]
+    return float(z), float(np.dot(e, d)), es, ds, np.cumsum(es / z)
 
 
 def _tail(es, ds, cum, M: int, V: int) -> tuple[int, list, list, list]:
@@ -114,8 +114,8 @@ def step_tables(step: StepRecord, *, penalty: float = 1.0, head: int = HEAD) -> 
     order = sort_order(x)
     pos = np.empty(V, np.int64)
     pos[order] = np.arange(V)
-    where = {int(i): k for k, i in enumerate(ids)}
-    ranks = np.asarray([pos[where[int(i)]] for i in step.top_ids], np.int64)  # (N,) rank of each top candidate
+    at = np.asarray(step.top_ids, np.int64) if exact else np.arange(len(ids))  # each top candidate's index in x
+    ranks = pos[at]  # (N,) rank of each top candidate
     xs = x[order]
     M = head_size(xs, ranks, head=head)
     z, ed, j0, n, zt, edt = [], [], [], [], [], []
