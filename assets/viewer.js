@@ -211,19 +211,63 @@
     return { ids, els, key, ready, order };
   }
 
+  // The generated text with the step on screen highlighted, later steps dimmed, and a line naming the step.
+  function textView(bundle) {
+    const n = bundle.n_steps, spans = Array.from(document.querySelectorAll('#output .step'));
+    const label = document.getElementById('step-label'), stopLine = document.querySelector('#output .stop-reason');
+    return (s) => {
+      spans.forEach((el) => {
+        const i = Number(el.dataset.step);
+        el.classList.toggle('current', i === s);
+        el.classList.toggle('future', i > s);
+      });
+      if (stopLine) stopLine.hidden = s !== n - 1; // why it stopped: only with the last step on screen
+      const st = bundle.steps[s];
+      label.innerHTML = `step <b>${s}</b> of ${n - 1} · ${st.phase} · position ${st.position} · token <b>${st.piece}</b>`;
+    };
+  }
+
+  // Temperature, top-k and top-p sliders on the grids the sampling tables were computed for.
+  function samplingSliders(S, state, onChange) {
+    const T = S.temperatures, Ps = S.top_ps;
+    slider('temperature', { min: T[0], max: T[T.length - 1], step: T[1] - T[0], value: state.t },
+      (v) => { state.t = T[gridIndex(T, v)]; onChange(); });
+    slider('top-k', { min: 0, max: S.top_k_max, step: 1, value: state.k }, (v) => { state.k = Math.round(v); onChange(); });
+    slider('top-p', { min: Ps[0], max: Ps[Ps.length - 1], step: Ps[1] - Ps[0], value: state.p },
+      (v) => { state.p = Ps[gridIndex(Ps, v)]; onChange(); });
+  }
+
+  // Play keeps time by the clock: the step on screen moves PLAY_FPS times a second even when drawing is
+  // slower (the panels then show the newest step they can); it stops at the last step or when a person
+  // drags the step slider.
+  function playButton(stepSlider, state, n) {
+    const play = document.getElementById('play');
+    let timer = null;
+    const stop = () => { clearTimeout(timer); timer = null; play.textContent = '▶ Play'; };
+    play.addEventListener('click', () => {
+      if (timer) return stop();
+      if (state.step >= n - 1) stepSlider.set(0);
+      play.textContent = '⏸ Pause';
+      const from = state.step, t0 = performance.now();
+      const tick = () => {
+        const s = Math.min(n - 1, from + Math.floor((performance.now() - t0) * PLAY_FPS / 1000));
+        if (s !== state.step) stepSlider.set(s);
+        if (s >= n - 1) stop(); else timer = setTimeout(tick, 1000 / PLAY_FPS / 2);
+      };
+      timer = setTimeout(tick, 1000 / PLAY_FPS);
+    });
+    document.querySelector('#step-slider input[type=range]').addEventListener('input', () => { if (timer) stop(); });
+    return () => timer !== null;
+  }
+
   function mount(bundle) {
     const S = bundle.sampling, n = bundle.n_steps, own = bundle.settings;
     const state = { step: 0, t: S.temperatures[gridIndex(S.temperatures, own.temperature)],
                     k: Math.min(Math.round(own.top_k), S.top_k_max), p: S.top_ps[gridIndex(S.top_ps, own.top_p)] };
-    const P = panels(bundle);
-    const spans = Array.from(document.querySelectorAll('#output .step'));
-    const label = document.getElementById('step-label');
+    const P = panels(bundle), drawText = textView(bundle);
     let busy = true, dirty = false; // busy until the plots exist
 
-    function wanted(id) {
-      return id === 'dist-plot' ? `${state.step}|${state.t}|${state.k}|${state.p}` : String(state.step);
-    }
-
+    const wanted = (id) => (id === 'dist-plot' ? `${state.step}|${state.t}|${state.k}|${state.p}` : String(state.step));
     function draw(id) {
       const k = wanted(id), s = state.step;
       let fig;
@@ -233,16 +277,6 @@
         fig = distFigure(bundle, s, r);
       } else fig = merged(bundle.panels[id], s);
       return Plotly.react(P.els[id], fig.data, clone(fig.layout), CONFIG).then(() => { P.key[id] = k; });
-    }
-
-    function drawText(s) {
-      spans.forEach((el) => {
-        const i = Number(el.dataset.step);
-        el.classList.toggle('current', i === s);
-        el.classList.toggle('future', i > s);
-      });
-      const st = bundle.steps[s];
-      label.innerHTML = `step <b>${s}</b> of ${n - 1} · ${st.phase} · position ${st.position} · token <b>${st.piece}</b>`;
     }
 
     const pause = () => new Promise((ok) => setTimeout(ok, 0)); // lets slider events in between panels
@@ -265,37 +299,15 @@
     }
 
     const stepSlider = slider('step-slider', { min: 0, max: n - 1, step: 1, value: 0 }, (v) => { state.step = Math.round(v); render(); });
-    const T = S.temperatures, Ps = S.top_ps;
-    slider('temperature', { min: T[0], max: T[T.length - 1], step: T[1] - T[0], value: state.t },
-      (v) => { state.t = T[gridIndex(T, v)]; render(); });
-    slider('top-k', { min: 0, max: S.top_k_max, step: 1, value: state.k }, (v) => { state.k = Math.round(v); render(); });
-    slider('top-p', { min: Ps[0], max: Ps[Ps.length - 1], step: Ps[1] - Ps[0], value: state.p },
-      (v) => { state.p = Ps[gridIndex(Ps, v)]; render(); });
-
-    // Play keeps time by the clock: the step on screen moves PLAY_FPS times a second even when drawing
-    // is slower (the panels then show the newest step they can), and stops at the last step.
-    const play = document.getElementById('play');
-    let timer = null;
-    const stop = () => { clearTimeout(timer); timer = null; play.textContent = '▶ Play'; };
-    play.addEventListener('click', () => {
-      if (timer) return stop();
-      if (state.step >= n - 1) stepSlider.set(0);
-      play.textContent = '⏸ Pause';
-      const from = state.step, t0 = performance.now();
-      const tick = () => {
-        const s = Math.min(n - 1, from + Math.floor((performance.now() - t0) * PLAY_FPS / 1000));
-        if (s !== state.step) stepSlider.set(s);
-        if (s >= n - 1) stop(); else timer = setTimeout(tick, 1000 / PLAY_FPS / 2);
-      };
-      timer = setTimeout(tick, 1000 / PLAY_FPS);
-    });
-    // show(s): move the step slider to s; resolves once every panel shows the step on screen
+    samplingSliders(S, state, render);
+    const playing = playButton(stepSlider, state, n);
+    // settled(): resolves once every panel shows the step (and the settings) on screen
     const settled = () => new Promise((ok) => {
       const done = () => { if (!busy && api.rendered === state.step) { document.removeEventListener('viewer:rendered', done); ok(state.step); } };
       document.addEventListener('viewer:rendered', done);
       done();
     });
-    const api = { state, render, settled, playing: () => timer !== null, show: (s) => { stepSlider.set(s); return settled(); } };
+    const api = { state, render, settled, playing, show: (s) => { stepSlider.set(s); return settled(); } };
     root.LLMViewer.page = api;
     P.ready.then(() => { busy = false; render(); });
     return api;
