@@ -134,7 +134,7 @@
 
   function merged(panel, s) {
     const fr = panel.frames[s], data = panel.data.slice();
-    fr.traces.forEach((i, j) => { data[i] = fr.data[j]; });
+    fr.traces.forEach((i, j) => { data[i] = Object.assign({}, panel.data[i], fr.data[j]); }); // a frame holds what moves
     return { data, layout: Object.assign({}, panel.layout, fr.layout) };
   }
 

@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     ht.add_argument("--out", required=True, help="the .html file to write")
     ht.add_argument("--layer", type=int, default=0, help="the attention panel's block, from 0")
     ht.add_argument("--head", type=int, default=0, help="the attention panel's head, from 0")
-    ht.add_argument("--max-frames", type=int, default=512, help="steps the page holds at most")
+    ht.add_argument("--max-frames", type=int, default=256, help="steps the page holds at most")
     return ap
 
 

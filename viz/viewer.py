@@ -25,7 +25,8 @@ from .style import MUTED, NEW_COLOR, PROMPT_COLOR, plot_piece
 from .viewer_sampling import sampling_bundle
 
 SCHEMA = "llm-viewer-bundle/1"
-MAX_FRAMES = 512  # steps a bundle holds frames for; a longer trace is cut (and says so)
+MAX_FRAMES = 256  # steps a bundle holds frames for; a longer trace is cut (and says so)
+ATTN_CELLS = 1_000_000  # attention heatmap cells over all frames (4 bytes each); the window shrinks to fit
 N_CANDIDATES = 20  # bars of the distribution panel (viz.distribution's default)
 FIXED_LAYOUT = ("height", "margin")  # the largest over the steps, in the figure: a frame never resizes the panel
 
@@ -56,20 +57,28 @@ def _largest(layouts: list[dict]) -> dict:
     return out
 
 
+def _changing(dicts: Sequence[dict], skip=()) -> list[str]:
+    """Keys whose value differs between any of the dicts and the first (missing counts as None)."""
+    keys = {k for d in dicts for k in d} - set(skip)
+    return sorted(k for k in keys if any(d.get(k) != dicts[0].get(k) for d in dicts[1:]))
+
+
 def animated(figs: Sequence[dict], steps: Sequence[int]) -> dict:
-    """One figure (the first step's) with a frame per step holding only what changes.
+    """One figure (the first step's) with a frame per step holding only what changes: the traces
+    that move, and of those only the attributes that move (the rest stays in the figure's trace).
 
     figs: one figure_json per step, all with the same traces in the same order."""
     base = figs[0]
     n = len(base["data"])
     assert all(len(f["data"]) == n for f in figs), "every step's figure needs the same traces (see keep_empty options)"
-    moving = [i for i in range(n) if any(f["data"][i] != base["data"][i] for f in figs[1:])]
-    keys = {k for f in figs for k in f["layout"]} - set(FIXED_LAYOUT) - {"template", "meta"}
-    changing = sorted(k for k in keys if any(f["layout"].get(k) != base["layout"].get(k) for f in figs[1:]))
+    attrs = {i: _changing([f["data"][i] for f in figs]) for i in range(n)}
+    moving = [i for i in range(n) if attrs[i]]
+    changing = _changing([f["layout"] for f in figs], skip=(*FIXED_LAYOUT, "template", "meta"))
     empty = {"shapes": [], "annotations": []}
     layout = {**base["layout"], **_largest([f["layout"] for f in figs]), "meta": {"step": int(steps[0])}}
     frames = [{
-        "name": str(int(s)), "traces": moving, "data": [f["data"][i] for i in moving],
+        "name": str(int(s)), "traces": moving,
+        "data": [{"type": f["data"][i]["type"], **{k: f["data"][i].get(k) for k in attrs[i]}} for i in moving],
         "layout": {**{k: f["layout"].get(k, empty.get(k)) for k in changing}, "meta": {"step": int(s)}},
     } for s, f in zip(steps, figs)]
     return {"data": base["data"], "layout": layout, "frames": frames}
@@ -106,17 +115,26 @@ def distribution_panel(trace: Trace, steps: list[int], *, n: int = N_CANDIDATES)
     return panel
 
 
+def attention_window(sizes: Sequence[int], *, budget: int = ATTN_CELLS, floor: int = 16) -> int:
+    """The heatmap window (last positions shown) keeping every frame's cells within the budget."""
+    w = attention.MAX_TOKENS
+    while w > floor and sum(min(T, w) ** 2 for T in sizes) > budget:
+        w = max(floor, int(w * 0.9))
+    return w
+
+
 def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int) -> dict:
     """One layer and head: the causal matrix filling row by row, the step's query row outlined.
     While the whole context fits the heatmap's window, both axes hold every position of the
     trace, so the matrix grows into a fixed frame."""
     last = trace.steps[steps[-1]]
     pieces = list(last.context_pieces)
-    figs = [figure_json(attention.attention_figure(steps=trace.steps, step=s, layer=layer, head=head,
+    w = attention_window([trace.steps[s].position + 1 for s in steps])
+    figs = [figure_json(attention.attention_figure(steps=trace.steps, step=s, layer=layer, head=head, max_tokens=w,
                                                    n_kv_heads=trace.model.n_kv_heads, pieces=pieces)) for s in steps]
     panel = animated(figs, steps)
     T = last.position + 1
-    if T <= attention.MAX_TOKENS:
+    if T <= w:
         labels = figs[-1]["data"][0]["x"]
         lo = panel["layout"]
         lo["xaxis"] = {**lo["xaxis"], "categoryorder": "array", "categoryarray": labels, "range": [-0.5, T - 0.5], "autorange": False}

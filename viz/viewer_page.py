@@ -47,15 +47,23 @@ def output_html(trace: Trace, n_steps: int) -> str:
     return "".join(parts) + tail
 
 
-def settings_line(trace: Trace) -> str:
-    st = trace.settings
+def _settings_words(st) -> str:
     words = [f"temperature {st.temperature:g}", f"top-k {st.top_k or 'off'}", f"top-p {st.top_p:g}" if st.top_p < 1 else "top-p off"]
     if st.repetition_penalty != 1.0:
-        words.append(f"repetition penalty {st.repetition_penalty:g} (applied at every slider position)")
+        words.append(f"repetition penalty {st.repetition_penalty:g}")
+    return ", ".join(words) + f" (seed {st.seed})"
+
+
+def settings_line(trace: Trace) -> str:
+    """How the tokens were sampled (each segment's settings too), and whether reshaping is exact."""
+    text = f"The tokens were sampled with {_settings_words(trace.settings)}"
+    text += "".join(f"; from step {sg.first_step} on with {_settings_words(sg.settings)}" for sg in trace.segments) + "."
+    if trace.settings.repetition_penalty != 1.0:
+        text += f" The repetition penalty {trace.settings.repetition_penalty:g} applies at every slider position."
     exact = all(s.logits is not None for s in trace.steps)
-    how = ("exact: the trace holds every step's full-vocabulary logits" if exact else
-           "approximate: the trace holds only each step's top candidates, so other settings are applied to them alone")
-    return html.escape(f"The tokens were sampled with {', '.join(words)} (seed {st.seed}). Reshaping here is {how}.")
+    text += " Reshaping here is " + ("exact: the trace holds every step's full-vocabulary logits." if exact else
+                                     "approximate: the trace holds only each step's top candidates, so other settings are applied to them alone.")
+    return html.escape(text)
 
 
 def model_line(trace: Trace) -> str:

@@ -77,8 +77,10 @@ def test_only_what_changes_moves_and_ranges_stay_put(bundle, trace):
     assert all(0 not in f["traces"] and f["traces"][-2:] == [2, 3] for f in P["emb-plot"]["frames"])
     assert P["kv-plot"]["frames"][3]["traces"] == [2, 3]  # measured and formula lines too
     assert P["attn-overview"]["layout"].get("height") and "height" not in P["dist-plot"]["frames"][2]["layout"]
-    zmax = {f["data"][0].get("zmax") for f in P["attn-overview"]["frames"]} | {P["attn-overview"]["data"][0]["zmax"]}
-    assert zmax == {math.log2(trace.steps[-1].position + 1)}  # one colour scale for every step
+    # one colour scale for every step: in the figure, never in a frame
+    assert P["attn-overview"]["data"][0]["zmax"] == math.log2(trace.steps[-1].position + 1)
+    assert all("zmax" not in f["data"][0] and set(f["data"][0]) <= {"type", "z", "hovertemplate"} for f in P["attn-overview"]["frames"])
+    assert all(set(dict(zip(f["traces"], f["data"]))[3]) == {"type", "marker"} for f in P["kv-plot"]["frames"])  # bars: the outline
     T = trace.steps[-1].position + 1
     xa = P["attn-plot"]["layout"]["xaxis"]
     assert xa["range"] == [-0.5, T - 0.5] and len(xa["categoryarray"]) == T and xa["autorange"] is False
@@ -92,6 +94,14 @@ def test_frames_are_capped_and_the_bundle_says_so(trace):
     b = viewer_bundle(trace, max_frames=4)
     assert b["n_steps"] == 4 and b["n_steps_in_trace"] == 6 and len(b["sampling"]["steps"]) == 4
     assert all(len(p["frames"]) == 4 for p in b["panels"].values())
+
+
+def test_long_contexts_shrink_the_attention_window_to_the_budget():
+    from viz.viewer import ATTN_CELLS, attention_window
+
+    assert attention_window([40] * 24) == attention.MAX_TOKENS  # a short trace: the whole context
+    w = attention_window(list(range(300, 556)))  # 256 steps of a long context
+    assert 16 <= w < attention.MAX_TOKENS and 256 * w * w <= ATTN_CELLS
 
 
 def test_sizes_are_measured_and_the_json_is_safe_in_html(bundle):

@@ -69,3 +69,17 @@ def test_the_html_command_says_what_is_wrong(trace, tmp_path):
     assert r.returncode == 2 and "--layer must be 0 to 1" in r.stderr and "Traceback" not in r.stderr
     r = cli("html", os.path.join(ROOT, "README.md"), "--out", str(tmp_path / "t.html"))
     assert r.returncode == 2 and "not valid JSON" in r.stderr
+
+
+def test_the_settings_line_names_every_segments_settings_and_exactness(trace):
+    import dataclasses
+
+    from pipeline.records import Segment, Settings
+    from viz.viewer_page import settings_line
+
+    later = dataclasses.replace(trace, segments=(Segment(2, Settings(temperature=1.3, top_k=5)),))
+    line = html.unescape(settings_line(later))
+    assert "temperature 0.8, top-k off, top-p 0.9 (seed 0); from step 2 on with temperature 1.3, top-k 5, top-p off" in line
+    assert "exact: the trace holds every step's full-vocabulary logits" in line
+    compact = dataclasses.replace(trace, steps=tuple(dataclasses.replace(s, logits=None) for s in trace.steps))
+    assert "approximate" in settings_line(compact)
