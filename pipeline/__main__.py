@@ -1,5 +1,6 @@
-"""Command line: `python -m pipeline trace ...` writes a JSON trace; `python -m pipeline bench` measures.
-Both take `--speculative [--k K] [--draft layers:N | MODEL]` for speculative decoding.
+"""Command line: `python -m pipeline trace ...` writes a JSON trace; `python -m pipeline bench` measures;
+`python -m pipeline html TRACE --out FILE.html` writes one self-contained page that replays a trace.
+`trace` and `bench` take `--speculative [--k K] [--draft layers:N | MODEL]` for speculative decoding.
 
 Errors a person can cause print one sentence on stderr and exit with status 2 (no traceback).
 """
@@ -44,6 +45,13 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--repeats", type=int, default=5)
     be.add_argument("--json", default=None, help="also write the numbers to this file")
     _speculative_args(be)
+
+    ht = sub.add_parser("html", help="write one self-contained HTML page replaying a trace: no server, no network")
+    ht.add_argument("trace", help="a trace file (.json, or .json.gz) written by `trace` or the app")
+    ht.add_argument("--out", required=True, help="the .html file to write")
+    ht.add_argument("--layer", type=int, default=0, help="the attention panel's block, from 0")
+    ht.add_argument("--head", type=int, default=0, help="the attention panel's head, from 0")
+    ht.add_argument("--max-frames", type=int, default=256, help="steps the page holds at most")
     return ap
 
 
@@ -146,14 +154,33 @@ def _bench(a) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .errors import ModelLoadError
+def _html(a) -> int:
+    import gzip
+
+    from viz.viewer_page import write_html  # the one command that draws: viz is imported only here
+
     from .errors import SettingsError
+    from .records import loads
+
+    raw = Path(a.trace).read_bytes()
+    trace = loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    m = trace.model
+    if not trace.steps:
+        raise SettingsError("the trace has no steps: generate at least one token")
+    if not (0 <= a.layer < m.n_layers and 0 <= a.head < m.n_heads and a.max_frames >= 1):
+        raise SettingsError(f"--layer must be 0 to {m.n_layers - 1}, --head 0 to {m.n_heads - 1}, --max-frames 1 or more")
+    size = write_html(trace, a.out, layer=a.layer, head=a.head, max_frames=a.max_frames)
+    print(f"[{min(len(trace.steps), a.max_frames)} of {len(trace.steps)} steps; {a.out}: {size / 1e6:.2f} MB]", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .errors import ModelLoadError, SettingsError, TraceFormatError
 
     a = _parser().parse_args(argv)
     try:
-        return _trace(a) if a.cmd == "trace" else _bench(a)
-    except (SettingsError, ModelLoadError) as e:
+        return {"trace": _trace, "bench": _bench, "html": _html}[a.cmd](a)
+    except (SettingsError, ModelLoadError, TraceFormatError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as e:  # e.g. the output file cannot be written

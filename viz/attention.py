@@ -136,9 +136,13 @@ _METRIC_TEXT = {
 }
 
 
-def attention_overview_figure(*, step: StepRecord, n_kv_heads: int, metric: str = "entropy") -> go.Figure:
-    """Layer x head heatmap of one number per head for the query of `step` (see overview_values)."""
+def attention_overview_figure(*, step: StepRecord, n_kv_heads: int, metric: str = "entropy", zmax: float | None = None) -> go.Figure:
+    """Layer x head heatmap of one number per head for the query of `step` (see overview_values).
+
+    zmax: the top of the colour scale (default: the metric's own maximum at this step); one value
+    for every step keeps colours comparable while the step changes."""
     vals, vmax, unit = overview_values(step.attention, metric)  # (L, H)
+    vmax = vmax if zmax is None else float(zmax)
     L, H = vals.shape
     K = int(np.asarray(step.attention).shape[-1])
     key = "first" if metric == "bos" else metric
