@@ -23,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
 
     tr = sub.add_parser("trace", help="generate from a prompt and write a JSON trace (docs/TRACE_FORMAT.md)")
     tr.add_argument("--prompt", required=True, help="the text to continue (in chat mode: the user message)")
-    tr.add_argument("--out", required=True, help="where to write the trace (.json)")
+    tr.add_argument("--out", required=True, help="where to write the trace (.json, or .json.gz to compress it)")
     tr.add_argument("--model", default=None, help="Hub id or local directory (default: embedded SmolLM2-135M-Instruct)")
     tr.add_argument("--max-new-tokens", type=int, default=64)
     tr.add_argument("--temperature", type=float, default=0.7, help="0 is greedy")
@@ -84,7 +84,7 @@ def _trace(a) -> int:
     from .generate import start, validate
     from .loading import load_model
     from .errors import SettingsError
-    from .records import dumps
+    from .trace_io import save
 
     settings = Settings(
         temperature=a.temperature,
@@ -119,14 +119,16 @@ def _trace(a) -> int:
     trace = gen.trace()
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(dumps(trace, full=a.full), encoding="utf-8")
+    t1 = time.perf_counter()
+    save(trace, out, full=a.full)  # .gz: gzip; streamed step by step
+    wrote = f"{out.stat().st_size / 1e6:.1f} MB written in {time.perf_counter() - t1:.1f} s"
     n = len(trace.steps)
     extra = ""
     if spec is not None:
         sm = gen.summary()
         acc = "n/a" if sm["acceptance_rate"] is None else f"{sm['acceptance_rate']:.0%}"
         extra = f"; draft {gen.draft.info.id}, k={gen.k}: {sm['rounds']} rounds, {acc} of proposals accepted, {sm['tokens_per_target_pass']:.2f} tokens per target pass"
-    print(f"\n[{n} tokens in {dt:.2f} s, {n / dt:.1f} tokens/s; stop: {trace.stop_reason}{extra}; trace: {out}]", file=sys.stderr)
+    print(f"\n[{n} tokens in {dt:.2f} s, {n / dt:.1f} tokens/s; stop: {trace.stop_reason}{extra}; trace: {out}, {wrote}]", file=sys.stderr)
     return 0
 
 

@@ -121,3 +121,27 @@ def test_nothing_follows_an_end_of_sequence(llama):
     assert list(gen) == [] and gen.trace().steps[-1].stop_reason == "eos"
     with pytest.raises(SettingsError, match="end of sequence"):
         continue_generation(llama, gen.trace(), whole.settings, n_new=1)
+
+
+def test_a_saved_trace_can_be_continued_as_if_never_saved(llama, tmp_path):
+    from pipeline import trace_io
+
+    settings = Settings(temperature=1.2, seed=9, max_new_tokens=10, chat=False)
+    whole = _run(llama, settings)
+    first = _run(llama, Settings(**{**settings.__dict__, "max_new_tokens": 4}))
+    hot = continue_generation(llama, first, Settings(**{**settings.__dict__, "top_k": 50}), n_new=2)
+    list(hot)
+    path = tmp_path / "t.json.gz"
+    trace_io.save(hot.trace(), path)
+    back = trace_io.load(path)
+    assert back.segments == hot.trace().segments and back.segments[0].settings.top_k == 50
+    assert [s.rng_state for s in back.steps] == [s.rng_state for s in hot.trace().steps]
+    saved = trace_io.load(_save(trace_io, first, tmp_path / "first.json.gz"))
+    gen = continue_generation(llama, saved, settings, n_new=6)
+    list(gen)
+    assert [s.token_id for s in gen.trace().steps] == [s.token_id for s in whole.steps]
+
+
+def _save(trace_io, trace, path):
+    trace_io.save(trace, path)
+    return path

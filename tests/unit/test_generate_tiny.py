@@ -7,10 +7,11 @@ import torch
 from pipeline import sampling
 from pipeline.capture import capture, hook_names, hooks_installed
 from pipeline.generate import TOP_N, start
-from pipeline.records import Settings, StepRecord, dumps, loads, records_equal
+from pipeline.records import Settings, StepRecord, dumps, loads
 from pipeline.sampling import SettingsError
 from tests import tiny
 from tests.stats import chi2_p_value
+from tests.helpers import records_equal
 
 PROMPT = "The quick brown fox"
 

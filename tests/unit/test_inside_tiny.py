@@ -16,11 +16,10 @@ from pipeline.records import (
     Settings,
     dumps,
     loads,
-    records_equal,
-    trace_from_json,
-    trace_to_json,
 )
+from pipeline.trace_io import trace_from_json, trace_to_json
 from tests import tiny
+from tests.helpers import records_equal
 
 PROMPT = "The quick brown fox"
 CTX = 128
