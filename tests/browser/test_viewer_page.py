@@ -113,3 +113,22 @@ def test_play_runs_to_the_last_step(browser, html_file, trace, shots):
     page.wait_for_function("() => document.querySelector('#play').textContent.includes('Play')", timeout=10_000)
     settle(page, 5)
     assert page.requests == [html_file.as_uri()] and not page.errors
+
+
+def test_the_example_traces_page_replays_the_real_model(browser, tmp_path, shots):
+    import gzip
+
+    from pipeline.records import loads
+    from tests.browser.harness import ROOT
+
+    trace = loads(gzip.open(ROOT / "assets" / "example_trace.json.gz").read())  # SmolLM2-135M, top candidates only
+    path = tmp_path / "example.html"
+    write_html(trace, path, layer=3, head=2)
+    page = open_viewer(browser, path)
+    last = len(trace.steps) - 1
+    page.evaluate(DRAG, ["step-slider", last])
+    settle(page, last)
+    title = page.evaluate("() => document.querySelector('#dist-plot .js-plotly-plot').layout.title.text")
+    assert "(approximate)" in title  # no full-vocabulary logits in this trace: the panel says so
+    page.screenshot(path=str(shots / "viewer_example_last.png"), full_page=True)
+    assert page.requests == [path.as_uri()] and not page.errors
