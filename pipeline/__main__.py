@@ -155,15 +155,12 @@ def _bench(a) -> int:
 
 
 def _html(a) -> int:
-    import gzip
-
     from viz.viewer_page import write_html  # the one command that draws: viz is imported only here
 
     from .errors import SettingsError
-    from .records import loads
+    from .trace_io import load
 
-    raw = Path(a.trace).read_bytes()
-    trace = loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    trace = load(a.trace)  # .json or .json.gz, /1 or /2
     m = trace.model
     if not trace.steps:
         raise SettingsError("the trace has no steps: generate at least one token")

@@ -10,7 +10,6 @@ pass/fail test: machines are noisy, so it prints medians and the machine's load 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import statistics
@@ -42,11 +41,10 @@ WATCH = """(ids) => new Promise((ok) => { const seen = {}, t0 = performance.now(
 
 
 def load_trace(a):
-    from pipeline.records import loads
+    from pipeline.trace_io import load
 
     if a.trace:
-        raw = Path(a.trace).read_bytes()
-        return loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+        return load(a.trace)  # .json or .json.gz
     from pipeline.generate import run_trace
     from pipeline.loading import load_model
     from pipeline.records import Settings

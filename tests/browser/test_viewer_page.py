@@ -116,12 +116,10 @@ def test_play_runs_to_the_last_step(browser, html_file, trace, shots):
 
 
 def test_the_example_traces_page_replays_the_real_model(browser, tmp_path, shots):
-    import gzip
-
-    from pipeline.records import loads
+    from pipeline.trace_io import load
     from tests.browser.harness import ROOT
 
-    trace = loads(gzip.open(ROOT / "assets" / "example_trace.json.gz").read())  # SmolLM2-135M, top candidates only
+    trace = load(ROOT / "assets" / "example_trace.json.gz")  # SmolLM2-135M, top candidates only
     path = tmp_path / "example.html"
     write_html(trace, path, layer=3, head=2)
     page = open_viewer(browser, path)

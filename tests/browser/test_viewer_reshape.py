@@ -2,12 +2,11 @@
 slider positions: temperature -> top-k -> top-p (after the trace's repetition penalty), every
 candidate's probability, the rest-of-vocabulary bar, each stage's kept count and mass, the entropy."""
 import dataclasses
-import gzip
 
 import numpy as np
 import pytest
 
-from pipeline.records import loads
+from pipeline.trace_io import load
 from tests.synthetic import make_trace
 from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, sampling_bundle
 
@@ -66,7 +65,7 @@ def test_ties_top_k_keeps_them_all_and_greedy_takes_the_first(browser):
 
 
 def test_the_example_trace_without_logits_matches_the_top_n_computation(browser):
-    trace = loads(gzip.open(ROOT / "assets" / "example_trace.json.gz").read())
+    trace = load(ROOT / "assets" / "example_trace.json.gz")
     assert all(s.logits is None for s in trace.steps)  # a compact trace: the panel says "approximate"
     steps = (0, 1, 17, len(trace.steps) - 1)
     S, _ = check(browser, trace, cases_for(steps, n_random=200))

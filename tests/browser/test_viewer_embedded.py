@@ -5,21 +5,19 @@ import pytest
 
 from pipeline.generate import run_trace
 from pipeline.records import Settings
-from tests.browser.harness import CHROMIUM_FLAGS, chromium_path
-from tests.browser.viewer_js import assert_same, js_page, js_reshape, reference
 from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, sampling_bundle
+
+from .viewer_js import assert_same, js_page, js_reshape, reference
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 
 @pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
+def smol():
+    """The embedded SmolLM2-135M-Instruct (here, beside the session's Chromium, not in tests/integration)."""
+    from pipeline.loading import load_model
 
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
-        yield b
-        b.close()
+    return load_model(None)
 
 
 @pytest.mark.parametrize("penalty", [1.0, 1.2])
