@@ -1,6 +1,9 @@
 """Command line: `python -m pipeline trace ...` writes a JSON trace; `python -m pipeline bench` measures;
 `python -m pipeline html TRACE --out FILE.html` writes one self-contained page that replays a trace.
-`trace` and `bench` take `--speculative [--k K] [--draft layers:N | MODEL]` for speculative decoding.
+`trace` and `bench` take `--speculative [--k K] [--draft ngram[:N] | layers:N | MODEL]` for speculative decoding.
+`bench --speculative --tasks copy` runs a fixed set of copy/edit prompts and one free-writing
+prompt and prints a table; `bench --cost-curve` prints what a target pass costs by tokens fed,
+each draft's cost per proposal, and the acceptance rate each needs to pay off.
 
 Errors a person can cause print one sentence on stderr and exit with status 2 (no traceback).
 """
@@ -41,9 +44,16 @@ def _parser() -> argparse.ArgumentParser:
     be = sub.add_parser("bench", help="plain model.generate vs the traced generator (or, with --speculative, traced vs speculative), side by side")
     be.add_argument("--model", default=None)
     be.add_argument("--prompt", default=None)
-    be.add_argument("--new-tokens", type=int, default=48)
+    be.add_argument("--new-tokens", type=int, default=None, help="default 48 (with --tasks: 160, each task stopping at its end)")
     be.add_argument("--repeats", type=int, default=5)
     be.add_argument("--json", default=None, help="also write the numbers to this file")
+    be.add_argument("--tasks", default=None, choices=["copy"],
+                    help="with --speculative: run a fixed task set instead of --prompt (copy: repeat a list, fix a typo, "
+                         "list to JSON, and one free-writing prompt) and print a table")
+    be.add_argument("--cost-curve", action="store_true",
+                    help="time one target pass fed 1..9 tokens and each draft's cost per proposal; print the break-even acceptance rates")
+    be.add_argument("--context", type=int, default=None, help="with --cost-curve: positions already cached (default 256)")
+    be.add_argument("--drafts", default=None, help="with --cost-curve: comma-separated drafts (default ngram,layers:10,layers:20,layers:28)")
     _speculative_args(be)
 
     ht = sub.add_parser("html", help="write one self-contained HTML page replaying a trace: no server, no network")
@@ -56,27 +66,29 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _speculative_args(p: argparse.ArgumentParser) -> None:
+    from .draft import DEFAULT_DRAFT
+
     g = p.add_argument_group("speculative decoding (--k or --draft turn it on too)")
     g.add_argument("--speculative", action="store_true", help="a draft proposes k tokens, the model checks them in one pass")
     g.add_argument("--k", type=int, default=None, help="tokens the draft proposes per round, 1 to 16 (default 4)")
     g.add_argument(
         "--draft",
         default=None,
-        help="layers:N (the model's own first N layers) or a smaller model with the same tokenizer: "
-        "Hub id or local directory (default: the first third of the layers, layers:10 for the embedded model)",
+        help="ngram or ngram:N (prompt lookup: copy what followed the last N tokens' earlier occurrence; no model), "
+        "layers:N (the model's own first N layers) or a smaller model with the same tokenizer: Hub id or local directory "
+        f"(default: {DEFAULT_DRAFT})",
     )
 
 
 def _speculative_options(a) -> dict | None:
     """{k, draft} when speculative decoding is asked for; checked before any model loads."""
-    from .draft import parse_layers
+    from .draft import check_spec
     from .speculative import DEFAULT_K, validate_k
 
     if not (a.speculative or a.k is not None or a.draft is not None):
         return None
     k = validate_k(DEFAULT_K if a.k is None else a.k)
-    if a.draft is not None:
-        parse_layers(a.draft)  # a malformed layers:N is refused here; its range needs the model
+    check_spec(a.draft)  # a malformed layers:N / ngram:N is refused here; a layer count's range needs the model
     return {"k": k, "draft": a.draft}
 
 
@@ -138,16 +150,34 @@ def _bench(a) -> int:
 
     from .errors import SettingsError
 
-    if a.new_tokens < 1 or a.repeats < 1:
+    if (a.new_tokens is not None and a.new_tokens < 1) or a.repeats < 1:
         raise SettingsError("--new-tokens and --repeats must be at least 1")
     spec = _speculative_options(a)
+    if a.tasks and spec is None:
+        spec = _speculative_options(argparse.Namespace(speculative=True, k=a.k, draft=a.draft))
+    if a.cost_curve:
+        from . import speculative_cost
+        from .draft import check_spec
+
+        drafts = tuple(x.strip() for x in (a.drafts or ",".join(speculative_cost.DEFAULT_DRAFTS)).split(",") if x.strip())
+        for d in drafts:
+            check_spec(d)
+        lm = load_model(a.model)
+        curve = speculative_cost.measure(lm, context=a.context or speculative_cost.DEFAULT_CONTEXT, drafts=drafts, repeats=a.repeats)
+        print(speculative_cost.report(curve))
+        if a.json:
+            Path(a.json).write_text(speculative_cost.to_json(curve))
+        return 0
     lm = load_model(a.model)
     prompt = a.prompt or bench.DEFAULT_PROMPT
-    if spec is None:
-        r = bench.run(lm, prompt=prompt, new_tokens=a.new_tokens, repeats=a.repeats)
+    if a.tasks:
+        r = bench.run_tasks(lm, a.tasks, new_tokens=a.new_tokens or bench.TASK_TOKENS, repeats=a.repeats, **spec)
+        print(bench.report_tasks(r))
+    elif spec is None:
+        r = bench.run(lm, prompt=prompt, new_tokens=a.new_tokens or 48, repeats=a.repeats)
         print(bench.report(r))
     else:
-        r = bench.run_speculative(lm, prompt=prompt, new_tokens=a.new_tokens, repeats=a.repeats, **spec)
+        r = bench.run_speculative(lm, prompt=prompt, new_tokens=a.new_tokens or 48, repeats=a.repeats, **spec)
         print(bench.report_speculative(r))
     if a.json:
         Path(a.json).write_text(json.dumps(r, indent=2))

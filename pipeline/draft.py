@@ -1,7 +1,13 @@
-"""Draft models for speculative decoding: cheap models that propose tokens for the target to check.
+"""Drafts for speculative decoding: cheap proposers of tokens for the target to check.
 
-Two kinds work offline:
+Three kinds work offline:
 
+    "ngram:N"    prompt lookup (no model at all): find the most recent earlier occurrence of the
+                 context's last n tokens (n from N down to 1) and propose the tokens that
+                 followed it. "ngram" is "ngram:3". It costs microseconds, and wins whenever the
+                 reply copies or edits its input (repeat a list, fix a typo, reformat as JSON).
+                 Its proposals are certain (q is one-hot), so a proposal d is kept with
+                 probability p(d), and a rejection draws from p with d removed.
     "layers:N"   self-speculative: the target's own first N decoder layers, then its final
                  norm and LM head (an early exit, as in LayerSkip and Draft & Verify). It is a
                  view of the target: the same weight tensors, no copy, no extra memory.
@@ -10,6 +16,9 @@ Two kinds work offline:
 
 Speculative sampling compares the two models' probabilities token by token, so a draft
 must share the target's vocabulary exactly; one that does not is refused.
+
+DEFAULT_DRAFT is the one default of the app, the command line and `make_draft(lm, None)`: the
+draft that pays off on a small CPU (`python -m pipeline bench --cost-curve` shows why).
 """
 from __future__ import annotations
 
@@ -17,6 +26,7 @@ import copy
 import re
 import threading
 from dataclasses import dataclass
+from typing import NamedTuple, Sequence
 
 from torch import nn
 
@@ -26,26 +36,92 @@ from .loading import LoadedModel, load_model
 from .records import DraftInfo
 
 LAYERS_SPEC = re.compile(r"^\s*layers\s*:\s*(-?\d+)\s*$")
+NGRAM_SPEC = re.compile(r"^\s*ngram\s*(?::\s*(-?\d+))?\s*$")
+DEFAULT_DRAFT = "ngram"  # prompt lookup: ~0 cost per proposal, so any acceptance pays (see speculative_cost)
+DEFAULT_NGRAM = 3  # "ngram" = "ngram:3": the longest n-gram looked up
+MAX_NGRAM = 16
 
 
 @dataclass
 class Draft:
-    """A draft ready to propose: a module called like a causal LM, and what it is."""
+    """A draft ready to propose: a module called like a causal LM (None for prompt lookup), and what it is."""
 
-    model: nn.Module  # forward(input_ids, past_key_values, use_cache, logits_to_keep) -> .logits
+    model: nn.Module | None  # forward(input_ids, past_key_values, use_cache, logits_to_keep) -> .logits
     info: DraftInfo
-    lock: threading.Lock  # the target's own lock for "layers": they share modules (and their hooks)
+    lock: threading.Lock | None  # the target's own lock for "layers": they share modules (and their hooks)
     context_length: int
+    max_ngram: int = 0  # "ngram" drafts: the longest n-gram looked up (0 for model drafts)
+
+    @property
+    def is_lookup(self) -> bool:
+        return self.model is None
 
     def new_cache(self):
+        if self.model is None:
+            return None
         from transformers import DynamicCache
 
         return DynamicCache(config=self.model.config)
 
 
-def default_spec(lm: LoadedModel) -> str:
-    """The first third of the target's layers: "layers:10" for a 30-layer model."""
-    return f"layers:{max(1, lm.info.n_layers // 3)}"
+def draft_choices(n_layers: int, model: str | None = None) -> list[str]:
+    """The drafts a page offers for a target of n_layers: the default first, a few layer depths, and a
+    smaller model when one is configured."""
+    layers = sorted({max(1, n_layers // 3), max(1, 2 * n_layers // 3), max(1, n_layers - 2)})
+    out = [DEFAULT_DRAFT, f"ngram:{MAX_NGRAM // 4}", "ngram:1"] + [f"layers:{n}" for n in layers if n < n_layers]
+    return out + ([model] if model else [])
+
+
+def parse_ngram(spec: str) -> int | None:
+    """N of an "ngram" / "ngram:N" spec; None when the spec is not one."""
+    m = NGRAM_SPEC.match(spec)
+    if m is None:
+        if spec.strip().lower().startswith("ngram"):
+            raise SpeculativeError(f"'{spec}' is not an n-gram draft: write ngram, or ngram:N for the longest n-gram looked up (e.g. ngram:3)")
+        return None
+    n = DEFAULT_NGRAM if m.group(1) is None else int(m.group(1))
+    if not 1 <= n <= MAX_NGRAM:
+        raise SpeculativeError(f"an n-gram draft looks up 1 to {MAX_NGRAM} tokens, not {n}: try ngram:{DEFAULT_NGRAM}")
+    return n
+
+
+def check_spec(spec: str | None) -> None:
+    """Refuse a malformed "layers:N" / "ngram:N" before any model loads (a layer count's range needs the model)."""
+    if spec is not None and str(spec).strip():
+        parse_layers(str(spec))
+        parse_ngram(str(spec))
+
+
+class Lookup(NamedTuple):
+    """What prompt lookup proposes: the tokens, where each was copied from, and the n-gram that matched."""
+
+    tokens: list[int]
+    sources: list[int]  # context position each proposal copies (>= len(context): one of this round's own proposals)
+    n: int  # length of the matched n-gram (0: nothing matched, no proposals)
+    match_position: int  # where the earlier occurrence of the n-gram starts (-1: none)
+
+
+def lookup(context: Sequence[int], max_ngram: int, k: int) -> Lookup:
+    """Prompt-lookup decoding: for n = max_ngram down to 1, find the most recent earlier occurrence
+    of the context's last n tokens; propose the k tokens that followed it. Past the end of the
+    context it keeps copying from its own proposals (a repeating pattern continues)."""
+    ctx = list(context)
+    L = len(ctx)
+    for n in range(min(max_ngram, L - 1), 0, -1):
+        tail = ctx[L - n:]
+        # 1. the most recent start i < L - n with ctx[i:i+n] == tail (the tail itself starts at L - n)
+        for i in range(L - n - 1, -1, -1):
+            if ctx[i] == tail[0] and ctx[i:i + n] == tail:
+                break
+        else:
+            continue
+        # 2. copy what followed it; past the context's end, copy this round's own proposals
+        sources = [i + n + j for j in range(k)]
+        toks: list[int] = []
+        for src in sources:
+            toks.append(ctx[src] if src < L else toks[src - L])
+        return Lookup(toks, sources, n, i)
+    return Lookup([], [], 0, -1)
 
 
 def parse_layers(spec: str) -> int | None:
@@ -123,14 +199,23 @@ def _model_draft(lm: LoadedModel, other: LoadedModel, spec: str) -> Draft:
     return Draft(other.model, info, other.lock, other.info.context_length)
 
 
+def _ngram_draft(lm: LoadedModel, spec: str, n: int) -> Draft:
+    info = DraftInfo(spec=spec, kind="ngram", id=f"prompt lookup (n-grams of up to {n} tokens)", n_layers=0, n_params=0,
+                     shares_weights=True)
+    return Draft(None, info, None, lm.info.context_length, max_ngram=n)
+
+
 def make_draft(lm: LoadedModel, draft: str | LoadedModel | Draft | None = None) -> Draft:
-    """A draft for this target from a spec ("layers:N", a Hub id, a local directory), a
-    loaded model, or a Draft already made (returned as it is). None: `default_spec(lm)`."""
+    """A draft for this target from a spec ("ngram[:N]", "layers:N", a Hub id, a local directory),
+    a loaded model, or a Draft already made (returned as it is). None or "": DEFAULT_DRAFT."""
     if isinstance(draft, Draft):
         return draft
     if isinstance(draft, LoadedModel):
         return _model_draft(lm, draft, draft.info.id)
-    spec = default_spec(lm) if draft is None or not str(draft).strip() else str(draft).strip()
+    spec = DEFAULT_DRAFT if draft is None or not str(draft).strip() else str(draft).strip()
+    n = parse_ngram(spec)
+    if n is not None:
+        return _ngram_draft(lm, spec, n)
     n = parse_layers(spec)
     if n is not None:
         return _layers_draft(lm, spec, n)

@@ -51,7 +51,9 @@ CAPTIONS: dict[str, str] = {
         "tokens ahead, and the big model checks all k in one pass: each guess is kept with probability min(1, p/q) "
         "(p: the big model's probability, q: the draft's); at the first rejection a token is drawn from what the big "
         "model wanted more than the draft, max(0, p − q). This rule makes the text exactly as likely as if the big model "
-        "had written it alone; only the speed changes. Hover over a token to see its test."
+        "had written it alone; only the speed changes. The default draft, ngram, is no model at all: it copies the tokens "
+        "that followed the last few tokens where they appeared earlier in the text (prompt lookup), which pays off when the "
+        "reply repeats, fixes or reformats its input. Hover over a token to see its test."
     ),
     "inside": (
         "The panels above show what goes in and what comes out; this section opens the model itself. Each token's "

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from pipeline.formulas import kv_positions
-from pipeline.records import ModelInfo, StepRecord
+from pipeline.records import ModelInfo, RoundRecord, StepRecord
 
 from .style import GEN_COLOR, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes
 
@@ -30,14 +30,42 @@ def timing_stats(steps: Sequence[StepRecord]) -> dict:
     )
 
 
-def kv_timing_figure(*, steps: Sequence[StepRecord], step: int, model: ModelInfo) -> go.Figure:
+def _round_timing(rounds: Sequence[RoundRecord], cur: StepRecord) -> tuple[list, list, dict]:
+    """A speculative trace's time, per round: draft and verify stacked (its steps came k + 1 at a time,
+    so a per-step 'prefill' / 'decode' time would not be true of them)."""
+    x = [r.index for r in rounds]
+    on = [r.first_step <= cur.index < r.first_step + len(r.token_ids) for r in rounds]
+    words = [f"round {r.index}: draft {r.draft_ms:.1f} ms + verify {r.target_ms:.1f} ms ({r.target_tokens_fed} token"
+             f"{'s' if r.target_tokens_fed != 1 else ''} fed), {len(r.token_ids)} token{'s' if len(r.token_ids) != 1 else ''}"
+             f" (steps {r.first_step}–{r.first_step + len(r.token_ids) - 1})" for r in rounds]
+    line = dict(width=[2.5 if o else 0 for o in on], color=NEW_COLOR)
+    bars = [
+        go.Bar(x=x, y=[r.draft_ms for r in rounds], name="draft", xaxis="x2", yaxis="y2", marker=dict(color="#2f9e5b", line=line),
+               customdata=words, hovertemplate="%{customdata}<extra>draft</extra>"),
+        go.Bar(x=x, y=[r.target_ms for r in rounds], name="verify (one target pass)", xaxis="x2", yaxis="y2",
+               marker=dict(color=GEN_COLOR, line=line), customdata=words, hovertemplate="%{customdata}<extra>verify</extra>"),
+    ]
+    later = [r for r in rounds if r.index > 0]  # round 0's verify pass also reads the prompt
+    notes = []
+    if later:
+        tok = sum(len(r.token_ids) for r in later)
+        notes.append(f"after round 0: median draft {np.median([r.draft_ms for r in later]):.1f} ms + verify "
+                     f"{np.median([r.target_ms for r in later]):.0f} ms a round, {tok / len(later):.2f} tokens a round")
+    r0 = rounds[0]
+    notes.insert(0, f"round 0 (reads the prompt): verify {r0.target_ms:.0f} ms for {r0.target_tokens_fed:,} tokens fed")
+    return bars, notes, dict(range=[min(x) - 0.5, max(x) + 0.5], autorange=False, title=dict(text="round"))
+
+
+def kv_timing_figure(*, steps: Sequence[StepRecord], step: int, model: ModelInfo, rounds: Sequence[RoundRecord] = ()) -> go.Figure:
     """Left: KV cache bytes after each step, measured and by formula, the step on screen marked.
-    Right: milliseconds per step, the prefill bar coloured apart from the decode bars."""
+    Right: milliseconds per step, the prefill bar coloured apart from the decode bars; for a
+    speculative trace (`rounds`), milliseconds per round, draft and verify stacked."""
     steps = list(steps)
     x = [s.index for s in steps]
     cur = steps[step]
-    per_layer = [f"step {s.index} ({s.phase}): {s.position + 1:,} positions cached<br>measured {human_bytes(s.kv_cache_bytes)}"
-                 f" = {human_bytes(s.kv_cache_bytes / model.n_layers)} in each of {model.n_layers} layers"
+    made_by = {i: f"round {r.index}" for r in rounds for i in range(r.first_step, r.first_step + len(r.token_ids))}
+    per_layer = [f"step {s.index} ({made_by.get(s.index, s.phase)}): {s.position + 1:,} positions cached<br>measured "
+                 f"{human_bytes(s.kv_cache_bytes)} = {human_bytes(s.kv_cache_bytes / model.n_layers)} in each of {model.n_layers} layers"
                  for s in steps]
     traces = [
         # (a) cache size, on axes x / y
@@ -50,33 +78,38 @@ def kv_timing_figure(*, steps: Sequence[StepRecord], step: int, model: ModelInfo
         go.Scatter(x=[cur.index], y=[cur.kv_cache_bytes], mode="markers", name=f"step {cur.index} (on screen)",
                    marker=dict(size=13, color=NEW_COLOR, symbol="circle-open", line=dict(width=3)),
                    hovertemplate="step on screen: %{y:,} bytes<extra></extra>"),
-        # (b) timing, on axes x2 / y2
-        go.Bar(x=x, y=[s.ms for s in steps], name="ms per step", xaxis="x2", yaxis="y2", showlegend=False,
-               marker=dict(color=[PROMPT_COLOR if s.phase == "prefill" else GEN_COLOR for s in steps],
-                           line=dict(width=[2.5 if s.index == cur.index else 0 for s in steps], color=NEW_COLOR)),
-               customdata=[f"step {s.index}: {s.phase}, {(s.position + 1) if s.phase == 'prefill' else 1} token(s) fed" for s in steps],
-               hovertemplate="%{customdata}<br>%{y:.1f} ms<extra></extra>"),
     ]
-    t = timing_stats(steps)
-    notes = []
-    if t["prefill_ms"] is not None:
-        notes.append(f"prefill: {t['prefill_ms']:.0f} ms for {t['prefill_tokens']:,} tokens")
-    if t["decode_median_ms"] is not None:
-        notes.append(f"decode: median {t['decode_median_ms']:.1f} ms/token = {t['decode_tokens_per_s']:.1f} tokens/s")
+    xa = dict(range=[min(x) - 0.5, max(x) + 0.5], autorange=False, title=dict(text="step"))
+    if rounds:  # (b) timing, on axes x2 / y2: per round
+        bars, notes, xa2 = _round_timing(rounds, cur)
+        traces += bars
+        tmax = max(1e-3, max(r.draft_ms + r.target_ms for r in rounds))
+        time_title = "Time per round: draft + verify"
+    else:  # (b) timing, on axes x2 / y2: per step
+        traces.append(
+            go.Bar(x=x, y=[s.ms for s in steps], name="ms per step", xaxis="x2", yaxis="y2", showlegend=False,
+                   marker=dict(color=[PROMPT_COLOR if s.phase == "prefill" else GEN_COLOR for s in steps],
+                               line=dict(width=[2.5 if s.index == cur.index else 0 for s in steps], color=NEW_COLOR)),
+                   customdata=[f"step {s.index}: {s.phase}, {(s.position + 1) if s.phase == 'prefill' else 1} token(s) fed" for s in steps],
+                   hovertemplate="%{customdata}<br>%{y:.1f} ms<extra></extra>"))
+        t = timing_stats(steps)
+        notes = []
+        if t["prefill_ms"] is not None:
+            notes.append(f"prefill: {t['prefill_ms']:.0f} ms for {t['prefill_tokens']:,} tokens")
+        if t["decode_median_ms"] is not None:
+            notes.append(f"decode: median {t['decode_median_ms']:.1f} ms/token = {t['decode_tokens_per_s']:.1f} tokens/s")
+        xa2, tmax, time_title = xa, max(1e-3, max(s.ms for s in steps)), "Time per step"
     sub = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=13))
     annotations = [dict(sub, x=0.22, xanchor="center", text="KV cache size after each step"),
-                   dict(sub, x=0.78, xanchor="center", text="Time per step")]
+                   dict(sub, x=0.78, xanchor="center", text=time_title)]
     if notes:
         annotations.append(dict(xref="x2 domain", yref="y2 domain", x=0.98, y=0.98, xanchor="right", yanchor="top", showarrow=False,
                                 align="right", text="<br>".join(notes), font=dict(size=12), bgcolor="rgba(255,255,255,0.85)"))
-    xr = [min(x) - 0.5, max(x) + 0.5]
     ymax = max(1, max(max(s.kv_cache_bytes, s.kv_cache_bytes_formula) for s in steps))
-    tmax = max(1e-3, max(s.ms for s in steps))
-    xa = dict(range=xr, autorange=False, title=dict(text="step"))
     layout = base_layout(
-        "KV cache and timing", height=400, margin=dict(l=70, r=20, t=80, b=80), bargap=0.15,
+        "KV cache and timing", height=400, margin=dict(l=70, r=20, t=80, b=80), bargap=0.15, barmode="stack",
         legend=dict(orientation="h", x=0, y=-0.22), annotations=annotations,
-        xaxis=dict(xa, domain=[0.0, 0.44], anchor="y"), xaxis2=dict(xa, domain=[0.56, 1.0], anchor="y2"),
+        xaxis=dict(xa, domain=[0.0, 0.44], anchor="y"), xaxis2=dict(xa2, domain=[0.56, 1.0], anchor="y2"),
         yaxis=dict(range=[0, ymax * 1.08], autorange=False, tickformat="~s", title=dict(text="bytes"), anchor="x"),
         yaxis2=dict(range=[0, tmax * 1.12], autorange=False, title=dict(text="milliseconds"), anchor="x2"),
     )

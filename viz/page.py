@@ -103,13 +103,18 @@ def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, heavy:
         "attn": lambda: attention.attention_figure(steps=trace.steps, step=s, layer=_layer(trace, layer), head=_head(head),
                                                    n_kv_heads=trace.model.n_kv_heads, pieces=list(st.context_pieces)),
         "overview": lambda: attention.attention_overview_figure(step=st, n_kv_heads=trace.model.n_kv_heads, metric=metric),
-        "kv": lambda: kv.kv_timing_figure(steps=trace.steps, step=s, model=trace.model),
+        "kv": lambda: kv.kv_timing_figure(steps=trace.steps, step=s, model=trace.model, rounds=trace.rounds),
         "kv_text": lambda: kv.kv_summary_html(steps=trace.steps, step=s, model=trace.model),
         "compare": lambda: compare_html(trace, s),
-        "spec": lambda: speculative.rounds_html(trace.rounds, step=s),
+        "spec": lambda: speculative.rounds_html(trace.rounds, step=s, pieces=context_pieces(trace)),
     }
     keys = only if only is not None else [k for k in PANEL_KEYS if heavy or k not in HEAVY]
     return {k: makers[k]() for k in keys}
+
+
+def context_pieces(trace: Trace) -> list[str]:
+    """Every position's piece: the prompt's, then the generated tokens'."""
+    return list(trace.prompt.pieces) + [st.piece for st in trace.steps]
 
 
 def speculative_summary_html(trace: Trace, speed: dict | None = None) -> str:

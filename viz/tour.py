@@ -33,7 +33,7 @@ def tour_stages(trace: Trace, step: int) -> list[TourStage]:
     m = trace.model
     T = st.position + 1
     n_prompt = len(trace.prompt.token_ids)
-    fed = T if st.phase == "prefill" else 1
+    fed = T if st.phase == "prefill" else 1  # (a speculative round: the tokens its pass was fed, below)
     piece = f"<code>{html_piece(st.piece)}</code>"
     last = f"<code>{html_piece(st.context_pieces[-1])}</code>"
     key_piece, key_w, key_pos = _top_key(trace, step)
@@ -54,12 +54,24 @@ def tour_stages(trace: Trace, step: int) -> list[TourStage]:
     used = f"Temperature {param.get('temperature', 1.0):g}" + ("" if greedy else f", top-k {top_k}, top-p {top_p}")
     kept_txt = ("temperature 0 is greedy: only the most likely token can be chosen (top-k and top-p change nothing)" if greedy else
                 "; ".join(f"{g.name.replace('_', '-')} kept {g.kept:,} token{'s' if g.kept != 1 else ''}" for g in kept) or "no filter was on")
-    if st.phase == "prefill":
+    rnd = next((r for r in trace.rounds if r.first_step <= st.index < r.first_step + len(r.token_ids)), None)
+    if rnd is not None:  # speculative: the token came from a round of draft and verify, not a pass of its own
+        fed = rnd.target_tokens_fed
+        how = ("the draft had nothing to propose, so it was a plain step" if rnd.k == 0 else
+               f"the draft proposed {rnd.k} token{'s' if rnd.k != 1 else ''} and the model checked them")
+        feed_txt = (f"This token came from speculative round {rnd.index}: {how}, in one pass of {fed} token{'s' if fed != 1 else ''} "
+                    f"fed; the round added {len(rnd.token_ids)} token{'s' if len(rnd.token_ids) != 1 else ''}. The query at "
+                    f"position {st.position} of that pass chose it.")
+        time_txt = (f"Round {rnd.index} took draft {rnd.draft_ms:.1f} ms + verify {rnd.target_ms:.1f} ms on the machine that made this trace, for "
+                    f"{len(rnd.token_ids)} token{'s' if len(rnd.token_ids) != 1 else ''}.")
+    elif st.phase == "prefill":
         feed_txt = (f"This is the first step (prefill): all {T} tokens of the context go through the model in one pass, "
                     "in parallel, and the last one's output chooses the first new token.")
     else:
         feed_txt = (f"This is decode step {st.index}: only the newest token, {last}, goes through the model; the "
                     f"{T - 1} before it are remembered in the KV cache.")
+    if rnd is None:
+        time_txt = f"This step took {st.ms:.1f} ms on the machine that made this trace."
     stages = [
         TourStage("1 · Tokens", (
             f"The context is {T} tokens: {n_prompt} of the prompt (chat template included) and {T - n_prompt} generated so far. "
@@ -90,8 +102,10 @@ def tour_stages(trace: Trace, step: int) -> list[TourStage]:
              f"From that distribution the token {piece} was drawn at random; it had probability "
              f"{st.chosen_final_prob:.1%} there and {st.chosen_prob:.1%} before sampling reshaped it.")), "panel-distribution"),
         TourStage("7 · KV cache and time", (
-            f"The keys and values of the {fed} token{'s' if fed != 1 else ''} fed in are kept: the cache now holds {T:,} "
-            f"positions, {human_bytes(st.kv_cache_bytes)}. This step took {st.ms:.1f} ms on the machine that made this trace."), "panel-kv"),
+            f"The keys and values of the {fed} token{'s' if fed != 1 else ''} fed in are kept"
+            + (f" (but the {rnd.target_rollback} of rejected proposals, cut back after the test)" if rnd is not None and rnd.target_rollback else "")
+            + f": the cache now holds {T:,} "
+            f"positions, {human_bytes(st.kv_cache_bytes)}. {time_txt}"), "panel-kv"),
         TourStage("8 · Output", (
             f"The chosen token {piece} is appended to the context" + (
                 f" and its text <code>{html_piece(st.text)}</code> appears in the output. " if st.text else

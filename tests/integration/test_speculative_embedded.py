@@ -50,3 +50,19 @@ def test_sampled_rounds_roll_the_caches_back_to_a_fresh_prefill(smol):
                 # cached and uncached passes differ by float rounding only (see DESIGN.md)
                 assert (x - y).abs().max() <= 1e-4 * y.abs().max()
     assert rejected > 0
+
+
+def test_prompt_lookup_copies_a_list_and_keeps_the_greedy_text(smol):
+    """The default draft on a reply that repeats its input: the same greedy text, several tokens
+    per target pass, proposals copied from the prompt."""
+    prompt = "Repeat this list exactly: red, green, blue, yellow, purple, orange, black, white."
+    s = Settings(temperature=0, max_new_tokens=24)
+    plain = list(start(smol, prompt, s))
+    gen = start_speculative(smol, prompt, s, k=4)
+    for _ in gen:
+        pass
+    assert gen.draft.info.kind == "ngram"
+    assert [x.token_id for x in gen.steps] == [x.token_id for x in plain]
+    sm, n_prompt = gen.summary(), len(gen.prompt.token_ids)
+    assert sm["tokens_per_target_pass"] > 1.5 and sm["acceptance_rate"] > 0.5 and sm["draft_passes"] == 0
+    assert any(p.source_position < n_prompt for r in gen.rounds for p in r.proposals if p.status == "accepted")

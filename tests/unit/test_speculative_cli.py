@@ -48,8 +48,44 @@ def test_bench_speculative_prints_both_and_the_acceptance(model_dir, tmp_path):
     for words in ("plain traced generator", "speculative generator", "ratio speculative/plain", "acceptance rate", "tokens per target pass", "k = 2"):
         assert words in r.stdout
     d = json.loads(js.read_text())
-    assert d["draft_spec"] == "layers:1" and d["plain_tokens_per_s"] > 0 and d["speculative_tokens_per_s"] > 0
+    assert d["draft_spec"] == "ngram" and d["plain_tokens_per_s"] > 0 and d["speculative_tokens_per_s"] > 0  # the one default draft
     assert 1 <= d["tokens_per_target_pass"] <= 3
+    assert "of tested proposals (Leviathan et al.'s alpha)" in r.stdout and "expected from alpha" in r.stdout
+
+
+@pytest.fixture(scope="module")
+def long_model_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny-llama-512")
+    tiny.model("llama", layers=2, ctx=512).save_pretrained(d)  # the task prompts are long in bytes
+    tiny.tokenizer().save_pretrained(d)
+    return d
+
+
+def test_bench_tasks_prints_one_table_of_copy_tasks_and_free_writing(long_model_dir, tmp_path):
+    js = tmp_path / "t.json"
+    r = cli("bench", "--model", str(long_model_dir), "--speculative", "--tasks", "copy", "--draft", "ngram", "--k", "3",
+            "--new-tokens", "8", "--repeats", "1", "--json", str(js))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "draft ngram" in lines[0] and "k = 3" in lines[0]
+    for task in ("repeat a list", "fix a typo", "list to JSON", "free writing"):
+        assert sum(ln.startswith(task) for ln in lines) == 1
+    assert "alpha" in lines[1] and "speed-up" in lines[1] and "expected" in lines[1]
+    d = json.loads(js.read_text())
+    assert [x["task"] for x in d["rows"]] == ["repeat a list", "fix a typo", "list to JSON", "free writing"]
+    assert [x["copy"] for x in d["rows"]] == [True, True, True, False]
+
+
+def test_bench_cost_curve_prints_both_curves_and_the_break_even_rates(model_dir, tmp_path):
+    js = tmp_path / "c.json"
+    r = cli("bench", "--model", str(model_dir), "--cost-curve", "--context", "16", "--drafts", "ngram,layers:1", "--repeats", "1",
+            "--json", str(js))
+    assert r.returncode == 0, r.stderr
+    assert "tokens fed" in r.stdout and "ngram" in r.stdout and "layers:1" in r.stdout and "break-even" in r.stdout
+    from pipeline.speculative_cost import from_json
+
+    c = from_json(js.read_text())
+    assert c.tokens == tuple(range(1, 10)) and [d.spec for d in c.drafts] == ["ngram", "layers:1"] and c.context == 16
 
 
 @pytest.mark.parametrize(
@@ -58,6 +94,8 @@ def test_bench_speculative_prints_both_and_the_acceptance(model_dir, tmp_path):
         (["--speculative", "--k", "0"], "from 1 to 16"),
         (["--k", "40"], "from 1 to 16"),
         (["--draft", "layers:x"], "layers:N"),
+        (["--draft", "ngram:0"], "1 to 16"),
+        (["--draft", "ngram:two"], "ngram:N"),
         (["--draft", "layers:3"], "1 to 2 of the target's 3 layers"),
         (["--draft", "no-such-org/no-such-draft"], "could not load the model"),
     ],

@@ -4,6 +4,8 @@ fresh prefill of the accepted tokens gives."""
 import copy
 import json
 import math
+from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,6 +22,16 @@ from tests import tiny
 from tests.helpers import records_equal
 
 PROMPT = "The quick brown fox"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models run thousands of small passes: one torch thread is many times faster than two
+    fighting over a busy machine's cores."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")
@@ -175,32 +187,92 @@ def test_chi2_sf_matches_known_critical_values():
     assert chi2_sf(3.841, 1) == pytest.approx(0.05, rel=1e-3)
 
 
-def test_first_sampled_token_follows_the_target_distribution_not_the_draft(target):
-    """Chi-square over many seeds, temperature 1, top-k 6 on both models. The draft is the
-    target with a flatter LM head: the same 6 tokens, other probabilities, so proposals are
-    often accepted, sometimes rejected and replaced from the residual. The draws must fit the
-    target's final distribution, and be far from the draft's (so this test could fail)."""
-    draft = make_draft(target, flat_copy(target, 0.3))
-    s = Settings(temperature=1.0, top_k=6, max_new_tokens=2)
-    first = next(iter(start_speculative(target, PROMPT, s, k=1, draft=draft)))
-    prop = first.round.proposals[0]
-    ids = list(prop.top_ids)
-    p = prop.top_target_probs.astype(np.float64)
-    q = prop.top_draft_probs.astype(np.float64)
-    assert len(ids) == 6 and set(ids) == set(first.steps[0].top_ids[first.steps[0].top_final_probs > 0])
-    assert 0.5 * np.abs(p - q).sum() > 0.05  # the draft really is a different distribution
-    n, counts, outcomes = 2000, np.zeros(6), set()
+def exact_joint(lm, ids, settings, length) -> dict:
+    """P(first `length` new tokens = t) under plain sampling from the target, for every sequence t
+    with non-zero probability: the chain of the target's final distributions, each from an
+    independent uncached forward pass."""
+    out = {(): 1.0}
+    for _ in range(length):
+        nxt = {}
+        for seq, pr in out.items():
+            ctx = list(ids) + list(seq)
+            with torch.inference_mode():
+                logits = lm.model(torch.tensor([ctx]), use_cache=False).logits[0, -1].numpy()
+            stages = sampling.build_stages(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p,
+                                           repetition_penalty=settings.repetition_penalty, context_ids=ctx)
+            p = sampling.apply_stages(logits, stages).final_probs
+            for t in np.flatnonzero(p):
+                nxt[seq + (int(t),)] = pr * float(p[t])
+        out = nxt
+    return out
+
+
+def sample_joint(lm, text, settings, n, **kw):
+    """The first settings.max_new_tokens tokens of n speculative runs (seeds 0..n-1), and their rounds."""
+    gen0 = start_speculative(lm, text, settings, ignore_eos=True, **kw)  # tokenised and the draft made once
+    seqs, rounds = [], []
     for seed in range(n):
-        rnd, steps = next(iter(start_speculative(target, PROMPT, Settings(temperature=1.0, top_k=6, max_new_tokens=2, seed=seed), k=1, draft=draft)))
-        counts[ids.index(steps[0].token_id)] += 1
-        outcomes.add(rnd.proposals[0].status)
-    assert outcomes == {"accepted", "rejected"}
-    exp_p, exp_q = n * p / p.sum(), n * q / q.sum()
-    assert exp_p.min() >= 5
-    chi_p = float(((counts - exp_p) ** 2 / exp_p).sum())
-    chi_q = float(((counts - exp_q) ** 2 / exp_q).sum())
-    assert chi2_sf(chi_p, 5) > 0.001, f"draws do not follow the target: chi2 {chi_p:.1f}"
-    assert chi2_sf(chi_q, 5) < 1e-6, f"draws would also pass for the draft: chi2 {chi_q:.1f}"
+        gen = replace(gen0, settings=replace(settings, seed=seed), steps=[], rounds=[])
+        for _ in gen:
+            pass
+        seqs.append(tuple(st.token_id for st in gen.steps))
+        rounds.append(gen.rounds)
+    return seqs, rounds
+
+
+def chi2_fit(seqs, expected: dict) -> tuple[float, int, float]:
+    """Pearson's chi-square of observed sequences against expected probabilities (cells expected
+    fewer than 5 times pooled into one): (statistic, degrees of freedom, p-value)."""
+    n = len(seqs)
+    seen = Counter(seqs)
+    assert set(seen) <= set(expected), f"a sequence the target could not have produced: {set(seen) - set(expected)}"
+    cells, pool_e, pool_o = [], 0.0, 0
+    for seq, pr in expected.items():
+        if n * pr >= 5:
+            cells.append((seen.get(seq, 0), n * pr))
+        else:
+            pool_e, pool_o = pool_e + n * pr, pool_o + seen.get(seq, 0)
+    if pool_e > 0:
+        cells.append((pool_o, pool_e))
+    chi = sum((o - e) ** 2 / e for o, e in cells)
+    dof = len(cells) - 1
+    return chi, dof, chi2_sf(chi, dof)
+
+
+def buggy_residual(p, q):
+    """The bug the tests must catch: after a rejection, draw from p instead of max(0, p - q)."""
+    return np.array(p, dtype=np.float64), float(np.maximum(p - q, 0).sum())
+
+
+def test_sampled_tokens_follow_the_target_at_every_position_of_a_round(target, monkeypatch):
+    """Chi-square over the first three tokens together, temperature 1, top-k 3 on both models, k = 2:
+    token 1 is a tested proposal or the residual after a rejection, token 2 a proposal tested after
+    an acceptance or the residual there (or the next round's), token 3 often the bonus. The draft
+    is the target with a sharper LM head (same top 3, other probabilities), so every path is taken
+    often (about a third each). The draws must fit the plain target's joint distribution; the same test must reject a
+    residual drawn from p instead of max(0, p - q), and the draft's own distribution."""
+    draft = make_draft(target, flat_copy(target, 8.0))
+    s = Settings(temperature=1.0, top_k=3, max_new_tokens=3)
+    ids = start(target, PROMPT, s).prompt.token_ids
+    expected = exact_joint(target, ids, s, 3)
+    n = 800
+    seqs, rounds = sample_joint(target, PROMPT, s, n, k=2, draft=draft)
+    first = [r[0] for r in rounds]
+    paths = Counter((r.proposals[0].status, r.proposals[1].status) for r in first)
+    assert paths[("accepted", "accepted")] > 0.2 * n and paths[("accepted", "rejected")] > 0.2 * n
+    assert paths[("rejected", "discarded")] > 0.2 * n  # after a rejection: the residual, then a new round
+    assert sum(r.bonus is not None for r in first) > 0.2 * n  # the third token is then the bonus
+    chi, dof, pv = chi2_fit(seqs, expected)
+    assert pv > 1e-3, f"the draws do not follow the target: chi2 {chi:.1f} on {dof} degrees of freedom"
+    # power: the same test, the same draws, against the draft's own joint distribution ...
+    assert chi2_fit(seqs, {**expected, **exact_joint(draft, ids, s, 3)})[2] < 1e-6
+    # ... and the bug of a residual drawn from p
+    import pipeline.speculative as spec
+
+    monkeypatch.setattr(spec, "residual", buggy_residual)
+    bad, _ = sample_joint(target, PROMPT, s, n // 2, k=2, draft=draft)
+    chi_b, dof_b, pv_b = chi2_fit(bad, expected)
+    assert pv_b < 1e-6, f"the test cannot tell a residual drawn from p: chi2 {chi_b:.1f} on {dof_b} degrees of freedom"
 
 
 def test_same_seed_same_run_other_seed_other_run(target):
@@ -292,7 +364,10 @@ def test_round_and_step_records_tell_one_consistent_story(target):
         statuses = [p.status for p in rnd.proposals]
         n = rnd.n_accepted
         assert statuses[:n] == ["accepted"] * n and all(st == "discarded" for st in statuses[n + 1:])
-        assert (rnd.residual is None) == (rnd.bonus is not None) == (n == rnd.k)
+        if rnd.residual is None and rnd.bonus is None:  # an accepted end of sequence ended the round
+            assert rsteps[-1].stop_reason == "eos" and rsteps[-1].token_id == rnd.proposals[n - 1].token_id
+        else:
+            assert (rnd.residual is None) == (rnd.bonus is not None) == (n == rnd.k)
         for p in rnd.proposals:
             if p.status != "discarded":
                 assert (p.u < p.accept_prob) == (p.status == "accepted")
