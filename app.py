@@ -4,13 +4,17 @@ Layout and listeners only. The model is the one global; each person's trace live
 gr.State. Data flows pipeline -> records -> viz -> here.
 
     python app.py [--model HUB_ID_OR_DIR] [--port 7860] [--host 127.0.0.1] [--share]
+
+Environment: LLM_VIZ_DOWNLOAD_DIR=DIR holds the folder of trace files made for download (default:
+the system's temporary folder); that folder is removed at exit. For tests: LLM_VIZ_LOAD_GATE=PATH holds the model's loading
+until that file exists, so a test can act while the model is still loading (as the first visitor
+of a waking Space does).
 """
 from __future__ import annotations
 
 import argparse
 import html
 import atexit
-import gzip
 import os
 import shutil
 import signal
@@ -23,9 +27,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from pipeline import records
-from pipeline.records import Settings, Trace
-from pipeline.errors import SettingsError
+from pipeline import session, trace_io
+from pipeline.records import Trace
+from pipeline.errors import SettingsError, TraceFormatError
 from viz import branches as branches_viz
 from viz import page
 from viz import tour as tour_viz
@@ -61,6 +65,9 @@ class ModelHolder:
     def _load(self):
         from pipeline.loading import load_model
 
+        gate = os.environ.get("LLM_VIZ_LOAD_GATE")
+        while gate and not Path(gate).exists():  # tests: loading waits until the file appears
+            time.sleep(0.2)
         try:
             self.lm = load_model(self.spec, progress=self._progress)
             self.status = page.model_markdown(self.lm.info)
@@ -89,25 +96,13 @@ HOLDER: ModelHolder | None = None
 
 def example_trace() -> Trace | None:
     try:
-        return records.loads(gzip.decompress(EXAMPLE.read_bytes()))
-    except (OSError, records.TraceFormatError) as e:
+        return trace_io.load(EXAMPLE)
+    except (OSError, TraceFormatError) as e:
         print(f"example trace unavailable: {e}", flush=True)
         return None
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def _settings(mode, system, temperature, top_k, top_p, seed, max_new) -> Settings:
-    chat = mode != "Raw text"
-    try:
-        return Settings(
-            temperature=float(temperature), top_k=int(top_k) if float(top_k).is_integer() else float(top_k),
-            top_p=float(top_p), seed=int(seed), max_new_tokens=int(max_new), chat=chat,
-            system_prompt=(system if system and system.strip() else None) if chat else None,
-        )
-    except (TypeError, ValueError, OverflowError) as e:
-        raise SettingsError(f"a setting is not a number ({e})") from e
-
-
 def _unchanged() -> dict:
     """An update that changes nothing (Gradio reads an empty dict as one missing value)."""
     return {C["output"]: gr.skip()}
@@ -135,34 +130,26 @@ def _layer_head_choices(trace: Trace | None):
     return gr.Dropdown(choices=list(range(L))), gr.Dropdown(choices=["all"] + list(range(H)))
 
 
-DOWNLOADS = Path(tempfile.mkdtemp(prefix="llm-viz-traces-"))
+# a folder of our own (inside LLM_VIZ_DOWNLOAD_DIR when set), removed at exit
+DOWNLOADS = Path(tempfile.mkdtemp(prefix="llm-viz-traces-", dir=os.environ.get("LLM_VIZ_DOWNLOAD_DIR") or None))
 atexit.register(shutil.rmtree, DOWNLOADS, ignore_errors=True)
+DOWNLOAD = "Download trace"
 
 
-def _with_inside(trace: Trace) -> Trace:
-    """The trace with what the inside-the-model views need from the model (the logit lens of every
-    step, parameter counts, position scheme, this machine's limits), when the model that made it is loaded."""
-    from pipeline import inside
-
-    lm = _same_model(trace)
-    if lm is None:
-        return trace
-    lens = tuple(r for r in (_lens(trace, st) for st in trace.steps) if r is not None)
-    return inside.with_inside(lm, replace(trace, lens=lens), steps=())
-
-
-def _download_file(trace: Trace | None, request: gr.Request | None = None):
-    """The trace as a JSON file for the download button: one file per session, replaced by the next."""
+def download_click(trace: Trace | None, request: gr.Request = None):
+    """The trace file, built now that someone asked for it (the logit lens of every step is computed
+    here, not after every run), into the hidden download button that the page's script then clicks."""
     if not trace or not trace.steps:
-        return gr.DownloadButton(value=None, interactive=False)
-    trace = _with_inside(trace)
-    d = DOWNLOADS / (getattr(request, "session_hash", None) or "shared")
-    d.mkdir(parents=True, exist_ok=True)
-    for old in d.glob("*.json"):
-        old.unlink(missing_ok=True)
-    path = d / f"trace-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(records.dumps(trace), encoding="utf-8")
-    return gr.DownloadButton(value=str(path), interactive=True)
+        yield {C["download_file"]: None}
+        return
+    yield {C["download"]: gr.Button("Preparing the file …", interactive=False), C["download_file"]: None}
+    folder = DOWNLOADS / (getattr(request, "session_hash", None) or "shared")
+    try:
+        path = str(session.write_download(_lm(), trace, folder))
+    except (OSError, SettingsError) as e:
+        gr.Warning(f"Could not write the trace file: {session.sentence(e)}")
+        path = None
+    yield {C["download"]: gr.Button(DOWNLOAD, interactive=True), C["download_file"]: path}
 
 
 # -- listeners --------------------------------------------------------------------------------
@@ -187,117 +174,104 @@ def _draft(lm, spec: str):
     return DRAFTS[key]
 
 
+def _start_run(prompt, settings, prev: Trace | None, cont: dict | None, n_new: int, spec: tuple):
+    """(lm, the generation a click asks for): a fresh one (`cont` None; speculative when `spec`'s
+    first item is on), or one going on from the trace on screen (pipeline.continuation)."""
+    lm = HOLDER.get()
+    if not 1 <= n_new <= MAX_NEW_TOKENS:
+        raise SettingsError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this page, not {n_new}")
+    spec_on, spec_k, spec_draft = spec
+    if cont is not None:  # +1 token, re-sample, branch: as one longer run would have written it
+        from pipeline.continuation import continue_generation
+
+        gen = continue_generation(lm, prev, settings, n_new=n_new, **cont)
+    elif spec_on:
+        from pipeline.speculative import start_speculative
+
+        gen = start_speculative(lm, prompt, replace(settings, max_new_tokens=n_new), k=spec_k, draft=_draft(lm, spec_draft))
+    else:
+        from pipeline.generate import start
+
+        gen = start(lm, prompt, replace(settings, max_new_tokens=n_new))
+    if len(gen.prompt.token_ids) > MAX_PROMPT_TOKENS:
+        raise SettingsError(f"the prompt is {len(gen.prompt.token_ids)} tokens; this page takes up to {MAX_PROMPT_TOKENS} "
+                            "(every attention map of the prompt is drawn): shorten it")
+    return lm, gen
+
+
+def _streamed(trace: Trace, i: int, layer, head, temperature, top_k, top_p, live: bool, clock: dict) -> dict:
+    """The update for step `i` while streaming: the text and the token chips every token, figures at
+    a bounded rate (drawing them costs the browser far more than the model's step)."""
+    now = time.perf_counter()
+    out = {state_c: trace, C["output"]: page.output_only(trace, step=i), C["tokens"]: page.tokens_only(trace, step=i),
+           C["slider"]: _slider(trace)}
+    if trace.speculative:
+        out[C["spec"]] = page.speculative.rounds_html(trace.rounds, step=i, pieces=page.context_pieces(trace))
+    if not live:  # text only while generating: the model runs at full speed on a small machine
+        pass
+    elif now - clock["heavy"] >= HEAVY_EVERY_S:
+        clock["heavy"] = clock["dist"] = now
+        out.update(_view(trace, i, layer, head, temperature, top_k, top_p, heavy=True))
+    elif now - clock["dist"] >= DIST_EVERY_S:
+        clock["dist"] = now
+        out[C["dist"]] = page.distribution_only(trace, step=i, temperature=temperature, top_k=top_k, top_p=top_p)
+    return out
+
+
 def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, live, spec_on, spec_k, spec_draft, state,
-           start_step=None, one_step=False, force_rank=None):
-    """Generate and stream: cheap panels every token, heavy ones at a bounded rate and at the end.
-    `start_step`: continue from that step of the trace on screen; `force_rank`: with the candidate of
-    that rank (in the step's distribution) forced at that step instead of the model's choice."""
+           cont: dict | None = None, one_step=False):
+    """Generate and stream: cheap panels every token, heavy ones at a bounded rate, `finish` draws all
+    at the end. `cont`: go on from the trace on screen, as pipeline.continuation.continue_generation's
+    keywords ({"start_step": None} after its last step; a step to re-sample from; with "force_rank",
+    a branch); `one_step`: one token."""
     prev: Trace | None = state
     try:
-        lm = HOLDER.get()
-        settings = _settings(mode, system, temperature, top_k, top_p, seed, max_new)
-        keep: tuple = ()
-        if start_step is not None:  # continue from a step of the trace on screen
-            if prev is None or prev.model.id != lm.info.id or not prev.steps:
-                raise SettingsError("there is no generation from this model on screen to continue; press Generate first")
-            start_step = max(0, min(int(start_step), len(prev.steps) - 1 if force_rank is not None else len(prev.steps)))
-            keep = prev.steps[:start_step]
-            if force_rank is not None:  # a branch: another candidate at this step, then generate on
-                from pipeline.branch import forced_step
-
-                base, k = prev.steps[start_step], int(force_rank)
-                if not 0 <= k < len(base.top_ids):
-                    raise SettingsError("click one of the candidate bars to branch; the last bar stands for the rest of the vocabulary")
-                if int(base.top_ids[k]) == base.token_id:
-                    raise SettingsError(f"the model already chose {base.piece!r} at this step: click another candidate to branch")
-                keep = keep + (forced_step(lm, keep, base, int(base.top_ids[k])),)
-            prompt, settings = prev.prompt.text, replace(settings, chat=prev.settings.chat, system_prompt=prev.prompt.system_prompt)
-        if one_step:
-            settings = replace(settings, max_new_tokens=1)
-        from pipeline.generate import start
-        from pipeline.inside import trace_extras
-
-        if not 1 <= settings.max_new_tokens <= MAX_NEW_TOKENS:
-            raise SettingsError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this page, not {settings.max_new_tokens}")
-        speculative = bool(spec_on) and start_step is None and not one_step  # +1 token and re-sample stay plain
-        if speculative:
-            from pipeline.speculative import start_speculative
-
-            gen = start_speculative(lm, prompt, settings, k=spec_k, draft=_draft(lm, spec_draft))
-        else:
-            gen = start(lm, prompt, settings, prefix=[s.token_id for s in keep])
-        if len(gen.prompt.token_ids) > MAX_PROMPT_TOKENS:
-            raise SettingsError(f"the prompt is {len(gen.prompt.token_ids)} tokens; this page takes up to {MAX_PROMPT_TOKENS} "
-                                "(every attention map of the prompt is drawn): shorten it")
+        settings = session.settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new)
+        n_new = 1 if one_step else session.tokens_to_make(prev, cont, settings.max_new_tokens)
+        spec = (bool(spec_on) and cont is None and not one_step, spec_k, spec_draft)  # +1 token and re-sample stay plain
+        lm, gen = _start_run(prompt, settings, prev, cont, n_new, spec)
     except SettingsError as e:
         # a warning, not an error: the panels keep what they show, and nothing typed is touched
-        gr.Warning(_sentence(e))
+        yield _refused(e)
         return
-    trace = Trace(lm.info, settings, gen.prompt, keep, lm.projection, lm.vocab_cloud, speculative=gen.info if speculative else None,
-                  **trace_extras(lm))
-    first = {state_c: trace, C["download"]: gr.DownloadButton(value=None, interactive=False),
+    trace, kept = gen.trace(), getattr(gen, "kept", ())
+    layers, heads = _layer_head_choices(trace)  # (after a loaded trace of another model)
+    first = {C["ran"]: True, state_c: trace, C["download"]: gr.Button(DOWNLOAD, interactive=False), C["info"]: HOLDER.status,
+             C["layer"]: layers, C["head"]: heads,
              C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(())}
-    if keep:  # continuing: the kept steps stay on screen
-        first.update(_view(trace, len(keep) - 1, layer, head, temperature, top_k, top_p))
+    if kept:  # continuing: the kept steps stay on screen
+        first.update(_view(trace, len(kept) - 1, layer, head, temperature, top_k, top_p))
         first[C["slider"]] = _slider(trace)
     else:
         first.update({C["output"]: page.output_only(trace), C["tokens"]: page.tokens_only(trace)})
     yield first
-    if force_rank is not None and keep[-1].stop_reason == "eos":  # a forced end of sequence: nothing follows
+    if kept and kept[-1].stop_reason == "eos":  # a forced end of sequence: nothing follows
         return
-    last_dist = last_heavy = time.perf_counter()  # the first token goes out as text, at once
-    # a plain generation yields steps; a speculative one yields rounds of 1 to k+1 steps
-    for item in gen:
-        if speculative:
-            trace = replace(trace, steps=trace.steps + item.steps, rounds=trace.rounds + (item.round,))
-        else:
-            trace = replace(trace, steps=trace.steps + (item,))
-        i, now = len(trace.steps) - 1, time.perf_counter()
-        # the text and the token chips every token; figures at a bounded rate (drawing them
-        # costs the browser far more than the model's step); `finish` draws everything at the end
-        out = {state_c: trace, C["output"]: page.output_only(trace, step=i), C["tokens"]: page.tokens_only(trace, step=i),
-               C["slider"]: _slider(trace)}
-        if speculative:
-            out[C["spec"]] = page.speculative.rounds_html(trace.rounds, step=i, pieces=page.context_pieces(trace))
-        if not live:  # text only while generating: the model runs at full speed on a small machine
-            pass
-        elif now - last_heavy >= HEAVY_EVERY_S:
-            last_heavy = last_dist = now
-            out.update(_view(trace, i, layer, head, temperature, top_k, top_p, heavy=True))
-        elif now - last_dist >= DIST_EVERY_S:
-            last_dist = now
-            out[C["dist"]] = page.distribution_only(trace, step=i, temperature=temperature, top_k=top_k, top_p=top_p)
-        yield out
-    if speculative and trace.steps:
+    clock = dict(dist=time.perf_counter(), heavy=time.perf_counter())  # the first token goes out as text, at once
+    for _ in gen:  # a plain generation yields steps; a speculative one rounds of 1 to k+1 steps
+        trace = gen.trace()
+        yield _streamed(trace, len(trace.steps) - 1, layer, head, temperature, top_k, top_p, live, clock)
+    if trace.speculative and trace.steps:
         yield {C["spec_summary"]: page.speculative_summary_html(trace) + "<p><i>Measuring plain decoding of the same prompt and "
                "settings, for the speed-up …</i></p>"}
-        speed = _speed_against_plain(lm, trace)
+        speed = session.speed_against_plain(lm, trace)
         yield {C["spec_summary"]: page.speculative_summary_html(trace, speed)}
 
 
-def _speed_against_plain(lm, trace: Trace) -> dict:
-    """Tokens per second of the speculative run and of plain decoding of the same prompt and settings
-    for as many tokens, both from their records' own times (passes timed inside the model's lock:
-    another visitor's pass is never counted)."""
-    from pipeline.generate import start
-
-    n = len(trace.steps)
-    plain = list(start(lm, trace.prompt.text, replace(trace.settings, max_new_tokens=n), ignore_eos=True))
-    spec_s = sum(r.ms for r in trace.rounds) / 1000
-    plain_s = sum(st.ms for st in plain) / 1000
-    return {"speculative_tok_s": n / spec_s if spec_s else 0.0, "plain_tok_s": len(plain) / plain_s if plain_s else 0.0}
+def _refused(e: Exception) -> dict:
+    """A refused run: the warning, and one update that changes nothing but the `ran` flag. (A
+    generator that yields nothing makes Gradio set every output to None: an empty step slider.)"""
+    gr.Warning(session.sentence(e))
+    return {C["ran"]: False}
 
 
-def download_fn(trace, request: gr.Request = None):
-    return _download_file(trace, request)
-
-
-def finish(trace, step, layer, head, temperature, top_k, top_p):
-    """After streaming ends or is stopped: every panel for the last step, and the download."""
-    if trace is None:
+def finish(ran, trace, step, layer, head, temperature, top_k, top_p):
+    """After streaming ends or is stopped: every panel for the last step. Nothing when the run was refused."""
+    if not ran or trace is None:
         return _unchanged()
     step = len(trace.steps) - 1
-    return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step)}
+    return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step),
+            C["download"]: gr.Button(DOWNLOAD, interactive=bool(trace.steps))}
 
 
 # -- inside the model: one tab at a time, the one open, for the step on screen ----------------
@@ -305,61 +279,33 @@ SAMPLING_ROWS = ((1.0, 0, 1.0), (0.7, 0, 0.9), (0.3, 0, 1.0))  # temperature, to
 INSIDE = {"lens": ("lens_html", "lens_plot"), "residual": ("resid_plot", "contrib_plot"), "position": ("pos_plot",), "kvc": (),
           "accounting": ("acc_html", "acc_plot"), "sampling": ("cmp_plot",), "branches": (), "bytes": ("bytes_html",),
           "context": ("ctx_html", "ctx_plot")}
-LENS_CACHE: dict = {}  # (model id, context ids, token id) -> LensRecord, the last few computed
+
+
+def _lm():
+    """The loaded model, or None while it loads (or when it failed to load)."""
+    return HOLDER.lm if HOLDER is not None else None
 
 
 def _same_model(trace: Trace | None):
     """The loaded model when it is the one that made `trace` (so its weights can answer for it)."""
-    lm = HOLDER.lm if HOLDER is not None else None
-    return lm if lm is not None and trace is not None and lm.info.id == trace.model.id else None
-
-
-def _sentence(e: Exception) -> str:
-    t = str(e)
-    return f"{t[:1].upper()}{t[1:]}" + ("" if t.endswith((".", "!", "?")) else ".")
+    return session.same_model(_lm(), trace)
 
 
 def _note(text: str) -> str:
     return f"<p class='inside-note'>{html.escape(text)}</p>"
 
 
-def _lens(trace: Trace, st):
-    from pipeline import inside
-
-    for rec in trace.lens:
-        if rec.step == st.index and rec.token_id == st.token_id:
-            return rec
-    lm = _same_model(trace)
-    if lm is None or st.hidden is None:
-        return None
-    key = (lm.info.id, st.context_ids, st.token_id)
-    # the model's lock: its final norm and LM head must not run while another session's forward pass
-    # has hooks on them; it also guards the cache, which every session shares
-    with lm.lock:
-        if key not in LENS_CACHE:
-            while len(LENS_CACHE) >= 256:
-                LENS_CACHE.pop(next(iter(LENS_CACHE)))
-            LENS_CACHE[key] = inside.logit_lens(lm, st)
-        return LENS_CACHE[key]
-
-
-def _accounting(trace: Trace):
-    """(records of every step, machine, params), or None when neither the trace nor the model has them."""
-    from pipeline import inside
-
-    lm = _same_model(trace)
-    params = trace.params or (inside.param_counts(lm) if lm else None)
-    if params is None:
-        return None
-    machine = trace.machine or inside.measure_machine()
-    return [inside.accounting(trace.model, params, st, machine) for st in trace.steps], machine, params
-
-
-def _position(trace: Trace):
-    from pipeline import inside
-
-    lm = _same_model(trace)
-    return trace.position or (inside.position_info(lm) if lm else None)
+def _no_lens(trace: Trace) -> str:
+    """Why the logit lens of a step cannot be shown, and what to do."""
+    lm = _lm()
+    if lm is not None and _same_model(trace) is None:
+        return (f"This trace was made by {trace.model.id}, not by the loaded model ({lm.info.id}), and was saved without its "
+                "logit lens: the lens needs the final norm and LM head of the model that made it. Start the app with that "
+                "model (--model) to see it, or generate with this one.")
+    if lm is None and not trace.lens:
+        return "The logit lens runs the model's final norm and LM head: it appears here once the model has loaded."
+    return ("The logit lens needs this step's hidden states. They are captured while the model generates, and a trace "
+            "downloaded from this page carries the lens of every step: generate with the model, or load such a trace.")
 
 
 def inside_view(tab, trace, step, *rest) -> dict:
@@ -374,13 +320,10 @@ def inside_view(tab, trace, step, *rest) -> dict:
     out = {}
     try:
         if tab == "lens":
-            rec = _lens(trace, st)
+            rec = session.LENS.get(_lm(), trace, st)
             out = {C["lens_html"]: lens_viz.lens_summary_html(rec, forced=st.forced),
                    C["lens_plot"]: lens_viz.logit_lens_figure(rec, trace.model.n_layers, forced=st.forced)} \
-                if rec is not None else {C["lens_html"]: _note(
-                    "The logit lens needs this step's hidden states. They are captured while the model generates, and a trace "
-                    "downloaded from this page carries the lens of every step: generate with the model, or load such a trace."),
-                    C["lens_plot"]: None}
+                if rec is not None else {C["lens_html"]: _note(_no_lens(trace)), C["lens_plot"]: None}
         elif tab == "residual":
             label = f"step {st.index}"
             out = {C["resid_plot"]: residual.residual_path_figure(st.resid_2d, st.resid_norm, st.update_norm, piece=st.context_pieces[-1], step=st.index)
@@ -390,10 +333,10 @@ def inside_view(tab, trace, step, *rest) -> dict:
             if st.resid_2d is None:
                 gr.Info(f"This trace has no residual path for {label} (it was saved before the path was recorded): generate again to see it.")
         elif tab == "position":
-            pos = _position(trace)
+            pos = session.position_for(_lm(), trace)
             out = {C["pos_plot"]: pos_viz.position_figure(pos, list(st.context_pieces)) if pos is not None else None}
         elif tab == "accounting":
-            acc = None if trace.speculative else _accounting(trace)
+            acc = None if trace.speculative else session.accounting_for(_lm(), trace)
             if trace.speculative:  # its steps came k + 1 at a time from rounds of draft and verify passes
                 out = {C["acc_html"]: _note("This generation was speculative: its tokens came from rounds of draft passes and one "
                                             "verify pass each (section 7), not one pass per token, so a per-step account of one "
@@ -404,7 +347,7 @@ def inside_view(tab, trace, step, *rest) -> dict:
                                             "to see its compute and memory accounting."), C["acc_plot"]: None}
             else:
                 recs, machine, params = acc
-                out = {C["acc_html"]: compute.accounting_html(recs[s], machine, params), C["acc_plot"]: compute.accounting_figure(recs, s)}
+                out = {C["acc_html"]: compute.accounting_html(recs[s], machine, params, trace.model), C["acc_plot"]: compute.accounting_figure(recs, s)}
         elif tab == "sampling":
             if any(v in (None, "") for v in cmp):
                 raise SettingsError("each of the three columns needs a temperature, a top-k and a top-p")
@@ -418,7 +361,7 @@ def inside_view(tab, trace, step, *rest) -> dict:
             pout = float(price_out) if price_out not in (None, "") else None
             out = {C["ctx_html"]: context.context_html(trace, s, price_in_per_m=pin, price_out_per_m=pout), C["ctx_plot"]: context.context_figure(trace, s)}
     except (SettingsError, ValueError, TypeError) as e:
-        gr.Warning(_sentence(e))
+        gr.Warning(session.sentence(e))
         return {C["lens_html"]: gr.skip()}  # (an empty dict would read as one missing value)
     return out or {C["lens_html"]: gr.skip()}
 
@@ -439,18 +382,6 @@ def kv_compare_click(trace, step):
     return compute.kv_compare_html(kvc, pieces), compute.kv_compare_figure(kvc, pieces)
 
 
-def _default_swap(trace: Trace) -> tuple[int, int]:
-    """Two word tokens of what the person typed (the first and the last), for the swap demo."""
-    p = trace.prompt
-    n, ids = len(p.text_ids), list(p.token_ids)
-    start = next((a for a in range(len(ids) - n, -1, -1) if n and ids[a:a + n] == list(p.text_ids)), None)
-    span = range(start, start + n) if start is not None else range(len(ids))
-    words = [k for k in span if p.pieces[k].strip().isalpha()]
-    if len(words) < 2:
-        raise SettingsError("the prompt needs two word tokens to swap: type the positions to swap instead")
-    return words[0], words[-1]
-
-
 def swap_click(trace, i, j):
     from pipeline import inside
     from viz import position as pos_viz
@@ -461,10 +392,10 @@ def swap_click(trace, i, j):
         return gr.skip(), gr.skip(), gr.skip()
     try:
         if i in (None, "") or j in (None, "") or int(i) == int(j):  # two words of what the person typed
-            i, j = _default_swap(trace)
+            i, j = session.default_swap(trace)
         swap = inside.swap_demo(lm, list(trace.prompt.token_ids), int(i), int(j))
     except (SettingsError, ValueError) as e:
-        gr.Warning(_sentence(e))
+        gr.Warning(session.sentence(e))
         return gr.skip(), gr.skip(), gr.skip()
     return pos_viz.swap_figure(swap), int(i), int(j)
 
@@ -504,11 +435,8 @@ def load_trace(file, layer, head, temperature, top_k, top_p, request: gr.Request
         return _unchanged()
     path = file if isinstance(file, str) else getattr(file, "name", str(file))
     try:
-        raw = Path(path).read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        trace = records.loads(raw)
-    except (OSError, EOFError, records.TraceFormatError) as e:
+        trace = trace_io.load(path)  # .json or .json.gz, /1 or /2
+    except (OSError, EOFError, TraceFormatError) as e:
         gr.Warning(f"Could not read that trace: {e}")
         return _unchanged()
     if not trace.steps:
@@ -521,7 +449,7 @@ def load_trace(file, layer, head, temperature, top_k, top_p, request: gr.Request
         C["slider"]: _slider(trace), C["layer"]: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
         C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),
         C["temperature"]: s.temperature, C["top_k"]: s.top_k, C["top_p"]: s.top_p, C["seed"]: s.seed,
-        C["info"]: page.model_markdown(trace.model, loaded_from_file=True), C["download"]: _download_file(trace, request),
+        C["info"]: page.model_markdown(session.known_weights(trace.model, _lm()), loaded_from_file=True), C["download"]: gr.Button(DOWNLOAD, interactive=True),
         C["spec_summary"]: page.speculative_summary_html(trace),
     }
 
@@ -557,6 +485,7 @@ def build(example: Trace | None) -> gr.Blocks:
         # Each session's trace. It starts empty and gets the example on page load: Gradio would
         # otherwise deep-copy the example per session and re-serialise it on every update.
         state_c = gr.State(None)
+        C["ran"] = gr.State(False)  # whether the last Generate (or +1, re-sample, branch) ran, or was refused
         gr.Markdown("# Watch a language model think, one token at a time\n" + CAPTIONS["intro"], elem_id="intro")
         C["info"] = gr.Markdown(HOLDER.status if HOLDER else "", elem_id="model-info")
         with gr.Row(equal_height=False):
@@ -577,7 +506,9 @@ def build(example: Trace | None) -> gr.Blocks:
                     C["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k")
                     C["top_p"] = gr.Slider(0.01, 1, value=0.9, step=0.01, label="Top-p (1 = off)", elem_id="top-p")
                     with gr.Row():
-                        C["seed"] = gr.Number(value=0, precision=0, minimum=0, label="Seed", elem_id="seed")
+                        # no minimum: a negative seed gets the pipeline's warning, which says what to type (Gradio's own
+                        # check would be an error toast that names no field)
+                        C["seed"] = gr.Number(value=0, precision=0, label="Seed", elem_id="seed")
                         C["max_new"] = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label="Max new tokens", elem_id="max-new-tokens")
                     C["resample"] = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm")
                 with gr.Accordion("Speculative decoding", open=False, elem_id="speculative-settings"):
@@ -590,7 +521,9 @@ def build(example: Trace | None) -> gr.Blocks:
                                                        "layers:N = this model's own first N layers; or the Hub id / local directory of a "
                                                        "smaller model with the same tokenizer")
                 with gr.Row():
-                    C["download"] = gr.DownloadButton("Download trace", elem_id="download-trace", interactive=False, size="sm")
+                    C["download"] = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
+                    # filled when Download is clicked, then clicked by the page's script (hidden)
+                    C["download_file"] = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")
                     C["upload"] = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
             with gr.Column(scale=7, min_width=480):
                 gr.Markdown(CAPTIONS["output"], elem_classes="caption")
@@ -705,9 +638,11 @@ def build(example: Trace | None) -> gr.Blocks:
         inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
 
         view_in = [state_c, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
-        all_out = [state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"], C["spec_summary"]]
+        all_out = [C["ran"], state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"], C["spec_summary"], C["info"],
+                                                                             C["layer"], C["head"]]
         gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"], C["live"],
                   C["spec_on"], C["spec_k"], C["spec_draft"], state_c]
+        fin_in = [C["ran"], *view_in]
         fin_out = [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"]]
 
         def gen_fn(*a):
@@ -715,33 +650,33 @@ def build(example: Trace | None) -> gr.Blocks:
 
         def step_fn(*a):
             trace = a[-1]
-            cont = trace is not None and HOLDER.lm is not None and trace.model.id == HOLDER.lm.info.id and trace.steps \
-                and trace.prompt.text == a[0] and trace.steps[-1].stop_reason in (None, "max_new_tokens")
-            yield from stream(*a, start_step=len(trace.steps) if cont else None, one_step=True)
+            # the trace on screen goes on when the prompt box still holds its prompt (continue_generation
+            # refuses one of another model, with the reason); a new prompt starts afresh
+            cont = trace is not None and trace.steps and trace.prompt.text == a[0] and trace.steps[-1].stop_reason in (None, "max_new_tokens")
+            yield from stream(*a, cont={"start_step": None} if cont else None, one_step=True)
 
         def resample_fn(step, *a):
-            yield from stream(*a, start_step=step)
+            yield from stream(*a, cont={"start_step": step})
 
         events = []
         for trigger, fn, extra, name in ((C["generate"].click, gen_fn, [], "generate"), (C["prompt"].submit, gen_fn, [], None),
                                          (C["step"].click, step_fn, [], "step"), (C["resample"].click, resample_fn, [C["slider"]], "resample")):
             ev = trigger(fn, extra + gen_in, all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden",
                          api_name=name, api_visibility="public" if name else "private")
-            ev.then(finish, view_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
-                download_fn, state_c, C["download"], show_progress="hidden")
+            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
             events.append(ev)
         def branch_fn(rank, step, *a):
             prev = a[-1]
             try:
                 k, s = int(rank), int(step)
             except (TypeError, ValueError):
-                gr.Warning("Pick a candidate to branch: click its bar in the distribution, or type its rank.")
+                yield _refused(SettingsError("pick a candidate to branch: click its bar in the distribution, or type its rank"))
                 return
             pend = None
             if prev is not None and 0 <= s < len(prev.steps) and 0 <= k < len(prev.steps[s].top_ids):
                 base = prev.steps[s]
                 pend = dict(parent=prev, fork=s, token_id=int(base.top_ids[k]), forced=base.top_pieces[k], model=base.piece)
-            for n, out in enumerate(stream(*a, start_step=s, force_rank=k)):
+            for n, out in enumerate(stream(*a, cont={"start_step": s, "force_rank": k})):
                 yield {**out, pending_c: pend} if n == 0 else out
 
         def record_branch(trace, branches, pend):
@@ -775,8 +710,7 @@ def build(example: Trace | None) -> gr.Blocks:
 
         for trigger, rank_in, fn in ((C["branch_go"].click, C["branch_req"], branch_click), (C["branch_btn"].click, C["branch_rank"], branch_typed)):
             ev = trigger(fn, [rank_in, *branch_in], branch_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden")
-            ev.then(finish, view_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
-                download_fn, state_c, C["download"], show_progress="hidden").then(
+            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
                 record_branch, [state_c, branches_c, pending_c], [branches_c, C["branches_html"], C["branch_pick"], pending_c], show_progress="hidden")
             events.append(ev)
         C["branch_pick"].input(show_branch, [C["branch_pick"], branches_c, C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
@@ -804,8 +738,9 @@ def build(example: Trace | None) -> gr.Blocks:
         C["tour_end"].click(lambda: {C["tour_group"]: gr.Group(visible=False), C["tour_target"]: ""}, None, tour_out,
                             show_progress="hidden").then(None, [C["tour_target"]], None, js=focus_js)
 
-        C["stop"].click(finish, view_in, fin_out, cancels=events, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
-            download_fn, state_c, C["download"], show_progress="hidden")
+        C["stop"].click(finish, fin_in, fin_out, cancels=events, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
+        C["download"].click(download_click, state_c, [C["download"], C["download_file"]], show_progress="hidden").then(
+            None, None, None, js="() => document.querySelector('#download-file')?.click()")  # (no file: a click does nothing)
         for key, tab in tabs.items():  # the open tab is drawn when opened and follows the step slider
             tab.select((lambda k: lambda: k)(key), None, tab_c, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
         C["cmp_btn"].click(inside_view, inside_in, inside_out, **inside_kw)

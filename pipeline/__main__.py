@@ -1,5 +1,6 @@
-"""Command line: `python -m pipeline trace ...` writes a JSON trace; `python -m pipeline bench` measures.
-Both take `--speculative [--k K] [--draft ngram[:N] | layers:N | MODEL]` for speculative decoding.
+"""Command line: `python -m pipeline trace ...` writes a JSON trace; `python -m pipeline bench` measures;
+`python -m pipeline html TRACE --out FILE.html` writes one self-contained page that replays a trace.
+`trace` and `bench` take `--speculative [--k K] [--draft ngram[:N] | layers:N | MODEL]` for speculative decoding.
 `bench --speculative --tasks copy` runs a fixed set of copy/edit prompts and one free-writing
 prompt and prints a table; `bench --cost-curve` prints what a target pass costs by tokens fed,
 each draft's cost per proposal, and the acceptance rate each needs to pay off.
@@ -25,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
 
     tr = sub.add_parser("trace", help="generate from a prompt and write a JSON trace (docs/TRACE_FORMAT.md)")
     tr.add_argument("--prompt", required=True, help="the text to continue (in chat mode: the user message)")
-    tr.add_argument("--out", required=True, help="where to write the trace (.json)")
+    tr.add_argument("--out", required=True, help="where to write the trace (.json, or .json.gz to compress it)")
     tr.add_argument("--model", default=None, help="Hub id or local directory (default: embedded SmolLM2-135M-Instruct)")
     tr.add_argument("--max-new-tokens", type=int, default=64)
     tr.add_argument("--temperature", type=float, default=0.7, help="0 is greedy")
@@ -56,6 +57,13 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--context", type=int, default=None, help="with --cost-curve: positions already cached (default 256)")
     be.add_argument("--drafts", default=None, help="with --cost-curve: comma-separated drafts (default ngram,layers:10,layers:20,layers:28)")
     _speculative_args(be)
+
+    ht = sub.add_parser("html", help="write one self-contained HTML page replaying a trace: no server, no network")
+    ht.add_argument("trace", help="a trace file (.json, or .json.gz) written by `trace` or the app")
+    ht.add_argument("--out", required=True, help="the .html file to write")
+    ht.add_argument("--layer", type=int, default=0, help="the attention panel's block, from 0")
+    ht.add_argument("--head", type=int, default=0, help="the attention panel's head, from 0")
+    ht.add_argument("--max-frames", type=int, default=256, help="steps the page holds at most")
     return ap
 
 
@@ -90,7 +98,7 @@ def _trace(a) -> int:
     from .generate import start, validate
     from .loading import load_model
     from .errors import SettingsError
-    from .records import dumps
+    from .trace_io import save
 
     settings = Settings(
         temperature=a.temperature,
@@ -125,14 +133,16 @@ def _trace(a) -> int:
     trace = gen.trace()
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(dumps(trace, full=a.full), encoding="utf-8")
+    t1 = time.perf_counter()
+    save(trace, out, full=a.full)  # .gz: gzip; streamed step by step
+    wrote = f"{out.stat().st_size / 1e6:.1f} MB written in {time.perf_counter() - t1:.1f} s"
     n = len(trace.steps)
     extra = ""
     if spec is not None:
         sm = gen.summary()
         acc = "n/a" if sm["acceptance_rate"] is None else f"{sm['acceptance_rate']:.0%}"
         extra = f"; draft {gen.draft.info.id}, k={gen.k}: {sm['rounds']} rounds, {acc} of proposals accepted, {sm['tokens_per_target_pass']:.2f} tokens per target pass"
-    print(f"\n[{n} tokens in {dt:.2f} s, {n / dt:.1f} tokens/s; stop: {trace.stop_reason}{extra}; trace: {out}]", file=sys.stderr)
+    print(f"\n[{n} tokens in {dt:.2f} s, {n / dt:.1f} tokens/s; stop: {trace.stop_reason}{extra}; trace: {out}, {wrote}]", file=sys.stderr)
     return 0
 
 
@@ -180,14 +190,30 @@ def _bench(a) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .errors import ModelLoadError
+def _html(a) -> int:
+    from viz.viewer_page import write_html  # the one command that draws: viz is imported only here
+
     from .errors import SettingsError
+    from .trace_io import load
+
+    trace = load(a.trace)  # .json or .json.gz, /1 or /2
+    m = trace.model
+    if not trace.steps:
+        raise SettingsError("the trace has no steps: generate at least one token")
+    if not (0 <= a.layer < m.n_layers and 0 <= a.head < m.n_heads and a.max_frames >= 1):
+        raise SettingsError(f"--layer must be 0 to {m.n_layers - 1}, --head 0 to {m.n_heads - 1}, --max-frames 1 or more")
+    size = write_html(trace, a.out, layer=a.layer, head=a.head, max_frames=a.max_frames)
+    print(f"[{min(len(trace.steps), a.max_frames)} of {len(trace.steps)} steps; {a.out}: {size / 1e6:.2f} MB]", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .errors import ModelLoadError, SettingsError, TraceFormatError
 
     a = _parser().parse_args(argv)
     try:
-        return _trace(a) if a.cmd == "trace" else _bench(a)
-    except (SettingsError, ModelLoadError) as e:
+        return {"trace": _trace, "bench": _bench, "html": _html}[a.cmd](a)
+    except (SettingsError, ModelLoadError, TraceFormatError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as e:  # e.g. the output file cannot be written

@@ -64,4 +64,17 @@ def model_info(model, *, model_id: str, source: str) -> ModelInfo:
         context_length=int(get("max_position_embeddings", "n_positions", "n_ctx", default=2048)),
         dtype=str(next(model.parameters()).dtype).replace("torch.", ""),
         n_params=int(sum(p.numel() for p in model.parameters())),
+        sliding_windows=sliding_windows(model),
     )
+
+
+def sliding_windows(model) -> tuple[int, ...]:
+    """Per layer, the window of a sliding-window attention layer (0: full attention), as the KV
+    cache the model builds for itself sees them (Mistral's window, Gemma 2/3's alternating layers)."""
+    from transformers import DynamicCache
+
+    try:
+        layers = DynamicCache(config=model.config).layers
+    except (TypeError, ValueError, AttributeError):  # a config the cache cannot read: assume full attention
+        return ()
+    return tuple(int(getattr(layer, "sliding_window", 0) or 0) for layer in layers)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from . import sampling
+from .formulas import kv_cache_bytes
 from .capture import residual_stream, run_with_cache
 from .loading import LoadedModel, rms_rows
 from .records import PromptRecord, Segment, Settings, StageRecord, StepRecord, Trace
@@ -97,9 +98,9 @@ def rng_state(rng: np.random.Generator) -> str:
 
 
 def kv_formula(lm: LoadedModel, positions: int) -> int:
-    i = lm.info
+    """The cache's size by formula (sliding-window layers hold only their window)."""
     bytes_per = torch.finfo(next(lm.model.parameters()).dtype).bits // 8
-    return 2 * i.n_layers * i.n_kv_heads * i.head_dim * positions * bytes_per
+    return kv_cache_bytes(lm.info, positions, bytes_per)
 
 
 @dataclass
@@ -118,6 +119,8 @@ class Generation:
     first_new: int = 0  # the first step made with `settings` (continuations: where they begin)
 
     def __iter__(self) -> Iterator[StepRecord]:
+        if self.kept and self.kept[-1].stop_reason == "eos":  # a branch that forced the end: nothing follows
+            return
         stop_ids = set() if self.ignore_eos else eos_ids(self.lm)
         for rec in _run(self.lm, self.settings, self.prompt, self.prefix, stop_ids, self.rng_state):
             self.steps.append(rec)
@@ -125,7 +128,11 @@ class Generation:
 
     def trace(self) -> Trace:
         """The trace so far: the kept steps, then the new ones."""
-        return build_trace(self.lm, self.settings, self.prompt, self.kept + tuple(self.steps), base=self.base, first_new=self.first_new)
+        extra = {}
+        if self.base is not None and self.base.speculative is not None:  # the speculative rounds that made the kept steps
+            n = len(self.kept)
+            extra = dict(speculative=self.base.speculative, rounds=tuple(r for r in self.base.rounds if r.first_step + len(r.token_ids) <= n))
+        return build_trace(self.lm, self.settings, self.prompt, self.kept + tuple(self.steps), base=self.base, first_new=self.first_new, **extra)
 
 
 def build_trace(lm: LoadedModel, settings: Settings, prompt: PromptRecord, steps: Sequence[StepRecord], *, base: Trace | None = None,
@@ -252,6 +259,20 @@ def token_fields(lm: LoadedModel, token: int) -> dict:
                 embedding=emb, embed_2d=lm.projection.apply(emb))
 
 
+def _query_rows(pats: list, row: int, position: int) -> np.ndarray:
+    """(L, H, position+1) attention of the query at `position` (row `row` of the pass) over keys
+    0..position. A sliding-window layer's pass holds only its window's keys, so its captured row
+    is shorter: its keys are placed at their own positions, and every key before the window gets
+    weight 0, which is what the layer gave it."""
+    out = np.zeros((len(pats), pats[0].shape[0], position + 1), np.float32)
+    for i, p in enumerate(pats):  # p: (H, q, K)
+        q, K = p.shape[1], p.shape[2]
+        r = row % q
+        first = position + (q - 1 - r) + 1 - K  # the position of key 0: the pass's keys end at its last query
+        out[i, :, first:] = p[:, r, : position + 1 - first].float().cpu().numpy()
+    return out
+
+
 def record_fields(
     lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text, *, row: int = -1, kv_cache_bytes: int | None = None
 ) -> dict:
@@ -265,7 +286,7 @@ def record_fields(
     top = top_n(logits, TOP_N)
     # attention of every layer and head: (layers, heads, q, k) per layer in the capture
     pats = [cap[f"blocks.{i}.attn.pattern"][0] for i in range(L)]
-    attention = torch.stack([p[:, row, : position + 1] for p in pats]).float().cpu().numpy()  # (L, H, position+1)
+    attention = _query_rows(pats, row, position)  # (L, H, position+1)
     matrix = None
     T = position + 1  # prefill: the context so far, all of it fed in this pass
     if phase == "prefill" and T <= MAX_MATRIX_TOKENS:

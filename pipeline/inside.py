@@ -15,6 +15,7 @@ traces serialise them, and re-exported here).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -25,6 +26,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .formulas import kv_cache_bytes
 from .capture import run_with_cache
 from .loading import LoadedModel
 from .records import (
@@ -170,9 +172,19 @@ def param_counts(lm: LoadedModel) -> ParamCounts:
     )
 
 
+def measure_machine(lock=None) -> MachineInfo:
+    """This machine's limits, measured once per process. `lock`: the model's lock, held while
+    measuring, so that no forward pass (another visitor's generation) shares the cores with the
+    measurement and makes the machine look slower than it is."""
+    if _measure.cache_info().currsize:
+        return _measure()
+    with lock if lock is not None else contextlib.nullcontext():
+        return _measure()
+
+
 @functools.lru_cache(maxsize=1)
-def measure_machine() -> MachineInfo:
-    """This machine's limits, measured once per process (well under 2 s):
+def _measure() -> MachineInfo:
+    """The measurement itself (well under 2 s):
 
     memory bandwidth: the best of a few copies of a 256 MB float32 array (bytes read + written
     over the time); matmul throughput: the best of a few 1024 x 1024 float32 torch matmuls."""
@@ -211,7 +223,7 @@ def accounting(info: ModelInfo, params: ParamCounts, step: StepRecord, machine: 
     bpp = params.bytes_per_param
     weight_bytes = float(params.read_per_pass * bpp)
     previous = 0 if prefill else step.position
-    kv_bytes = float(2 * info.n_layers * info.n_kv_heads * info.head_dim * previous * bpp)
+    kv_bytes = float(kv_cache_bytes(info, previous, bpp))  # a sliding-window layer reads its window only
     read = weight_bytes + kv_bytes
     intensity = 2 * macs / read
     balance = machine.matmul_gflop_s / machine.memory_gb_s
@@ -244,11 +256,12 @@ def _find_step(trace: Trace, step_index: int) -> StepRecord:
 
 
 def _median_ms(fn, repeats: int = 3) -> tuple[float, torch.Tensor]:
+    """Median of the passes' own times (each timed inside the model's lock), and the last logits."""
     times, out = [], None
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append((time.perf_counter() - t0) * 1000.0)
+        cap = fn()
+        times.append(cap.ms)
+        out = cap["logits"][0, -1]
     return statistics.median(times), out
 
 
@@ -263,30 +276,26 @@ def kv_compare(lm: LoadedModel, trace: Trace, step_index: int) -> KVCompareRecor
     step = _find_step(trace, step_index)
     ids = list(step.context_ids)[: step.position + 1]
     V = lm.info.vocab_size
-    p = _param(lm)
-    x = torch.as_tensor([ids], dtype=torch.long, device=p.device)
     prefill = step.phase == "prefill"
-    model = lm.model
-    with lm.lock, torch.inference_mode():
-        def without():
-            return model(input_ids=x, use_cache=False, logits_to_keep=1).logits[0, -1, :V]
 
-        if prefill:
-            def with_cache():
-                cache = DynamicCache(config=model.config)
-                return model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1).logits[0, -1, :V]
-        else:
-            cache = DynamicCache(config=model.config)
-            model(input_ids=x[:, :-1], past_key_values=cache, use_cache=True, logits_to_keep=1)
+    def without():
+        return run_with_cache(lm, ids, hooks=False)
 
-            def with_cache():
-                out = model(input_ids=x[:, -1:], past_key_values=cache, use_cache=True, logits_to_keep=1).logits[0, -1, :V]
-                cache.crop(-1)  # back to the prefilled context for the next repeat
-                return out
+    if prefill:
+        def with_cache():
+            return run_with_cache(lm, ids, cache=DynamicCache(config=lm.model.config), hooks=False)
+    else:
+        cache = DynamicCache(config=lm.model.config)
+        run_with_cache(lm, ids[:-1], cache=cache, hooks=False)  # the context but its last token, untimed
 
-        ms_without, lo_without = _median_ms(without)
-        ms_with, lo_with = _median_ms(with_cache)
-    lw, lwo = lo_with.float().cpu().numpy(), lo_without.float().cpu().numpy()
+        def with_cache():
+            cap = run_with_cache(lm, ids[-1:], cache=cache, hooks=False)
+            cache.crop(-1)  # back to the prefilled context for the next repeat
+            return cap
+
+    ms_without, lo_without = _median_ms(without)
+    ms_with, lo_with = _median_ms(with_cache)
+    lw, lwo = lo_with[:V].float().cpu().numpy(), lo_without[:V].float().cpu().numpy()
     T = step.position + 1
     tokens_with = T if prefill else 1
     params = param_counts(lm)
@@ -429,4 +438,4 @@ def with_inside(lm: LoadedModel, trace: Trace, steps: Sequence[int] | None = Non
     extras = trace_extras(lm)
     if trace.resid_projection is not None:  # the map its steps' paths were drawn in
         extras["resid_projection"] = trace.resid_projection
-    return dataclasses.replace(trace, lens=lens, machine=measure_machine(), **extras)
+    return dataclasses.replace(trace, lens=lens, machine=measure_machine(lm.lock), **extras)

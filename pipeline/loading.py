@@ -15,7 +15,7 @@ import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -164,13 +164,17 @@ class LoadedModel:
     resid_projection: Projection | None = None
 
 
-def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float = 0.0, residual_map: bool = True) -> LoadedModel:
+def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float = 0.0, residual_map: bool = True,
+            weights: dict | None = None) -> LoadedModel:
     """Wrap a loaded model: eval mode, architecture, projection, token view. `residual_map`: also
-    fit the residual stream's 2D map (one extra forward pass; a draft model never draws one)."""
+    fit the residual stream's 2D map (one extra forward pass; a draft model never draws one).
+    `weights`: how they are stored (pipeline.weights); default: as they are in memory, untrained."""
     model.eval()
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
         model.set_attn_implementation("eager")
     info = model_info(model, model_id=model_id, source=source)
+    w = weights or {"weights": f"{info.dtype} in memory (not read from a file)", "bytes": 0}
+    info = replace(info, weights=w["weights"], weight_bytes=int(w["bytes"]))
     tokens = TokenView(tokenizer, info.vocab_size)
     proj = fit_projection(model.get_input_embeddings().weight)
     ids = tokens.common_ids(CLOUD_SIZE)
@@ -220,4 +224,22 @@ def load_model(spec: str | None = None, *, progress: Callable[[str], None] | Non
             f"could not load the model '{shown}' ({where}): {first[:300]}. "
             "Check the name, or pass a local directory saved with save_pretrained."
         ) from e
-    return prepare(model, tok, model_id=shown, source=source, load_seconds=time.perf_counter() - t0, residual_map=residual_map)
+    return prepare(model, tok, model_id=shown, source=source, load_seconds=time.perf_counter() - t0, residual_map=residual_map,
+                   weights=_weights(path, source))
+
+
+def _weights(path: str, source: str) -> dict | None:
+    """How the loaded weights are stored (pipeline.weights), or None where no file can say."""
+    from . import weights
+
+    if source == "embedded":
+        return weights.cached(Path(path), lambda: weights.describe_gguf(embedded_gguf_path()))
+    folder = Path(path)
+    if source == "hub":
+        try:
+            from huggingface_hub import snapshot_download
+
+            folder = Path(snapshot_download(path, local_files_only=True, allow_patterns=["*.safetensors"]))
+        except Exception:  # noqa: BLE001  (no local copy to read: say nothing rather than guess)
+            return None
+    return weights.describe_safetensors(folder)

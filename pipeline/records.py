@@ -1,21 +1,17 @@
-"""Immutable records of one traced generation, and their JSON trace format.
+"""Immutable records of one traced generation.
 
 A record holds plain Python / numpy data only (no torch), so the UI, the JSON export
-and the tests all read the same thing. The JSON format is documented in docs/TRACE_FORMAT.md.
-
-Floats are stored as float32 arrays; JSON writes each float32 as its shortest decimal
-form, so reading a trace back gives bit-identical arrays.
+and the tests all read the same thing. The trace file (pipeline/trace_io.py, documented in
+docs/TRACE_FORMAT.md) is written from these dataclasses' fields: a field added here, with a
+default, travels in traces with no other change.
 """
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 
-SCHEMA = "llm-pipeline-trace/1"
+SCHEMA = "llm-pipeline-trace/2"  # what pipeline.trace_io writes
+SCHEMA_V1 = "llm-pipeline-trace/1"  # still read (pipeline.trace_v1)
 STOP_REASONS = ("eos", "max_new_tokens", "context_limit")
 
 
@@ -36,6 +32,9 @@ class ModelInfo:
     # how the weights are really stored, in words: "float32 safetensors", or for the embedded model
     # "GGUF Q4_1 (embedding Q8_0, norms F32), dequantised to float32"; "" in traces made before it
     weights: str = ""
+    weight_bytes: int = 0  # bytes of the weights as stored (the file on disk); 0: not known
+    # per layer, the sliding attention window (0: full attention); () in traces made before it
+    sliding_windows: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -472,401 +471,20 @@ class Trace:
 
 
 # ---------------------------------------------------------------------------------------
-# JSON (de)serialisation
-
+# The trace file lives in pipeline/trace_io.py; these wrappers keep older callers working.
 
 from .errors import TraceFormatError  # noqa: E402  (re-exported: older callers name it here)
 
 
-def _f32(a: np.ndarray) -> list:
-    """float32 array -> nested lists of Python floats that print as the shortest float32 text."""
-    a = np.asarray(a, dtype=np.float32)
-    if a.ndim == 0:
-        return float(np.format_float_positional(a, unique=True, trim="-")) if np.isfinite(a) else float(a)
-    flat = [float(s) for s in a.ravel().astype(str)]
-    return np.array(flat, dtype=object).reshape(a.shape).tolist() if a.ndim > 1 else flat
-
-
-def _tril_lists(m: np.ndarray) -> list:
-    """(L, H, T, T) causal matrix -> [layer][head][q] rows of length q+1."""
-    L, H, T, _ = m.shape
-    return [[[_f32(m[l, h, q, : q + 1]) for q in range(T)] for h in range(H)] for l in range(L)]
-
-
-def _from_tril(rows: list) -> np.ndarray:
-    L, H, T = len(rows), len(rows[0]), len(rows[0][0])
-    out = np.zeros((L, H, T, T), dtype=np.float32)
-    for l in range(L):
-        for h in range(H):
-            for q in range(T):
-                out[l, h, q, : q + 1] = rows[l][h][q]
-    return out
-
-
-def _bytes_to_json(b: bytes | None) -> list | None:
-    return None if b is None else list(b)
-
-
-def _bytes_from_json(x) -> bytes | None:
-    return None if x is None else bytes(int(v) for v in x)
-
-
-def _stage_to_json(s: StageRecord) -> dict:
-    return {"name": s.name, "param": s.param, "kept": s.kept, "mass": s.mass, "probs": _f32(s.probs)}
-
-
-def _step_to_json(s: StepRecord, *, full: bool) -> dict:
-    d: dict[str, Any] = {
-        "index": s.index,
-        "phase": s.phase,
-        "position": s.position,
-        "token_id": s.token_id,
-        "piece": s.piece,
-        "text": s.text,
-        "top": [
-            {"id": int(i), "piece": p, "logit": _f32(lg), "prob": _f32(pr), "final_prob": _f32(fp)}
-            for i, p, lg, pr, fp in zip(s.top_ids, s.top_pieces, s.top_logits, s.top_probs, s.top_final_probs)
-        ],
-        "logsumexp": s.logsumexp,
-        "entropy": s.entropy,
-        "final_entropy": s.final_entropy,
-        "stages": [_stage_to_json(st) for st in s.stages],
-        "chosen_prob": s.chosen_prob,
-        "chosen_final_prob": s.chosen_final_prob,
-        "attention": _f32(s.attention),
-        "embed_2d": _f32(s.embed_2d),
-        "attn_out_norm": _f32(s.attn_out_norm),
-        "mlp_out_norm": _f32(s.mlp_out_norm),
-        "kv_cache_bytes": s.kv_cache_bytes,
-        "kv_cache_bytes_formula": s.kv_cache_bytes_formula,
-        "ms": s.ms,
-        "stop_reason": s.stop_reason,
-        "raw_piece": s.raw_piece,
-        "piece_bytes": _bytes_to_json(s.piece_bytes),
-        "wait_ms": s.wait_ms,
-        "rng_state": s.rng_state,
-    }
-    if s.forced:
-        d["forced"] = True
-    for name in ("resid_2d", "resid_norm", "update_norm"):
-        if getattr(s, name) is not None:
-            d[name] = _f32(getattr(s, name))
-    if s.attention_matrix is not None:
-        d["attention_matrix"] = _tril_lists(s.attention_matrix)
-    if full:
-        for name in ("logits", "embedding", "hidden"):
-            if getattr(s, name) is not None:
-                d[name] = _f32(getattr(s, name))
-    return d
-
-
-def _top_list(ids, pieces, **arrays) -> list:
-    """Parallel top arrays -> [{id, piece, <name>: float32 value, ...}]."""
-    cols = {k: _f32(v) for k, v in arrays.items()}
-    return [{"id": int(i), "piece": p, **{k: c[n] for k, c in cols.items()}} for n, (i, p) in enumerate(zip(ids, pieces))]
-
-
-def _round_to_json(r: RoundRecord) -> dict:
-    res, bonus = r.residual, r.bonus
-    return {
-        "index": r.index,
-        "position": r.position,
-        "proposals": [
-            {
-                "token_id": pr.token_id,
-                "piece": pr.piece,
-                "draft_prob": pr.draft_prob,
-                "target_prob": pr.target_prob,
-                "accept_prob": pr.accept_prob,
-                "u": pr.u,
-                "status": pr.status,
-                "top": _top_list(pr.top_ids, pr.top_pieces, draft_prob=pr.top_draft_probs, target_prob=pr.top_target_probs),
-            }
-            for pr in r.proposals
-        ],
-        "n_accepted": r.n_accepted,
-        "residual": None
-        if res is None
-        else {
-            "token_id": res.token_id,
-            "piece": res.piece,
-            "prob": res.prob,
-            "mass": res.mass,
-            "top": _top_list(res.top_ids, res.top_pieces, prob=res.top_probs),
-        },
-        "bonus": None if bonus is None else dataclasses.asdict(bonus),
-        "token_ids": list(r.token_ids),
-        "first_step": r.first_step,
-        "draft_passes": r.draft_passes,
-        "target_passes": r.target_passes,
-        "draft_tokens_fed": r.draft_tokens_fed,
-        "target_tokens_fed": r.target_tokens_fed,
-        "draft_rollback": r.draft_rollback,
-        "target_rollback": r.target_rollback,
-        "draft_ms": r.draft_ms,
-        "target_ms": r.target_ms,
-        "ms": r.ms,
-    }
-
-
-def trace_to_json(trace: Trace, *, full: bool = False) -> dict:
-    """The JSON-ready dict of a trace.
-
-    `full` adds each step's large vectors (full-vocabulary logits, input embedding, hidden
-    states): about 0.3 MB a step for a 135M model. Without them a trace stays small and
-    every panel still draws."""
-    p = trace.prompt
-    d = {
-        "schema": SCHEMA,
-        "model": dataclasses.asdict(trace.model),
-        "settings": dataclasses.asdict(trace.settings),
-        "prompt": {
-            "text": p.text,
-            "system_prompt": p.system_prompt,
-            "rendered": p.rendered,
-            "token_ids": list(p.token_ids),
-            "pieces": list(p.pieces),
-            "embed_2d": _f32(p.embed_2d),
-            "text_ids": list(p.text_ids),
-            "text_pieces": list(p.text_pieces),
-            "raw_pieces": list(p.raw_pieces),
-            "piece_bytes": [_bytes_to_json(b) for b in p.piece_bytes],
-        },
-        "steps": [_step_to_json(s, full=full) for s in trace.steps],
-        "stop_reason": trace.stop_reason,
-        "text": trace.text,
-    }
-    if trace.projection is not None:
-        d["projection"] = {"mean": _f32(trace.projection.mean), "components": _f32(trace.projection.components)}
-    if trace.resid_projection is not None:
-        d["resid_projection"] = {"mean": _f32(trace.resid_projection.mean), "components": _f32(trace.resid_projection.components)}
-    if trace.vocab_cloud is not None:
-        c = trace.vocab_cloud
-        d["vocab_cloud"] = {"ids": c.ids.tolist(), "pieces": list(c.pieces), "xy": _f32(c.xy)}
-    if trace.speculative is not None:
-        d["speculative"] = {"k": trace.speculative.k, "draft": dataclasses.asdict(trace.speculative.draft)}
-        d["rounds"] = [_round_to_json(r) for r in trace.rounds]
-    if trace.segments:
-        d["segments"] = [{"first_step": sg.first_step, "settings": dataclasses.asdict(sg.settings)} for sg in trace.segments]
-    if trace.lens:
-        d["lens"] = [_lens_to_json(r) for r in trace.lens]
-    if trace.params is not None:
-        d["params"] = dataclasses.asdict(trace.params)
-    if trace.machine is not None:
-        d["machine"] = dataclasses.asdict(trace.machine)
-    if trace.position is not None:
-        pos = trace.position
-        d["position"] = {
-            "kind": pos.kind,
-            "rope_theta": pos.rope_theta,
-            "rotary_dim": pos.rotary_dim,
-            "inv_freq": None if pos.inv_freq is None else _f32(pos.inv_freq),
-            "learned_2d": None if pos.learned_2d is None else _f32(pos.learned_2d),
-        }
-    return d
-
-
-def _lens_to_json(r: LensRecord) -> dict:
-    return {
-        "step": r.step,
-        "position": r.position,
-        "token_id": r.token_id,
-        "piece": r.piece,
-        "top_ids": np.asarray(r.top_ids, np.int64).tolist(),
-        "top_pieces": [list(row) for row in r.top_pieces],
-        "top_probs": _f32(r.top_probs),
-        "chosen_probs": _f32(r.chosen_probs),
-        "chosen_ranks": np.asarray(r.chosen_ranks, np.int64).tolist(),
-        "entropy": _f32(r.entropy),
-    }
-
-
-def _lens_from_json(d: dict) -> LensRecord:
-    k = len(d["top_pieces"][0]) if d["top_pieces"] else LENS_TOP
-    return LensRecord(
-        step=int(d["step"]),
-        position=int(d["position"]),
-        token_id=int(d["token_id"]),
-        piece=d["piece"],
-        top_ids=_arr(d["top_ids"], np.int64).reshape(-1, k),
-        top_pieces=tuple(tuple(row) for row in d["top_pieces"]),
-        top_probs=_arr(d["top_probs"]).reshape(-1, k),
-        chosen_probs=_arr(d["chosen_probs"]),
-        chosen_ranks=_arr(d["chosen_ranks"], np.int64),
-        entropy=_arr(d["entropy"]),
-    )
-
-
-def _position_from_json(d: dict) -> PositionRecord:
-    return PositionRecord(
-        kind=d["kind"],
-        rope_theta=None if d.get("rope_theta") is None else float(d["rope_theta"]),
-        rotary_dim=None if d.get("rotary_dim") is None else int(d["rotary_dim"]),
-        inv_freq=None if d.get("inv_freq") is None else _arr(d["inv_freq"]),
-        learned_2d=None if d.get("learned_2d") is None else _arr(d["learned_2d"]).reshape(-1, 2),
-    )
-
-
 def dumps(trace: Trace, *, full: bool = False) -> str:
-    return json.dumps(trace_to_json(trace, full=full), ensure_ascii=False, separators=(",", ":"))
+    """The trace as /2 JSON text: see pipeline.trace_io.dumps."""
+    from .trace_io import dumps as _dumps
+
+    return _dumps(trace, full=full)
 
 
-def _arr(x, dtype=np.float32) -> np.ndarray:
-    return np.asarray(x, dtype=dtype)
+def loads(data: str | bytes) -> Trace:
+    """A trace from /1 or /2 JSON text or bytes, gzip or not: see pipeline.trace_io.loads."""
+    from .trace_io import loads as _loads
 
-
-def _step_from_json(d: dict, context_ids: tuple[int, ...], context_pieces: tuple[str, ...]) -> StepRecord:
-    top = d["top"]
-    am = d.get("attention_matrix")
-    opt = {k: (_arr(d[k]) if d.get(k) is not None else None) for k in ("logits", "embedding", "hidden")}
-    return StepRecord(
-        index=int(d["index"]),
-        phase=d["phase"],
-        position=int(d["position"]),
-        context_ids=context_ids,
-        context_pieces=context_pieces,
-        token_id=int(d["token_id"]),
-        piece=d["piece"],
-        text=d["text"],
-        top_ids=_arr([t["id"] for t in top], np.int64),
-        top_pieces=tuple(t["piece"] for t in top),
-        top_logits=_arr([t["logit"] for t in top]),
-        top_probs=_arr([t["prob"] for t in top]),
-        top_final_probs=_arr([t["final_prob"] for t in top]),
-        logsumexp=float(d["logsumexp"]),
-        entropy=float(d["entropy"]),
-        final_entropy=float(d["final_entropy"]),
-        stages=tuple(
-            StageRecord(s["name"], float(s["param"]), int(s["kept"]), float(s["mass"]), _arr(s["probs"]))
-            for s in d["stages"]
-        ),
-        chosen_prob=float(d["chosen_prob"]),
-        chosen_final_prob=float(d["chosen_final_prob"]),
-        attention=_arr(d["attention"]),
-        attention_matrix=_from_tril(am) if am is not None else None,
-        embed_2d=_arr(d["embed_2d"]),
-        attn_out_norm=_arr(d["attn_out_norm"]),
-        mlp_out_norm=_arr(d["mlp_out_norm"]),
-        kv_cache_bytes=int(d["kv_cache_bytes"]),
-        kv_cache_bytes_formula=int(d["kv_cache_bytes_formula"]),
-        ms=float(d["ms"]),
-        stop_reason=d.get("stop_reason"),
-        raw_piece=d.get("raw_piece", ""),
-        piece_bytes=_bytes_from_json(d.get("piece_bytes")),
-        resid_2d=_arr(d["resid_2d"]).reshape(-1, 2) if d.get("resid_2d") is not None else None,
-        resid_norm=_arr(d["resid_norm"]) if d.get("resid_norm") is not None else None,
-        update_norm=_arr(d["update_norm"]) if d.get("update_norm") is not None else None,
-        forced=bool(d.get("forced", False)),
-        wait_ms=float(d.get("wait_ms", 0.0)),
-        rng_state=d.get("rng_state", ""),
-        **opt,
-    )
-
-
-def _top_arrays(top: list, *names: str) -> tuple:
-    """[{id, piece, <name>...}] -> (ids int64, pieces, one float32 array per name)."""
-    return (_arr([t["id"] for t in top], np.int64), tuple(t["piece"] for t in top), *(_arr([t[n] for t in top]) for n in names))
-
-
-def _round_from_json(d: dict) -> RoundRecord:
-    proposals = []
-    for p in d["proposals"]:
-        ids, pieces, q, pt = _top_arrays(p["top"], "draft_prob", "target_prob")
-        proposals.append(
-            ProposalRecord(
-                int(p["token_id"]), p["piece"], float(p["draft_prob"]), float(p["target_prob"]), float(p["accept_prob"]),
-                None if p["u"] is None else float(p["u"]), p["status"], ids, pieces, q, pt,
-            )
-        )
-    res, bonus = d["residual"], d["bonus"]
-    residual = None
-    if res is not None:
-        ids, pieces, probs = _top_arrays(res["top"], "prob")
-        residual = ResidualRecord(int(res["token_id"]), res["piece"], float(res["prob"]), float(res["mass"]), ids, pieces, probs)
-    return RoundRecord(
-        index=int(d["index"]),
-        position=int(d["position"]),
-        proposals=tuple(proposals),
-        n_accepted=int(d["n_accepted"]),
-        residual=residual,
-        bonus=None if bonus is None else BonusRecord(int(bonus["token_id"]), bonus["piece"], float(bonus["prob"])),
-        token_ids=tuple(int(i) for i in d["token_ids"]),
-        **{k: int(d[k]) for k in ("first_step", "draft_passes", "target_passes", "draft_tokens_fed", "target_tokens_fed", "draft_rollback", "target_rollback")},
-        **{k: float(d[k]) for k in ("draft_ms", "target_ms", "ms")},
-    )
-
-
-def trace_from_json(d: Any) -> Trace:
-    """Rebuild a Trace from its JSON dict. Raises TraceFormatError with a readable reason."""
-    if not isinstance(d, dict) or d.get("schema") != SCHEMA:
-        found = d.get("schema") if isinstance(d, dict) else type(d).__name__
-        raise TraceFormatError(f"this is not an {SCHEMA} trace (schema: {found!r}); export one from this app or `python -m pipeline trace`")
-    try:
-        p = d["prompt"]
-        prompt = PromptRecord(
-            text=p["text"],
-            system_prompt=p.get("system_prompt"),
-            rendered=p["rendered"],
-            token_ids=tuple(int(i) for i in p["token_ids"]),
-            pieces=tuple(p["pieces"]),
-            embed_2d=_arr(p["embed_2d"]).reshape(-1, 2),
-            text_ids=tuple(int(i) for i in p.get("text_ids", ())),
-            text_pieces=tuple(p.get("text_pieces", ())),
-            raw_pieces=tuple(p.get("raw_pieces", ())),
-            piece_bytes=tuple(_bytes_from_json(b) for b in p.get("piece_bytes", ())),
-        )
-        ids, pieces = list(prompt.token_ids), list(prompt.pieces)
-        steps = []
-        for s in d["steps"]:
-            steps.append(_step_from_json(s, tuple(ids), tuple(pieces)))
-            ids.append(int(s["token_id"]))
-            pieces.append(s["piece"])
-        proj = d.get("projection")
-        cloud = d.get("vocab_cloud")
-        spec = d.get("speculative")
-        rp = d.get("resid_projection")
-        return Trace(
-            model=ModelInfo(**d["model"]),
-            settings=Settings(**d["settings"]),
-            prompt=prompt,
-            steps=tuple(steps),
-            projection=Projection(_arr(proj["mean"]), _arr(proj["components"])) if proj else None,
-            vocab_cloud=(
-                VocabCloud(_arr(cloud["ids"], np.int64), tuple(cloud["pieces"]), _arr(cloud["xy"]).reshape(-1, 2))
-                if cloud
-                else None
-            ),
-            speculative=SpeculativeInfo(int(spec["k"]), DraftInfo(**spec["draft"])) if spec else None,
-            rounds=tuple(_round_from_json(r) for r in d.get("rounds", ())),
-            resid_projection=Projection(_arr(rp["mean"]), _arr(rp["components"]).reshape(2, -1)) if rp else None,
-            lens=tuple(_lens_from_json(r) for r in d.get("lens", ())),
-            params=ParamCounts(**d["params"]) if d.get("params") else None,
-            machine=MachineInfo(**d["machine"]) if d.get("machine") else None,
-            position=_position_from_json(d["position"]) if d.get("position") else None,
-            segments=tuple(Segment(int(sg["first_step"]), Settings(**sg["settings"])) for sg in d.get("segments", ())),
-        )
-    except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise TraceFormatError(f"the trace file is damaged or incomplete ({type(e).__name__}: {e})") from e
-
-
-def loads(text: str | bytes) -> Trace:
-    try:
-        d = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TraceFormatError(f"the file is not valid JSON ({e}); pick a .json trace exported by this app") from e
-    return trace_from_json(d)
-
-
-def records_equal(a: Any, b: Any) -> bool:
-    """Deep equality for records holding numpy arrays (exact, NaN-aware)."""
-    if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b):
-        if type(a) is not type(b):
-            return False
-        return all(records_equal(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
-            return False
-        return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(records_equal(x, y) for x, y in zip(a, b))
-    return a == b
+    return _loads(data)

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from pipeline.records import StepRecord
 from pipeline.sampling import LOG2E
 
-from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, plot_piece
+from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, block_label, plot_piece
 
 MAX_TOKENS = 128  # a heatmap shows at most the last this many queries / keys
 MAX_GRID_HEADS = 16  # the all-heads grid shows at most this many heads
@@ -98,7 +98,7 @@ def attention_figure(*, steps: Sequence[StepRecord], step: int, layer: int, head
         layout["yaxis"]["title"] = dict(text="query (attending)")
     what = f"all {H} heads" if grid and len(heads) == H else (f"heads 0–{len(heads) - 1} of {H}" if grid else
                                                                f"head {head} (kv {kv_group(int(head), H, n_kv_heads)})")
-    title = f"Layer {layer} · {what} · step {step}: query row {st.position} outlined"
+    title = f"{block_label(layer).capitalize()} · {what} · step {step}: query row {st.position} outlined"
     notes = [f"showing the last {n} of {T} positions"] if lo > 0 else []
     if np.isnan(z[:, np.tril_indices(n)[0], np.tril_indices(n)[1]]).any():
         notes.append("blank rows: the trace does not hold the prompt's full attention matrix (long prompt)")
@@ -136,16 +136,20 @@ _METRIC_TEXT = {
 }
 
 
-def attention_overview_figure(*, step: StepRecord, n_kv_heads: int, metric: str = "entropy") -> go.Figure:
-    """Layer x head heatmap of one number per head for the query of `step` (see overview_values)."""
+def attention_overview_figure(*, step: StepRecord, n_kv_heads: int, metric: str = "entropy", zmax: float | None = None) -> go.Figure:
+    """Layer x head heatmap of one number per head for the query of `step` (see overview_values).
+
+    zmax: the top of the colour scale (default: the metric's own maximum at this step); one value
+    for every step keeps colours comparable while the step changes."""
     vals, vmax, unit = overview_values(step.attention, metric)  # (L, H)
+    vmax = vmax if zmax is None else float(zmax)
     L, H = vals.shape
     K = int(np.asarray(step.attention).shape[-1])
     key = "first" if metric == "bos" else metric
     name, explain = _METRIC_TEXT[key]
     xl = [f"h{h}·kv{kv_group(h, H, n_kv_heads)}" for h in range(H)]
     fmt = ".2f" if unit == "bits" else ".3f"
-    hover = (f"layer %{{y}}, head %{{x}}<br>{name.lower()}: %{{z:{fmt}}} {unit}"
+    hover = (f"block %{{y}}, head %{{x}}<br>{name.lower()}: %{{z:{fmt}}} {unit}"
              + (f"<br>(uniform over all {K} keys: {math.log2(K):.2f} bits)" if unit == "bits" else "") + "<extra></extra>")
     heat = go.Heatmap(
         z=vals.astype(np.float32), x=xl, y=list(range(L)), zmin=0.0, zmax=vmax,
@@ -159,5 +163,5 @@ def attention_overview_figure(*, step: StepRecord, n_kv_heads: int, metric: str 
     layout = base_layout(f"{name} · step {step.index} (position {step.position})<br><sup>{explain}</sup>",
                          height=max(360, 16 * L + 140), margin=dict(l=60, r=20, t=80, b=70), shapes=seps,
                          xaxis=dict(type="category", title=dict(text="head · its KV head"), tickangle=-45, tickfont=dict(size=11)),
-                         yaxis=dict(title=dict(text="layer"), dtick=max(1, L // 10)))
+                         yaxis=dict(title=dict(text="block"), dtick=max(1, L // 10)))
     return go.Figure(data=[heat], layout=layout)

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from pipeline.inside import AccountingRecord, KVCompareRecord, MachineInfo, ParamCounts
+from pipeline.records import AccountingRecord, KVCompareRecord, MachineInfo, ModelInfo, ParamCounts
 
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes, html_piece, plot_piece
 
@@ -201,8 +201,20 @@ def bound_sentence(rec: AccountingRecord, machine: MachineInfo) -> str:
     return s
 
 
-def accounting_html(rec: AccountingRecord, machine: MachineInfo, params: ParamCounts) -> str:
-    """One step's arithmetic and memory traffic in a short table, and which limit it hits."""
+def stored_weights_row(model: ModelInfo, params: ParamCounts) -> list[str] | None:
+    """'weights as stored': bytes a weight on disk against in memory, from the model record."""
+    if not model.weight_bytes or not params.total:
+        return None
+    bits = 8 * model.weight_bytes / params.total
+    mem = params.total * params.bytes_per_param
+    return ["weights as stored", f"{human_bytes(model.weight_bytes)} on disk ({bits:.3g} bits a weight: {html.escape(model.weights)}) · "
+                                 f"{human_bytes(mem)} in memory ({8 * params.bytes_per_param} bits a weight), "
+                                 f"{mem / model.weight_bytes:.2g}× the file"]
+
+
+def accounting_html(rec: AccountingRecord, machine: MachineInfo, params: ParamCounts, model: ModelInfo | None = None) -> str:
+    """One step's arithmetic and memory traffic in a short table, and which limit it hits. With the
+    `model` record, also how its weights are stored on disk against in memory (quantisation)."""
     bpp = params.bytes_per_param
     rows = [
         ["tokens processed", f"{rec.tokens:,} ({html.escape(rec.phase)})"],
@@ -219,6 +231,15 @@ def accounting_html(rec: AccountingRecord, machine: MachineInfo, params: ParamCo
         ["compute floor", f"{fmt_ms(rec.compute_bound_ms)} (flops ÷ matmul speed)"],
         ["measured step", f"{fmt_ms(rec.ms)} (the pass, plus capture, sampling and record)"],
     ]
+    stored = stored_weights_row(model, params) if model is not None else None
+    if stored:
+        rows.insert(4, stored)
     table = _table([f"step {rec.step}", ""], rows, "accounting", align="left")
+    quant = ""
+    if stored and model.weight_bytes < params.total * bpp:
+        quant = (f"<p style='margin:2px 0'><i>Quantisation:</i> the file stores each weight in fewer bits than this pipeline "
+                 f"computes with, so the probabilities here are those of the quantised model, and each pass reads "
+                 f"{params.total * bpp / model.weight_bytes:.2g}× the bytes the file holds. A kernel that computes on the small "
+                 "copy directly reads less, and a memory-bound step gets faster by about as much.</p>")
     return (f"<div class='accounting' style='font-size:14px;line-height:1.5'>{table}"
-            f"<p style='margin:2px 0'>{bound_sentence(rec, machine)}</p></div>")
+            f"<p style='margin:2px 0'>{bound_sentence(rec, machine)}</p>{quant}</div>")

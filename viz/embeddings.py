@@ -43,9 +43,12 @@ def _labelled(ids: list[int], max_labels: int) -> set[int]:
 
 
 def embeddings_figure(*, prompt: PromptRecord, steps: Sequence[StepRecord], step: int | None, cloud: VocabCloud | None,
-                      max_labels: int = MAX_LABELS) -> go.Figure:
+                      max_labels: int = MAX_LABELS, keep_empty: bool = False) -> go.Figure:
     """Grey vocabulary cloud, prompt tokens (blue), generated tokens of steps[0..step] (orange),
-    the newest (steps[step]) larger in red. Axis ranges are fixed over the whole trace."""
+    the newest (steps[step]) larger in red. Axis ranges are fixed over the whole trace.
+
+    keep_empty: the generated-tokens trace is there even while it is empty (step 0), so every
+    step's figure has the same traces (animation frames replace traces by index)."""
     xr, yr = axis_ranges(prompt, steps, cloud)
     traces = []
     if cloud is not None and len(cloud.ids):
@@ -68,7 +71,7 @@ def embeddings_figure(*, prompt: PromptRecord, steps: Sequence[StepRecord], step
         hovertext=[f"prompt position {k}: {plot_piece(p)} · id {i}" for k, (p, i) in enumerate(zip(prompt.pieces, prompt.token_ids))],
         hovertemplate="%{hovertext}<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
     ))
-    if len(shown) > 1:
+    if len(shown) > 1 or (keep_empty and shown):
         old = shown[:-1]
         gxy = np.asarray([s.embed_2d for s in old], np.float32).reshape(-1, 2)  # (step, 2)
         traces.append(go.Scatter(

@@ -7,6 +7,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from pipeline.formulas import kv_positions
 from pipeline.records import ModelInfo, RoundRecord, StepRecord
 
 from .style import GEN_COLOR, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes
@@ -14,7 +15,7 @@ from .style import GEN_COLOR, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes
 
 def bytes_per_value(step: StepRecord, model: ModelInfo) -> float:
     """Bytes per cached number, read back from the recorded formula value."""
-    per_pos = 2 * model.n_layers * model.n_kv_heads * model.head_dim * (step.position + 1)
+    per_pos = 2 * model.n_kv_heads * model.head_dim * sum(kv_positions(model, step.position + 1))
     return step.kv_cache_bytes_formula / per_pos if per_pos else float("nan")
 
 
@@ -132,6 +133,13 @@ def kv_summary_html(*, steps: Sequence[StepRecord], step: int, model: ModelInfo)
         f"{bpv_txt} bytes ({html.escape(model.dtype)}) = <b>{s.kv_cache_bytes_formula:,} bytes</b>, "
         f"that is {per_token:,.0f} bytes for every token in the context.",
     ]
+    held = kv_positions(model, P)
+    if any(h < P for h in held):
+        n_win = sum(1 for h in held if h < P)
+        lines[-1] = (f"Formula: 2 (keys and values) × {G} KV heads × {D} numbers per head × {bpv_txt} bytes "
+                     f"({html.escape(model.dtype)}) × the positions each layer holds: {n_win} of {L} layers use a sliding "
+                     f"window and keep only their last {min(h for h in held)} positions, the others all {P:,}; "
+                     f"= <b>{s.kv_cache_bytes_formula:,} bytes</b>.")
     if G != model.n_heads and G:
         lines.append(f"Grouped-query attention: {model.n_heads} query heads share {G} KV heads, "
                      f"so the cache is {model.n_heads / G:g}× smaller than with one KV head per query head.")

@@ -1,26 +1,36 @@
 """The logit lens: the model's prediction read out after every layer (pipeline.inside.LensRecord).
 
-Row 0 is the input embedding, row i (1..L) the residual stream after layer i, row L the model's
-own output. Layers here are numbered 1..L, with the embedding as layer 0.
+Row 0 is the input embedding, row i (1..L) the residual stream after block i - 1 (blocks are
+numbered from 0, as everywhere: viz.style.depth_label), row L the model's own output.
 """
 from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
 
-from pipeline.inside import LensRecord
+from pipeline.records import LensRecord
 
-from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, html_piece, plot_piece
+from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, depth_label, html_piece, plot_piece
 
 
 def row_labels(n_rows: int) -> list[str]:
-    """['embedding', 'layer 1', ..., 'layer L · output'] for L+1 rows."""
+    """['embedding', 'after block 0', ..., 'after block L-1 · output'] for L+1 rows."""
     L = n_rows - 1
-    return ["embedding"] + [f"layer {k}" + (" · output" if k == L else "") for k in range(1, L + 1)]
+    return [depth_label(k) + (" · output" if k == L and k else "") for k in range(L + 1)]
 
 
 def depth_name(k: int, n_layers: int) -> str:
-    return "the input embedding" if k == 0 else f"layer {k} of {n_layers}"
+    return "the input embedding" if k == 0 else depth_label(k, n_layers)
+
+
+def _at(k: int, n_layers: int) -> str:
+    """'at the input embedding' / 'after block 3'."""
+    return "at the input embedding" if k == 0 else depth_label(k, n_layers)
+
+
+def _from(k: int, n_layers: int) -> str:
+    """'the input embedding' / 'block 3 on' (on top in the stream after block k - 1 and later)."""
+    return "the input embedding" if k == 0 else f"block {k - 1} on"
 
 
 def forms_at(ranks) -> int | None:
@@ -116,7 +126,7 @@ def logit_lens_figure(lens: LensRecord, n_layers: int | None = None, *, forced: 
         dict(xref="x2 domain", yref="paper", x=0.5, y=1.0, xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12),
              text=f"p({plot_piece(lens.piece, 12)})"),
     ]
-    sub = (f"the chosen token is on top from {depth_name(forms, L)}" if forms is not None
+    sub = (f"the chosen token is on top from {_from(forms, L)}" if forms is not None
            else f"the chosen token is ranked #{int(ranks[-1]) + 1} at the output "
                 f"({'forced by a branch' if forced else 'sampled'}, not the top prediction)")
     title = f"Logit lens · step {lens.step}: the prediction after every layer<br><sup>{sub}</sup>"
@@ -141,17 +151,17 @@ def lens_summary_html(lens: LensRecord, *, forced: bool = False) -> str:
     forms, first = forms_at(ranks), first_top(ranks)
     if forms is not None:
         where = "is already the top prediction at the input embedding" if forms == 0 else \
-            f"first becomes the top prediction at layer {forms} of {L}" if first == forms else \
-            f"becomes the top prediction for good at layer {forms} of {L} (it was briefly on top at {depth_name(first, L)} before)"
+            f"first becomes the top prediction {depth_name(forms, L)}" if first == forms else \
+            f"becomes the top prediction for good {depth_name(forms, L)} (it was briefly on top {_at(first, L)} before)"
         s1 = f"The chosen token {tok} {where}" + ("" if forms == L else " and stays there to the output") + "."
     else:
         top_out = html_piece(lens.top_pieces[-1][0], 40)
         s1 = (f"The chosen token {tok} was {'forced by a branch' if forced else 'sampled'} although the model's output "
               f"ranks it #{int(ranks[-1]) + 1}; "
               f"its top prediction was <b>‘{top_out}’</b>"
-              + (f" (the chosen token was on top at {depth_name(first, L)})" if first is not None else "") + ".")
+              + (f" (the chosen token was on top {_at(first, L)})" if first is not None else "") + ".")
     mid = L // 2
     s2 = (f"Its probability goes from {pct(chosen[0])} at the embedding"
-          + (f" to {pct(chosen[mid])} at layer {mid}" if 0 < mid < L else "")
+          + (f" to {pct(chosen[mid])} {depth_label(mid)}" if 0 < mid < L else "")
           + f" to {pct(chosen[-1])} at the output.")
     return f"<div class='lens-summary' style='font-size:14px;line-height:1.5'><p style='margin:2px 0'>{s1} {s2}</p></div>"

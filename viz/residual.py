@@ -1,8 +1,9 @@
 """The residual stream of one step's query: its path through the layers in 2D, and how much each
 block (attention, feed-forward) adds to it.
 
-Layers are numbered 1..L; layer 0 is the input embedding. resid_2d row k and resid_norm[k] are the
-stream after layer k; update_norm[k-1], attn_out_norm[k-1] and mlp_out_norm[k-1] belong to layer k.
+Blocks are numbered 0..L-1, as in the hook names (viz.style.block_label / depth_label). resid_2d
+row 0 is the input embedding and row k + 1 the stream after block k; update_norm[k],
+attn_out_norm[k] and mlp_out_norm[k] belong to block k.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece, plot_text
+from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, block_label, depth_label, plot_piece, plot_text
 
 DEPTH_SCALE = "Viridis"
 
@@ -21,7 +22,7 @@ def _opt(a) -> np.ndarray | None:
 
 
 def update_ratio(update_norm, resid_norm) -> np.ndarray:
-    """(L,) |what layer k added| / |the stream it was added to| (the stream after layer k-1)."""
+    """(L,) |what block k added| / |the stream it was added to| (the stream entering block k)."""
     u = np.asarray(update_norm, np.float64)
     r = np.asarray(resid_norm, np.float64)[: u.size]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -37,7 +38,7 @@ def residual_path_figure(resid_2d, resid_norm=None, update_norm=None, *, piece: 
     xy = np.asarray(resid_2d, np.float64).reshape(-1, 2)  # (L+1, 2)
     n = xy.shape[0]
     L = n - 1
-    labels = list(layer_labels) if layer_labels is not None else ["embedding"] + [f"layer {k}" for k in range(1, n)]
+    labels = list(layer_labels) if layer_labels is not None else [depth_label(k, n - 1) for k in range(n)]
     if len(labels) != n:
         raise ValueError(f"{len(labels)} layer labels for {n} points")
     rn, un = _opt(resid_norm), _opt(update_norm)
@@ -47,7 +48,7 @@ def residual_path_figure(resid_2d, resid_norm=None, update_norm=None, *, piece: 
         if rn is not None:
             h += f"<br>stream norm {rn[k]:.1f}"
         if un is not None and k >= 1:
-            h += f"<br>layer {k} added an update of norm {un[k - 1]:.1f}"
+            h += f"<br>{block_label(k - 1)} added an update of norm {un[k - 1]:.1f}"
             if rn is not None and rn[k - 1] > 0:
                 h += f" ({un[k - 1] / rn[k - 1]:.0%} of the stream before it)"
         hover.append(h)
@@ -55,7 +56,7 @@ def residual_path_figure(resid_2d, resid_norm=None, update_norm=None, *, piece: 
         x=xy[:, 0], y=xy[:, 1], mode="lines+markers", name="after each layer",
         line=dict(color=MUTED, width=1), customdata=hover, hovertemplate="%{customdata}<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
         marker=dict(size=9, color=np.arange(n), colorscale=DEPTH_SCALE, cmin=0, cmax=max(L, 1), line=dict(width=0.5, color="white"),
-                    colorbar=dict(title=dict(text="layer"), thickness=12, len=0.7)),
+                    colorbar=dict(title=dict(text="depth"), thickness=12, len=0.7)),
     )
     ends = go.Scatter(
         x=[xy[0, 0], xy[-1, 0]], y=[xy[0, 1], xy[-1, 1]], mode="markers+text", name="start / end",
@@ -65,11 +66,11 @@ def residual_path_figure(resid_2d, resid_norm=None, update_norm=None, *, piece: 
     )
     # one arrow per layer: from the stream before it to the stream after it
     arrows = [dict(x=xy[k, 0], y=xy[k, 1], ax=xy[k - 1, 0], ay=xy[k - 1, 1], xref="x", yref="y", axref="x", ayref="y",
-                   showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.3, arrowcolor="#718096", text="", name=f"layer {k}")
+                   showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.3, arrowcolor="#718096", text="", name=block_label(k - 1))
                for k in range(1, n) if np.all(np.isfinite(xy[k - 1 : k + 1])) and not np.allclose(xy[k], xy[k - 1])]
     tok = f" of {plot_piece(piece, 16)}" if piece else ""
-    title = (f"The residual stream{tok} through {L} layers" + (f" · step {step}" if step is not None else "")
-             + "<br><sup>each arrow is one layer's update; one fixed 2D projection per model: PCA of residual states of a calibration text, each scaled to unit size (what the next norm sees)</sup>")
+    title = (f"The residual stream{tok} through {L} blocks" + (f" · step {step}" if step is not None else "")
+             + "<br><sup>each arrow is one block's update; one fixed 2D projection per model: PCA of residual states of a calibration text, each scaled to unit size (what the next norm sees)</sup>")
     layout = base_layout(title, height=520, margin=dict(l=60, r=20, t=90, b=50), annotations=arrows, showlegend=False,
                          xaxis=dict(title=dict(text="direction 1 (PCA)"), zeroline=False),
                          yaxis=dict(title=dict(text="direction 2 (PCA)"), zeroline=False))
@@ -85,19 +86,20 @@ def contributions_figure(attn_out_norm, mlp_out_norm, resid_norm=None, update_no
     m = np.asarray(mlp_out_norm, np.float64)  # (L,)
     L = a.size
     rn, un = _opt(resid_norm), _opt(update_norm)
-    x = list(range(1, L + 1))
+    x = list(range(L))  # block k
     has_ratio = rn is not None and un is not None
     top = [0.34, 1.0] if has_ratio else [0.0, 1.0]
     traces = [
         go.Bar(x=x, y=a, name="attention output (mixes in other tokens)", marker=dict(color=PROMPT_COLOR),
-               hovertemplate="layer %{x}: attention output norm %{y:.2f}<extra></extra>"),
+               hovertemplate="block %{x}: attention output norm %{y:.2f}<extra></extra>"),
         go.Bar(x=x, y=m, name="feed-forward output (transforms this token)", marker=dict(color=GEN_COLOR),
-               hovertemplate="layer %{x}: feed-forward output norm %{y:.2f}<extra></extra>"),
+               hovertemplate="block %{x}: feed-forward output norm %{y:.2f}<extra></extra>"),
     ]
     if rn is not None:
-        traces.append(go.Scatter(x=[0] + x, y=rn[: L + 1], yaxis="y2", mode="lines+markers", name="residual stream norm (right axis)",
+        # the stream after block k is drawn at x = k; the embedding (before block 0) at x = -1
+        traces.append(go.Scatter(x=[-1] + x, y=rn[: L + 1], yaxis="y2", mode="lines+markers", name="residual stream norm (right axis)",
                                  line=dict(color=NEW_COLOR, width=2), marker=dict(size=5),
-                                 customdata=["embedding"] + [f"after layer {k}" for k in x],
+                                 customdata=[depth_label(r, L) for r in range(L + 1)],
                                  hovertemplate="stream %{customdata}: norm %{y:.1f}<extra></extra>"))
     layout_extra = {}
     notes = []
@@ -105,26 +107,26 @@ def contributions_figure(attn_out_norm, mlp_out_norm, resid_norm=None, update_no
         ratio = update_ratio(un, rn)  # (L,)
         traces.append(go.Scatter(x=x, y=ratio, xaxis="x2", yaxis="y3", mode="lines+markers", name="update / stream",
                                  line=dict(color="#2f855a", width=2), marker=dict(size=5), showlegend=False,
-                                 customdata=[f"layer {k} adds {un[k - 1]:.1f} to a stream of norm {rn[k - 1]:.1f}" for k in x],
+                                 customdata=[f"{block_label(k)} adds {un[k]:.1f} to a stream of norm {rn[k]:.1f}" for k in x],
                                  hovertemplate="%{customdata}: %{y:.0%}<extra></extra>"))
         layout_extra = dict(
-            xaxis2=dict(domain=[0, 1], anchor="y3", title=dict(text="layer"), range=[-0.5, L + 0.5], autorange=False, dtick=_dtick(L)),
-            # log: the first layer's update can be many times the bare embedding, later ones a few percent
+            xaxis2=dict(domain=[0, 1], anchor="y3", title=dict(text="block"), range=[-1.5, L - 0.5], autorange=False, dtick=_dtick(L)),
+            # log: the first block's update can be many times the bare embedding, later ones a few percent
             yaxis3=dict(domain=[0.0, 0.22], anchor="x2", type="log", tickformat=".0%", title=dict(text="update ÷ stream", font=dict(size=12))),
         )
         finite = ratio[np.isfinite(ratio)]
         if finite.size:
-            notes.append(f"each layer adds a median {np.median(finite):.0%} of the stream's size")
+            notes.append(f"each block adds a median {np.median(finite):.0%} of the stream's size")
     more_attn = int(np.sum(a > m))
-    notes.append(f"attention larger than feed-forward in {more_attn} of {L} layers")
+    notes.append(f"attention larger than feed-forward in {more_attn} of {L} blocks")
     tok = f" of {plot_piece(piece, 16)}" if piece else ""
-    title = f"What each layer adds to the residual stream{tok}" + (f" · step {step}" if step is not None else "") + "<br><sup>" + " · ".join(notes) + "</sup>"
+    title = f"What each block adds to the residual stream{tok}" + (f" · step {step}" if step is not None else "") + "<br><sup>" + " · ".join(notes) + "</sup>"
     layout = base_layout(
         title, height=520 if has_ratio else 420, margin=dict(l=60, r=60, t=100, b=50), barmode="group", bargap=0.2,
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", font=dict(size=12)),
-        xaxis=dict(domain=[0, 1], anchor="y", range=[-0.5, L + 0.5], autorange=False, dtick=_dtick(L),
+        xaxis=dict(domain=[0, 1], anchor="y", range=[-1.5, L - 0.5], autorange=False, dtick=_dtick(L),
                    matches="x2" if has_ratio else None, showticklabels=not has_ratio,
-                   title=None if has_ratio else dict(text="layer")),
+                   title=None if has_ratio else dict(text="block")),
         yaxis=dict(domain=top, title=dict(text="output norm"), rangemode="tozero"),
         yaxis2=dict(domain=top, overlaying="y", side="right", title=dict(text="stream norm", font=dict(color=NEW_COLOR)),
                     rangemode="tozero", showgrid=False, tickfont=dict(color=NEW_COLOR)),

@@ -80,3 +80,21 @@ def human_bytes(n: float) -> str:
             return f"{int(n)} bytes" if unit == "bytes" else f"{n:.3g} {unit}"
         n /= 1000.0
     return f"{n:.3g} TB"
+
+
+# One name for one thing: blocks are numbered from 0, as in the hook names (`blocks.{i}`); a
+# depth of the residual stream is "embedding" (the input to block 0) or "after block i".
+def block_label(i: int) -> str:
+    """'block 3': block i, numbered from 0 as the hook names number it."""
+    return f"block {int(i)}"
+
+
+def depth_label(row: int, n_layers: int | None = None) -> str:
+    """Row `row` of a residual-stream stack of L + 1 rows: 'embedding', then 'after block i'
+    (row i + 1), and with `n_layers`, '(the last)' on the last row."""
+    row = int(row)
+    if row == 0:
+        return "embedding"
+    last = n_layers is not None and row == int(n_layers)
+    return f"after block {row - 1}" + (" (the last)" if last else "")
+

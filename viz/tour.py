@@ -62,7 +62,7 @@ def tour_stages(trace: Trace, step: int) -> list[TourStage]:
         feed_txt = (f"This token came from speculative round {rnd.index}: {how}, in one pass of {fed} token{'s' if fed != 1 else ''} "
                     f"fed; the round added {len(rnd.token_ids)} token{'s' if len(rnd.token_ids) != 1 else ''}. The query at "
                     f"position {st.position} of that pass chose it.")
-        time_txt = (f"Round {rnd.index} took draft {rnd.draft_ms:.1f} ms + verify {rnd.target_ms:.1f} ms on this machine, for "
+        time_txt = (f"Round {rnd.index} took draft {rnd.draft_ms:.1f} ms + verify {rnd.target_ms:.1f} ms on the machine that made this trace, for "
                     f"{len(rnd.token_ids)} token{'s' if len(rnd.token_ids) != 1 else ''}.")
     elif st.phase == "prefill":
         feed_txt = (f"This is the first step (prefill): all {T} tokens of the context go through the model in one pass, "
@@ -71,7 +71,7 @@ def tour_stages(trace: Trace, step: int) -> list[TourStage]:
         feed_txt = (f"This is decode step {st.index}: only the newest token, {last}, goes through the model; the "
                     f"{T - 1} before it are remembered in the KV cache.")
     if rnd is None:
-        time_txt = f"This step took {st.ms:.1f} ms on this machine."
+        time_txt = f"This step took {st.ms:.1f} ms on the machine that made this trace."
     stages = [
         TourStage("1 · Tokens", (
             f"The context is {T} tokens: {n_prompt} of the prompt (chat template included) and {T - n_prompt} generated so far. "

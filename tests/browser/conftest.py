@@ -6,9 +6,15 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="session")
-def app_url(tmp_path_factory):
+def download_dir(tmp_path_factory):
+    """Where the app writes the trace files people download (a folder per session)."""
+    return tmp_path_factory.mktemp("downloads")
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory, download_dir):
     log = tmp_path_factory.mktemp("app") / "app.log"
-    with app_server(log=log) as url:
+    with app_server(log=log, env={"LLM_VIZ_DOWNLOAD_DIR": str(download_dir)}) as url:
         yield url
 
 

@@ -28,10 +28,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def app_server(*args: str, log: Path | None = None, timeout: float = 300):
-    """`python app.py` in a subprocess; yields its URL once it answers HTTP."""
+def app_server(*args: str, log: Path | None = None, timeout: float = 300, env: dict | None = None):
+    """`python app.py` in a subprocess; yields its URL once it answers HTTP. `env`: extra variables
+    (e.g. LLM_VIZ_LOAD_GATE, to hold the model's loading until the test lets it go)."""
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
     out = open(log, "w") if log else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port), *args], cwd=ROOT, env=env,
                             stdout=out, stderr=subprocess.STDOUT)
@@ -73,14 +74,46 @@ def wait_model_loaded(page, timeout_ms: int = 300_000):
         raise RuntimeError(text)
 
 
-def open_page(browser, url: str, *, width: int = 1400, height: int = 1000):
+# every error toast the page shows, recorded as it appears (toasts vanish): read by error_toasts()
+RECORD_ERROR_TOASTS = """
+window.__errorToasts = [];
+new MutationObserver(() => {
+  document.querySelectorAll('.toast-body.error').forEach(t => {
+    if (!t.__seen) { t.__seen = true; window.__errorToasts.push(t.innerText); }
+  });
+}).observe(document, {subtree: true, childList: true});
+"""
+
+
+def new_page(browser, *, width: int = 1400, height: int = 1000):
+    """A page that records its script errors, dialogs and console errors in `page.errors`, and its
+    error toasts (see error_toasts)."""
     page = browser.new_page(viewport={"width": width, "height": height})
     page.errors = []  # type: ignore[attr-defined]
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     page.on("dialog", lambda d: (page.errors.append(f"dialog: {d.message}"), d.dismiss()))
+    page.add_init_script(RECORD_ERROR_TOASTS)
+    return page
+
+
+def open_page(browser, url: str, *, width: int = 1400, height: int = 1000):
+    page = new_page(browser, width=width, height=height)
     page.goto(url)
     page.wait_for_selector("#panel-distribution .js-plotly-plot", timeout=60_000)
     return page
+
+
+def error_toasts(page) -> list[str]:
+    """The text of every error toast shown since the page opened."""
+    return page.evaluate("() => window.__errorToasts || []")
+
+
+def wait_title(page, elem_id: str, text: str, timeout_ms: int = 30_000):
+    """Until the plot's title holds `text` (make it exact: 'step 3:' and not 'step 3', which 'step 39' holds)."""
+    page.wait_for_function(
+        "([id, t]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');"
+        " const s = el && el.layout && el.layout.title; return !!s && (s.text || String(s)).includes(t); }",
+        arg=[elem_id, text], timeout=timeout_ms)
 
 
 # -- reading the page --------------------------------------------------------------------------
@@ -119,3 +152,12 @@ def output_text(page) -> str:
 
 def n_generated_chips(page) -> int:
     return page.evaluate("() => document.querySelectorAll('#output span.step:not(.stale)').length")
+
+
+def wait_plot_step(page, elem_id: str, step: int, timeout_ms: int = 30_000):
+    """Until the plot's title names exactly `step` ('step 3' followed by no digit: 'step 39' is not step 3)."""
+    page.wait_for_function(
+        "([id, n]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');"
+        " const s = el && el.layout && el.layout.title; const t = s ? (s.text || String(s)) : '';"
+        " return new RegExp('step ' + n + '(?![0-9])').test(t); }",
+        arg=[elem_id, step], timeout=timeout_ms)

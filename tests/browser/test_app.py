@@ -5,16 +5,15 @@ page, which is its own Gradio session.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import time
 
 import pytest
 
-from pipeline import records
+from pipeline import trace_io
 
-from .harness import (n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,
-                      slider_value, wait_model_loaded)
+from .harness import (ROOT, error_toasts, n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,
+                      slider_value, wait_model_loaded, wait_plot_step)
 
 pytestmark = pytest.mark.browser
 
@@ -119,11 +118,9 @@ def test_step_slider_scrubs_every_panel(browser, app_url):
     n = slider_max(page)
     assert n >= 3
     set_number(page, "step-slider", 1)
-    page.wait_for_function("() => (document.querySelector('#attn-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 1')",
-                           timeout=15_000)
+    wait_plot_step(page, "attn-plot", 1, timeout_ms=15_000)
     # the rest of the panels follow in a second part
-    page.wait_for_function("() => (document.querySelector('#emb-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 1')",
-                           timeout=15_000)
+    wait_plot_step(page, "emb-plot", 1, timeout_ms=15_000)
     assert "step 1 " in plot_title(page, "attn-overview")
     assert "step 1" in page.inner_text("#kv-summary")
     assert n_generated_chips(page) == 2  # the output shows steps 0 and 1 only
@@ -148,9 +145,8 @@ def test_stop_mid_generation_keeps_the_steps(browser, app_url):
     # the steps so far stay explorable
     assert slider_max(page) >= n1 - 1
     set_number(page, "step-slider", 2)
-    page.wait_for_function("() => (document.querySelector('#attn-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 2')",
-                           timeout=15_000)
-    assert not page.errors
+    wait_plot_step(page, "attn-plot", 2, timeout_ms=15_000)  # (not 'step 2', which 'step 24' holds)
+    assert not page.errors and not error_toasts(page)
 
 
 def test_one_token_per_click_in_step_mode(browser, app_url):
@@ -171,15 +167,31 @@ def test_one_token_per_click_in_step_mode(browser, app_url):
     assert not page.errors
 
 
-def test_download_and_reload_a_trace(browser, app_url, tmp_path):
+def _files(folder) -> set:
+    return {p for p in folder.rglob("trace-*") if p.is_file()}
+
+
+def read_trace_file(path):
+    assert path.name.endswith(".json.gz") and path.read_bytes()[:2] == b"\x1f\x8b"  # gzip, as trace_io writes it
+    return trace_io.load(path)
+
+
+def test_download_and_reload_a_trace(browser, app_url, tmp_path, download_dir):
     page = open_page(browser, app_url)
+    before = _files(download_dir)
     _generate(page, "Name three colours.", max_new=10, temperature=0)
     text = page.inner_text("#output .gen-text")
+    # the button is ready, and no file was made: the logit lens of every step is computed on the click
+    assert not page.locator("#download-trace").is_disabled()
+    assert _files(download_dir) == before
     with page.expect_download() as dl:
         page.click("#download-trace")
-    path = tmp_path / "trace.json"
+    made = _files(download_dir)
+    assert len(made - before) == 1
+    path = tmp_path / dl.value.suggested_filename
     dl.value.save_as(path)
-    trace = records.loads(path.read_bytes())  # the pipeline's own format, readable by the CLI too
+    trace = read_trace_file(path)  # the pipeline's own format, readable by the CLI too
+    assert [r.step for r in trace.lens] == [s.index for s in trace.steps]
     assert trace.prompt.text == "Name three colours."
     assert trace.text == text.replace("\u00a0", " ") or trace.text.strip() == text.strip()
 
@@ -190,10 +202,9 @@ def test_download_and_reload_a_trace(browser, app_url, tmp_path):
     other.wait_for_function("(t) => document.querySelector('#output .gen-text')?.innerText === t", arg=text, timeout=30_000)
     assert slider_max(other) == len(trace.steps) - 1
     assert "Viewing a saved trace" in other.inner_text("#model-info")
-    # a gzip of the same trace loads too
-    gz = tmp_path / "trace.json.gz"
-    gz.write_bytes(gzip.compress(path.read_bytes()))
-    assert not other.errors
+    assert not other.locator("#download-trace").is_disabled()  # a loaded trace can be downloaded again
+    assert _files(download_dir) == made  # loading a trace writes no file either
+    assert not other.errors and not error_toasts(other) and not error_toasts(page)
 
 
 def test_malformed_trace_file_gives_a_message(browser, app_url, tmp_path):
@@ -231,9 +242,12 @@ def test_bad_input_warns_and_keeps_what_was_typed(browser, app_url):
     page.fill("#prompt textarea", "A prompt worth keeping")
     set_number(page, "seed", -3)
     page.click("#generate")
-    page.wait_for_selector("text=seed", timeout=15_000)
+    # the warning itself (not 'seed', which the field's label holds)
+    page.wait_for_selector(".toast-body.warning:has-text('The seed must be a whole number, 0 or more, not -3')", timeout=15_000)
     assert page.input_value("#prompt textarea") == "A prompt worth keeping"
-    assert not page.errors
+    # the example stays on screen with its step slider (a refused run changes nothing)
+    assert slider_max(page) == 39 and slider_value(page) == 39
+    assert not page.errors and not error_toasts(page)
 
 
 def test_out_of_range_values_through_the_api_get_a_clear_error(app_url):
@@ -266,8 +280,7 @@ def test_two_sessions_do_not_block_each_other(browser, app_url):
     # while A generates, B scrubs its own (example) trace and gets an answer quickly
     t = time.perf_counter()
     set_number(b, "step-slider", 3)
-    b.wait_for_function("() => (document.querySelector('#attn-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step 3')",
-                        timeout=20_000)
+    wait_plot_step(b, "attn-plot", 3, timeout_ms=20_000)  # (not 'step 3', which the example's 'step 39' holds)
     assert time.perf_counter() - t < 20
     assert "sky" in b.inner_text("#panel-tokens")  # B still sees its own trace, not A's
     assert not a.query_selector("#output .stop-reason:not(.stale)")
@@ -386,3 +399,35 @@ def test_speculative_mode_shows_rounds_and_gives_the_greedy_text(browser, app_ur
     page.wait_for_selector("#accounting-summary :text('This generation was speculative')", timeout=30_000)
     assert page.query_selector("#accounting-plot .js-plotly-plot") is None
     assert not page.errors
+
+
+def test_the_model_line_names_the_weights_real_precision(browser, app_url):
+    page = open_page(browser, app_url)
+    wait_model_loaded(page)
+    line = page.inner_text("#model-info")
+    assert "Q4_1" in line and "dequantised" in line, line  # the embedded model is 4-bit, computed in float32
+    assert "parameters, float32" not in line
+    # the example trace was saved before traces recorded the weights: loaded, it is named as the loaded file
+    with page.expect_file_chooser() as fc:
+        page.click("#upload-trace")
+    fc.value.set_files(str(ROOT / "assets" / "example_trace.json.gz"))
+    page.wait_for_selector("#model-info :text('Viewing a saved trace')", timeout=30_000)
+    line = page.inner_text("#model-info")
+    assert "Q4_1" in line and "parameters, float32" not in line, line
+    assert not page.errors and not error_toasts(page)
+
+
+@pytest.mark.parametrize("words", [600, 2000])
+def test_a_prompt_longer_than_the_stored_attention_matrix_runs_and_every_panel_draws(browser, app_url, words):
+    """Between 513 tokens (the prefill's T x T attention is stored up to 512) and the page's limit of 2048."""
+    page = open_page(browser, app_url)
+    _generate(page, "word " * words, max_new=3, temperature=0, mode="Raw text")
+    assert slider_max(page) == 2
+    for pid in ("dist-plot", "emb-plot", "attn-plot", "attn-overview", "kv-plot"):
+        assert plot_data(page, pid), pid
+    tokens = int(page.evaluate("() => document.querySelector('#kv-summary').innerText.match(/([0-9,]+) positions/)[1].replace(/,/g, '')"))
+    assert 512 < tokens <= 2048 + 3
+    set_number(page, "step-slider", 0)  # the prefill step: the prompt's own attention
+    wait_plot_step(page, "attn-plot", 0)
+    wait_plot_step(page, "emb-plot", 0)
+    assert not page.errors and not error_toasts(page)

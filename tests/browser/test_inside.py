@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from .harness import open_page, plot_data, plot_title, set_number, slider_max
+from .harness import open_page, plot_data, plot_title, set_number, slider_max, wait_plot_step
 from .test_app import _generate, mark_stale, wait_stopped
 
 pytestmark = pytest.mark.browser
@@ -55,17 +55,17 @@ def test_the_inside_tabs_follow_the_step_and_agree_with_the_distribution(browser
     # 1. logit lens: its last row is the model's own output, so the chosen token's probability there is the
     #    distribution panel's raw probability (two computations: norm + head on the captured residual, and the logits)
     _tab(page, "lens")
-    _wait_title(page, "lens-plot", f"step {last}")
+    wait_plot_step(page, "lens-plot", last)
     chosen = next(t for t in plot_data(page, "lens-plot") if t["name"] == "chosen token's probability")
     assert len(_vals(chosen["x"])) == 31  # the embedding and 30 layers
     assert _vals(chosen["x"])[-1] == pytest.approx(_raw_prob_of_sampled(page), abs=2e-3)
     assert "becomes the top prediction" in page.inner_text("#lens-summary")
     _scrub(page, 2)
-    _wait_title(page, "lens-plot", "step 2")
+    wait_plot_step(page, "lens-plot", 2)
     # 2. residual stream and the two blocks' contributions
     _tab(page, "residual")
-    _wait_title(page, "residual-plot", "step 2")
-    _wait_title(page, "contributions-plot", "step 2")
+    wait_plot_step(page, "residual-plot", 2)
+    wait_plot_step(page, "contributions-plot", 2)
     bars = [t for t in plot_data(page, "contributions-plot") if t["type"] == "bar"]
     assert len(bars) == 2 and all(len(_vals(b["y"])) == 30 and min(_vals(b["y"])) > 0 for b in bars)
     # 3. position: RoPE angles, then swap two words of the prompt
@@ -166,9 +166,10 @@ def test_a_downloaded_trace_carries_the_logit_lens_and_shows_it_when_loaded(brow
     _generate(page, "Water boils at", max_new=4, temperature=0, mode="Raw text")
     with page.expect_download() as dl:
         page.click("#download-trace")
-    path = tmp_path / "trace.json"
+    path = tmp_path / dl.value.suggested_filename  # .json, or .json.gz once the trace format writes gzip
     dl.value.save_as(path)
-    d = json.loads(path.read_text(encoding="utf-8"))
+    raw = path.read_bytes()
+    d = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
     assert [r["step"] for r in d["lens"]] == [s["index"] for s in d["steps"]]
     assert d["params"]["total"] > 100e6 and d["machine"]["memory_gb_s"] > 0
     # load it back (gzipped, as people share them): the lens comes from the file. A marker put
@@ -181,7 +182,7 @@ def test_a_downloaded_trace_carries_the_logit_lens_and_shows_it_when_loaded(brow
     fc.value.set_files(str(gz))
     page.wait_for_selector("#model-info :text('Viewing a saved trace')", timeout=60_000)
     _tab(page, "lens")
-    _wait_title(page, "lens-plot", f"step {len(d['steps']) - 1}")
+    wait_plot_step(page, "lens-plot", len(d["steps"]) - 1)
     page.wait_for_function("() => { const el = document.querySelector('#lens-plot .js-plotly-plot');"
                            " return !!el && JSON.stringify([el.data, el.layout.annotations]).includes('FILEMARK'); }", timeout=30_000)
     assert "needs this step's hidden states" not in page.inner_text("#lens-summary")

@@ -17,6 +17,17 @@ def test_it_is_the_embedded_model(smol):
     assert i.dtype == "float32" and smol.model.config._attn_implementation == "eager"
 
 
+def test_the_4_bit_weights_are_named_from_the_gguf_file(smol):
+    from pipeline.loading import embedded_gguf_path
+
+    i = smol.info
+    assert i.weights.startswith("GGUF: matrix weights Q4_1, embedding Q8_0, norms F32")
+    assert "dequantised" in i.weights and "float32" in i.weights
+    # Q4_1 stores 20 bytes per 32 weights (5 bits), Q8_0 34 per 32: between 4 and 8 bits a weight overall
+    assert 4 < 8 * i.weight_bytes / i.n_params < 8
+    assert i.weight_bytes < embedded_gguf_path().stat().st_size  # tensors only: the file also holds the vocabulary
+
+
 def test_chat_template_and_its_system_prompt_are_in_the_context(smol):
     gen = start(smol, "Hi there", Settings())
     assert gen.prompt.rendered.startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")

@@ -6,7 +6,8 @@ import torch
 
 from pipeline import inside
 from pipeline.generate import start
-from pipeline.records import MachineInfo, Settings, dumps, loads, records_equal
+from pipeline.records import MachineInfo, Settings, dumps, loads
+from tests.helpers import records_equal
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
 """`python -m pipeline`: a trace from a local model directory, and one clear sentence for bad input."""
+import gzip
 import json
 import os
 import subprocess
@@ -7,6 +8,7 @@ import sys
 import pytest
 
 from pipeline.records import SCHEMA, loads
+from pipeline.trace_io import load
 from tests import tiny
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -37,13 +39,25 @@ def test_trace_writes_the_documented_format(model_dir, tmp_path):
     assert set(d["prompt"]) >= {"text", "rendered", "token_ids", "pieces"}
     assert "<|im_start|>" in d["prompt"]["rendered"] and d["prompt"]["text"] == "Hello <b>world</b> 😀"
     step = d["steps"][0]
-    assert set(step) >= {"index", "phase", "position", "token_id", "piece", "text", "top", "chosen_final_prob", "entropy", "attention", "kv_cache_bytes", "ms"}
-    assert step["phase"] == "prefill" and len(step["top"]) >= 20
-    assert set(step["top"][0]) == {"id", "piece", "logit", "prob", "final_prob"}
-    assert len(step["attention"]) == 2 and len(step["attention"][0][0]) == step["position"] + 1
+    assert set(step) >= {"index", "phase", "position", "token_id", "piece", "text", "top_ids", "top_pieces", "top_logits", "top_probs",
+                         "top_final_probs", "chosen_final_prob", "entropy", "attention", "kv_cache_bytes", "ms"}
+    assert step["phase"] == "prefill" and step["top_ids"]["shape"][0] >= 20 and len(step["top_pieces"]) == step["top_ids"]["shape"][0]
+    assert step["top_logits"]["dtype"] == "float32" and step["top_ids"]["dtype"] == "int64"
+    assert step["attention"]["dtype"] == "float16" and step["attention"]["shape"] == [2, d["model"]["n_heads"], step["position"] + 1]
+    assert "context_ids" not in step and "logits" not in step  # rebuilt on reading; only with --full
     assert d["stop_reason"] in ("eos", "max_new_tokens", "context_limit")
     assert d["text"] == "".join(s["text"] for s in d["steps"]) and r.stdout.startswith(d["text"])
     loads(out.read_text(encoding="utf-8"))  # and it reads back
+
+
+def test_a_gz_name_writes_gzip_that_reads_back(model_dir, tmp_path):
+    out = tmp_path / "t.json.gz"
+    r = cli("trace", "--prompt", "Hello", "--out", str(out), "--model", str(model_dir), "--max-new-tokens", "3", "--quiet")
+    assert r.returncode == 0, r.stderr
+    raw = out.read_bytes()
+    assert raw[:2] == b"\x1f\x8b" and json.loads(gzip.decompress(raw))["schema"] == SCHEMA
+    tr = load(out)
+    assert 1 <= len(tr.steps) <= 3 and tr.prompt.text == "Hello" and not list(tmp_path.glob("*.part"))
 
 
 def test_raw_mode_has_no_template(model_dir, tmp_path):

@@ -16,11 +16,10 @@ from pipeline.records import (
     Settings,
     dumps,
     loads,
-    records_equal,
-    trace_from_json,
-    trace_to_json,
 )
+from pipeline.trace_io import trace_from_json, trace_to_json
 from tests import tiny
+from tests.helpers import records_equal
 
 PROMPT = "The quick brown fox"
 CTX = 128
@@ -272,11 +271,27 @@ def test_param_counts_count_a_tied_head_once():
 
 
 def test_measure_machine_is_positive_and_cached():
-    inside.measure_machine.cache_clear()
+    inside._measure.cache_clear()
     m = inside.measure_machine()
     assert 0.1 < m.memory_gb_s < 10_000 and 0.1 < m.matmul_gflop_s < 1_000_000
     assert m.threads == torch.get_num_threads()
     assert inside.measure_machine() is m
+
+
+def test_measure_machine_waits_for_a_forward_pass_to_end():
+    import threading
+
+    inside._measure.cache_clear()
+    lock = threading.Lock()
+    lock.acquire()  # a forward pass is running
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (inside.measure_machine(lock), done.set()), daemon=True)
+    t.start()
+    assert not done.wait(0.5)  # it does not measure while the pass holds the lock
+    assert inside._measure.cache_info().currsize == 0
+    lock.release()
+    assert done.wait(60)
+    t.join()
 
 
 def test_accounting_is_the_arithmetic(models):

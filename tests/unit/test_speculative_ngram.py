@@ -197,3 +197,14 @@ def test_summary_alpha_counts_tested_proposals_and_the_papers_expectation(target
     assert 0 < sm["share_accepted"] == sm["accepted"] / sm["proposed"] < a
     exp = sum((1 - a ** (r.k + 1)) / (1 - a) for r in rounds) / len(rounds)
     assert sm["expected_tokens_per_target_pass"] == pytest.approx(exp)
+
+
+def test_a_lookup_trace_keeps_where_proposals_came_from_through_the_file(target):
+    from pipeline.records import dumps, loads
+    from tests.helpers import records_equal
+
+    gen, rounds = spec_run(target, Settings(temperature=0, max_new_tokens=12, chat=False), prompt=LOOKUP_PROMPT, k=2, draft="ngram")
+    assert rounds[0].match_length == 3 and [p.source_position for p in rounds[0].proposals] == [4, 5]
+    back = loads(dumps(gen.trace()))
+    assert records_equal(gen.trace().rounds, back.rounds) and back.rounds[0].match_length == 3
+    assert [p.source_position for p in back.rounds[0].proposals] == [4, 5] and back.speculative.draft.kind == "ngram"

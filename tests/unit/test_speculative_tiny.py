@@ -16,9 +16,10 @@ from pipeline.capture import hooks_installed
 from pipeline.draft import SpeculativeError, first_layers, make_draft
 from pipeline.generate import start
 from pipeline.loading import prepare
-from pipeline.records import Settings, dumps, loads, records_equal, speculative_summary
+from pipeline.records import Settings, dumps, loads, speculative_summary
 from pipeline.speculative import accept_prob, residual, start_speculative
 from tests import tiny
+from tests.helpers import records_equal
 
 PROMPT = "The quick brown fox"
 
@@ -415,9 +416,11 @@ def test_trace_round_trip_is_exact_and_documents_rounds(target):
     assert d["speculative"]["k"] == 3 and d["speculative"]["draft"]["spec"] == "layers:2"
     r = d["rounds"][0]
     assert set(r) == {"index", "position", "proposals", "n_accepted", "residual", "bonus", "token_ids", "first_step", "draft_passes",
-                      "target_passes", "draft_tokens_fed", "target_tokens_fed", "draft_rollback", "target_rollback", "draft_ms", "target_ms", "ms"}
-    assert set(r["proposals"][0]) == {"token_id", "piece", "draft_prob", "target_prob", "accept_prob", "u", "status", "top"}
-    assert set(r["proposals"][0]["top"][0]) == {"id", "piece", "draft_prob", "target_prob"}
+                      "target_passes", "draft_tokens_fed", "target_tokens_fed", "draft_rollback", "target_rollback", "draft_ms", "target_ms", "ms",
+                      "match_length"}  # a model draft's proposals have no source_position (null: not written)
+    assert set(r["proposals"][0]) == {"token_id", "piece", "draft_prob", "target_prob", "accept_prob", "u", "status", "top_ids", "top_pieces",
+                                      "top_draft_probs", "top_target_probs"}
+    assert r["proposals"][0]["top_target_probs"]["dtype"] == "float32"
     # a plain trace has neither key and reads back with no rounds
     plain = start(target, PROMPT, Settings(max_new_tokens=2))
     list(plain)

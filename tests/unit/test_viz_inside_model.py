@@ -47,7 +47,7 @@ def test_logit_lens_cells_are_the_records_top5_and_the_line_is_chosen_probs():
     fig = logit_lens_figure(lens, n_layers=5)
     heat, line = fig.data
     np.testing.assert_array_equal(np.asarray(heat.z, np.float32), lens.top_probs)
-    assert list(heat.y) == ["embedding", "layer 1", "layer 2", "layer 3", "layer 4", "layer 5 · output"]
+    assert list(heat.y) == ["embedding", "after block 0", "after block 1", "after block 2", "after block 3", "after block 4 · output"]
     np.testing.assert_array_equal(np.asarray(line.x, np.float32), lens.chosen_probs)
     assert list(line.y) == list(heat.y)
     # hover of every cell in a row lists that row's 5 pieces (escaped) with their probabilities
@@ -73,7 +73,7 @@ def test_logit_lens_marks_where_the_prediction_forms():
     fig = logit_lens_figure(lens, 5)
     (line,) = [s for s in fig.layout.shapes if s.name == "forms"]
     assert line.y0 == line.y1 == 3.5  # above row 4
-    assert "from layer 4 of 5" in fig.layout.title.text
+    assert "from block 3 on" in fig.layout.title.text
     # never on top at the output: no mark, the rank is stated
     late = make_lens(ranks=(3, 2, 0, 1, 2, 1))
     assert forms_at(late.chosen_ranks) is None
@@ -86,9 +86,9 @@ def test_logit_lens_marks_where_the_prediction_forms():
 
 def test_lens_summary_sentences():
     s = lens_summary_html(make_lens(ranks=(3, 2, 1, 0, 0, 0)))
-    assert "first becomes the top prediction at layer 3 of 5" in s and "·blue" in s
+    assert "first becomes the top prediction after block 2" in s and "·blue" in s
     s = lens_summary_html(make_lens(ranks=(3, 2, 0, 1, 0, 0)))
-    assert "for good at layer 4 of 5" in s and "layer 2 of 5" in s
+    assert "for good after block 3" in s and "on top after block 1 before" in s
     s = lens_summary_html(make_lens(ranks=(0, 0, 0, 0, 0, 0)))
     assert "already the top prediction at the input embedding" in s
     s = lens_summary_html(make_lens(ranks=(3, 2, 1, 1, 2, 1)))
@@ -111,11 +111,11 @@ def test_residual_path_points_arrows_and_hover():
     np.testing.assert_array_equal(np.asarray(path.x), xy[:, 0])
     np.testing.assert_array_equal(np.asarray(path.y), xy[:, 1])
     np.testing.assert_array_equal(np.asarray(path.marker.color), np.arange(L + 1))  # coloured by depth
-    assert list(ends.x) == [0, 5] and ends.text[0].startswith("start: embedding") and ends.text[1].startswith("end: layer 4")
+    assert list(ends.x) == [0, 5] and ends.text[0].startswith("start: embedding") and ends.text[1].startswith("end: after block 3 (the last)")
     arrows = [a for a in fig.layout.annotations if a.showarrow]
     assert len(arrows) == L
     assert [(a.ax, a.ay, a.x, a.y) for a in arrows] == [(*xy[k - 1], *xy[k]) for k in range(1, L + 1)]
-    assert "layer 3 added an update of norm 5.0 (125% of the stream before it)" in path.customdata[3]
+    assert "block 2 added an update of norm 5.0 (125% of the stream before it)" in path.customdata[3]
     assert "stream norm 16.0" in path.customdata[4]
     assert SCRIPT not in _rendered(fig) and "&lt;script&gt;" in fig.layout.title.text
     with pytest.raises(ValueError):
@@ -134,12 +134,12 @@ def test_contributions_bars_stream_and_ratio():
     a, m, stream, ratio = fig.data
     np.testing.assert_array_equal(np.asarray(a.y), attn)
     np.testing.assert_array_equal(np.asarray(m.y), mlp)
-    assert list(a.x) == [1, 2, 3]
+    assert list(a.x) == [0, 1, 2]
     np.testing.assert_array_equal(np.asarray(stream.y), rn)
-    assert list(stream.x) == [0, 1, 2, 3] and stream.yaxis == "y2"
+    assert list(stream.x) == [-1, 0, 1, 2] and stream.yaxis == "y2"
     np.testing.assert_allclose(np.asarray(ratio.y), [0.2, 0.25, 0.5])  # update / stream before the layer
     assert "median 25%" in fig.layout.title.text
-    assert "attention larger than feed-forward in 1 of 3 layers" in fig.layout.title.text
+    assert "attention larger than feed-forward in 1 of 3 blocks" in fig.layout.title.text
     _rendered(fig)
     fig = contributions_figure(attn, mlp)  # an old trace without the stream norms
     assert len(fig.data) == 2 and "median" not in fig.layout.title.text
@@ -214,7 +214,7 @@ def test_swap_figure_original_vs_swapped_in_original_key_order():
     assert "up to 0.200" in fig.layout.title.text and "·ran → &lt;img" in fig.layout.title.text and "(changed)" in fig.layout.title.text
     fig = swap_figure(swap, layer=1)
     np.testing.assert_array_equal(np.asarray(fig.data[1].y), swap.attention_swapped[1])
-    assert "layer 1" in fig.layout.title.text
+    assert "in block 1 (the mean of its heads)" in fig.layout.title.text
     js = _rendered(fig)
     assert SCRIPT not in js and "<img" not in js
     with pytest.raises(ValueError):
@@ -301,3 +301,20 @@ def test_accounting_figure_plots_each_steps_numbers():
 
 def test_si_units():
     assert si(1_350_000) == "1.35 M" and si(2.7e9) == "2.7 G" and si(999) == "999" and si(20e9, "B/s") == "20 GB/s"
+
+
+def test_accounting_names_the_stored_precision_against_memory():
+    from pipeline.records import ModelInfo
+
+    q4 = ModelInfo(id="m", source="embedded", family="llama", n_layers=30, n_heads=9, n_kv_heads=3, head_dim=64, d_model=576,
+                   vocab_size=49152, context_length=8192, dtype="float32", n_params=135_000_000,
+                   weights="GGUF: matrix weights Q4_1, embedding Q8_0, norms F32; computed in float32", weight_bytes=96_000_000)
+    page = accounting_html(acc(1, 1), MACHINE, PARAMS, q4)
+    assert "weights as stored" in page and "Q4_1" in page
+    assert "5.69 bits a weight" in page  # 8 x 96e6 / 135e6
+    assert "540 MB in memory (32 bits a weight), 5.6× the file" in page
+    assert "Quantisation" in page
+    f32 = dataclasses.replace(q4, weights="float32 safetensors", weight_bytes=540_000_000)
+    plain = accounting_html(acc(1, 1), MACHINE, PARAMS, f32)
+    assert "32 bits a weight: float32 safetensors" in plain and "Quantisation" not in plain
+    assert "weights as stored" not in accounting_html(acc(1, 1), MACHINE, PARAMS, dataclasses.replace(q4, weight_bytes=0))

@@ -145,5 +145,5 @@ def test_the_tour_tells_a_speculative_step_by_its_round():
     stages = tour.tour_stages(t, 3)
     words = " ".join(s.html for s in stages)
     assert "speculative round 1" in words and "decode step" not in words and "This step took" not in words
-    assert "Round 1 took draft 12.0 ms + verify 80.0 ms on this machine, for 3 tokens." in words
+    assert "Round 1 took draft 12.0 ms + verify 80.0 ms on the machine that made this trace, for 3 tokens." in words
     assert "first step (prefill)" not in " ".join(s.html for s in tour.tour_stages(t, 0))

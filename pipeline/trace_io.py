@@ -1,0 +1,380 @@
+"""The trace file: write `llm-pipeline-trace/2`, read /2 and /1 (docs/TRACE_FORMAT.md).
+
+The codec walks the records' dataclass fields (`dataclasses.fields` and their type
+annotations), so a field added to a record, with a default, is written and read with no
+change here. A record is a JSON object keyed by field name; a numpy array is an "array
+object" {dtype, shape, data: base64 of the little-endian C-order bytes}; bytes are a list of
+ints 0-255; a tuple is a list. Format decisions that depend on a field live in the three
+tables below and nowhere else.
+
+One JSON document, gzip-compressed when the file name ends in ".gz". It is written step by
+step to the (gzip) stream, so a long trace never exists as one big string.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import functools
+import gzip
+import json
+import math
+import os
+import types
+import typing
+import zlib
+from pathlib import Path
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .errors import TraceFormatError
+from .records import SCHEMA, SCHEMA_V1, StepRecord, Trace
+
+# Fields a reader rebuilds: a step's context is the prompt followed by the earlier steps'
+# tokens. Written only when a step's context is not that (never, for this app's traces).
+DERIVED = {StepRecord: ("context_ids", "context_pieces")}
+# Large vectors written only by a full export.
+FULL_ONLY = {StepRecord: ("logits", "embedding", "hidden")}
+# Attention weights (in [0, 1]) are written as float16 (absolute error <= 2**-12) unless full.
+HALF = {StepRecord: ("attention", "attention_matrix")}
+# Causal matrices: only the lower triangle (key <= query) is written.
+TRIL = {StepRecord: ("attention_matrix",)}
+
+GZIP_MAGIC = b"\x1f\x8b"
+GZIP_LEVEL = 1  # measured: level 6 is 3x slower for 4% less (float16 bits barely compress)
+DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
+HINT = "pick a .json or .json.gz trace exported by this app or by `python -m pipeline trace`"
+_JSON = dict(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _names(table: dict, cls: type) -> tuple[str, ...]:
+    return tuple(n for base, names in table.items() if issubclass(cls, base) for n in names)
+
+
+# ---------------------------------------------------------------------------------------
+# Arrays
+
+
+def array_object(a: np.ndarray, dtype: str | None = None, *, tril: bool = False) -> dict:
+    """numpy array -> {"dtype", "shape", "data"}; `tril`: (..., T, T) with zeros above the
+    diagonal, written as its lower triangle only ("layout": "tril")."""
+    a = np.asarray(a)
+    dt = np.dtype(dtype or a.dtype)
+    assert dt.name in DTYPES, f"the trace format has no dtype {dt.name}"
+    d: dict[str, Any] = {"dtype": dt.name, "shape": list(a.shape)}
+    if tril and _is_tril(a):
+        q, k = np.tril_indices(a.shape[-1])
+        a = a[..., q, k]  # (..., T(T+1)/2) rows 0..T-1, keys 0..q each
+        d["layout"] = "tril"
+    a = _float16(a) if dt.name == "float16" else a
+    data = np.ascontiguousarray(a, dtype=dt.newbyteorder("<")).tobytes()
+    d["data"] = base64.b64encode(data).decode("ascii")
+    return d
+
+
+def _float16(a: np.ndarray) -> np.ndarray:
+    """a.astype(float16), bit for bit, but fast when many values are float16 subnormals
+    (below 2**-14, as ~40% of attention weights are: numpy's cast is ~10x slower on them).
+    A subnormal's bits are its magnitude in units of 2**-24, rounded half to even."""
+    a = np.asarray(a, np.float32)
+    small = np.abs(a) < np.float32(2.0**-14)
+    with np.errstate(over="ignore"):  # beyond 65504 becomes inf, as in astype
+        h = np.where(small, np.float32(0), a).astype(np.float16)
+    s = a[small]
+    sign = np.where(np.signbit(s), np.uint16(0x8000), np.uint16(0))
+    h.view(np.uint16)[small] = np.rint(np.abs(s) * np.float32(2.0**24)).astype(np.uint16) | sign
+    return h
+
+
+def _is_tril(a: np.ndarray) -> bool:
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2] or a.shape[-1] < 2:
+        return False
+    return not np.triu(a, 1).any()
+
+
+def array_from_object(d: Any, where: str = "") -> np.ndarray:
+    """The inverse of array_object; float16 widens to float32 (what the records hold)."""
+    if not isinstance(d, dict) or not {"dtype", "shape", "data"} <= d.keys():
+        raise _bad(where, "expected an array object {dtype, shape, data}")
+    if d["dtype"] not in DTYPES or not all(isinstance(n, int) and n >= 0 for n in d["shape"]):
+        raise _bad(where, f"unknown dtype {d['dtype']!r} or bad shape {d['shape']!r}")
+    dt, shape = np.dtype(d["dtype"]).newbyteorder("<"), tuple(d["shape"])
+    n = math.prod(shape)
+    layout = d.get("layout", "dense")
+    if layout == "tril":
+        if len(shape) < 2 or shape[-1] != shape[-2]:
+            raise _bad(where, f"a tril array needs a square last two axes, not {shape}")
+        n = n // max(shape[-1], 1) * (shape[-1] + 1) // 2
+    elif layout != "dense":
+        raise _bad(where, f"unknown layout {layout!r}")
+    try:
+        raw = base64.b64decode(d["data"], validate=True)
+    except (ValueError, TypeError) as e:
+        raise _bad(where, f"the data is not base64 ({e})") from e
+    if len(raw) != n * dt.itemsize:
+        raise _bad(where, f"{len(raw)} bytes of data for {n} values of {dt.name}")
+    flat = np.frombuffer(raw, dt).astype(np.float32 if dt.name == "float16" else dt.newbyteorder("="))
+    if layout == "dense":
+        return flat.reshape(shape)
+    out = np.zeros(shape, flat.dtype)
+    q, k = np.tril_indices(shape[-1])
+    out[..., q, k] = flat.reshape(*shape[:-2], len(q))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Writing: record -> JSON-ready value, by value (the annotations are only needed to read)
+
+
+def _is_empty_default(f: dataclasses.Field, v: Any) -> bool:
+    """A field left at a default of None, () or False is not written (readers fill it in)."""
+    d = f.default
+    return (d is None and v is None) or (d is False and v is False) or (d == () and isinstance(v, tuple) and not v)
+
+
+def encode(v: Any, *, full: bool = False) -> Any:
+    """Any record value -> plain JSON data (dicts, lists, str, numbers, bool, None)."""
+    if v is None or isinstance(v, (str, bool, int)):
+        return v
+    if isinstance(v, float):
+        return v if math.isfinite(v) else repr(v).replace("inf", "Infinity").replace("nan", "NaN")
+    if isinstance(v, np.generic):
+        return encode(v.item(), full=full)
+    if isinstance(v, np.ndarray):
+        return array_object(v)
+    if isinstance(v, bytes):
+        return list(v)
+    if dataclasses.is_dataclass(v):
+        return encode_record(v, full=full)
+    if isinstance(v, (tuple, list)):
+        return [encode(x, full=full) for x in v]
+    raise TypeError(f"the trace format cannot write a {type(v).__name__}; add it to pipeline.trace_io.encode")
+
+
+def encode_record(rec: Any, *, full: bool = False, rebuilt: dict | None = None) -> dict:
+    """A record -> {field: value}. `rebuilt`: values a reader will rebuild for derived fields."""
+    cls, out = type(rec), {}
+    derived, full_only = _names(DERIVED, cls), _names(FULL_ONLY, cls)
+    half, tril = _names(HALF, cls), _names(TRIL, cls)
+    for f in dataclasses.fields(rec):
+        v = getattr(rec, f.name)
+        if _is_empty_default(f, v) or (f.name in full_only and not full):
+            continue
+        if f.name in derived and rebuilt is not None and rebuilt.get(f.name) == v:
+            continue
+        if isinstance(v, np.ndarray) and (f.name in half or f.name in tril):
+            lossy = f.name in half and v.dtype.kind == "f" and not full
+            out[f.name] = array_object(v, "float16" if lossy else None, tril=f.name in tril)
+        else:
+            out[f.name] = encode(v, full=full)
+    return out
+
+
+def _encode_steps(trace: Trace, full: bool) -> Iterator[dict]:
+    ids, pieces = list(trace.prompt.token_ids), list(trace.prompt.pieces)
+    for s in trace.steps:
+        yield encode_record(s, full=full, rebuilt={"context_ids": tuple(ids), "context_pieces": tuple(pieces)})
+        ids.append(s.token_id)
+        pieces.append(s.piece)
+
+
+def _trace_items(trace: Trace, full: bool) -> Iterator[tuple[str, Any]]:
+    """(key, value) of the top-level object in order; list-valued fields as iterators."""
+    yield "schema", SCHEMA
+    for f in dataclasses.fields(trace):
+        v = getattr(trace, f.name)
+        if f.name == "steps":
+            yield "steps", _encode_steps(trace, full)
+        elif _is_empty_default(f, v):
+            continue
+        elif isinstance(v, tuple):
+            yield f.name, (encode(x, full=full) for x in v)
+        else:
+            yield f.name, encode(v, full=full)
+    yield "stop_reason", trace.stop_reason  # convenience copies for readers; not read back
+    yield "text", trace.text
+
+
+def trace_to_json(trace: Trace, *, full: bool = False) -> dict:
+    """The /2 JSON-ready dict of a trace (the whole thing in memory: prefer `save` for files)."""
+    return {k: list(v) if isinstance(v, Iterator) else v for k, v in _trace_items(trace, full)}
+
+
+def iter_json(trace: Trace, *, full: bool = False) -> Iterator[str]:
+    """The /2 JSON text in pieces of about one step each."""
+    sep = "{"
+    for k, v in _trace_items(trace, full):
+        yield sep + json.dumps(k) + ":"
+        sep = ","
+        if isinstance(v, Iterator):
+            yield "["
+            for i, x in enumerate(v):
+                yield ("," if i else "") + json.dumps(x, **_JSON)
+            yield "]"
+        else:
+            yield json.dumps(v, **_JSON)
+    yield "}"
+
+
+def dumps(trace: Trace, *, full: bool = False) -> str:
+    """The /2 JSON text of a trace. `full` adds each step's full-vocabulary logits, input
+    embedding and hidden states, and keeps attention in float32 (an exact copy)."""
+    return "".join(iter_json(trace, full=full))
+
+
+def save(trace: Trace, path: str | os.PathLike, *, full: bool = False) -> Path:
+    """Write a trace as /2 JSON, gzip-compressed when the name ends in ".gz". The file appears
+    complete or not at all (written beside it, then renamed)."""
+    path = Path(path)
+    part = path.with_name(path.name + ".part")
+    try:
+        with open(part, "wb") as raw:
+            gz = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0) if path.suffix.lower() == ".gz" else None
+            out = gz or raw
+            for chunk in iter_json(trace, full=full):
+                out.write(chunk.encode("utf-8"))
+            if gz is not None:
+                gz.close()
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
+    return path
+
+
+# ---------------------------------------------------------------------------------------
+# Reading: JSON value -> record, by the field's annotation
+
+
+def _bad(where: str, what: str) -> TraceFormatError:
+    return TraceFormatError(f"the trace file is damaged or incomplete ({where or 'top level'}: {what}); {HINT}")
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def decode(hint: Any, v: Any, where: str = "") -> Any:
+    """A JSON value -> the Python value that the annotation `hint` describes."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if v is None and type(None) in args:
+            return None
+        rest = [a for a in args if a is not type(None)]
+        assert len(rest) == 1, f"the trace format reads X | None unions only, not {hint}"
+        return decode(rest[0], v, where)
+    if hint is np.ndarray:
+        return array_from_object(v, where)
+    if dataclasses.is_dataclass(hint):
+        return decode_record(hint, v, where)
+    if origin is dict or hint is dict:
+        return _decode_scalar(dict, v, where)
+    if origin in (tuple, list):
+        if not isinstance(v, list):
+            raise _bad(where, f"expected a list, found {type(v).__name__}")
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            args = args if len(args) == len(v) else ()  # fixed-length tuple
+            if not args:
+                raise _bad(where, f"expected {len(typing.get_args(hint))} items, found {len(v)}")
+            return tuple(decode(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v)))
+        items = [decode(args[0] if args else Any, x, f"{where}[{i}]") for i, x in enumerate(v)]
+        return tuple(items) if origin is tuple else items
+    return _decode_scalar(hint, v, where)
+
+
+def _decode_scalar(hint: Any, v: Any, where: str) -> Any:
+    if hint is float and isinstance(v, (int, float, str)) and not isinstance(v, bool):
+        try:
+            return float(v)  # a string: "NaN", "Infinity", "-Infinity"
+        except ValueError:
+            pass
+    elif hint is bytes and isinstance(v, list) and all(isinstance(b, int) and 0 <= b < 256 for b in v):
+        return bytes(v)
+    elif hint in (int, str, bool) and type(v) is hint:
+        return v
+    elif hint is Any or hint is object or (hint is dict and isinstance(v, dict)):
+        return v
+    else:
+        assert hint in (float, bytes, int, str, bool, dict), f"the trace format cannot read a {hint}; add it to pipeline.trace_io.decode"
+    raise _bad(where, f"expected {getattr(hint, '__name__', hint)}, found {v!r:.40}")
+
+
+def decode_record(cls: type, d: Any, where: str = "", given: dict | None = None) -> Any:
+    """{field: value} -> cls(...); a missing key takes the field's default; unknown keys are
+    ignored (a newer writer's fields). `given`: values already decoded (or rebuilt)."""
+    if not isinstance(d, dict):
+        raise _bad(where, f"expected an object for {cls.__name__}, found {type(d).__name__}")
+    hints, kw = _hints(cls), dict(given or {})
+    for f in dataclasses.fields(cls):
+        if f.name in kw or not f.init:
+            continue
+        sub = f"{where}.{f.name}" if where else f.name
+        if f.name in d:
+            kw[f.name] = decode(hints[f.name], d[f.name], sub)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise _bad(sub, "missing")
+    return cls(**kw)
+
+
+def _decode_steps(hint: Any, items: Any, prompt: Any) -> tuple:
+    """steps[] with each step's derived context rebuilt: the prompt, then earlier steps' tokens."""
+    if not isinstance(items, list):
+        raise _bad("steps", "expected a list")
+    step_cls = typing.get_args(hint)[0]  # tuple[StepRecord, ...]
+    ids, pieces, out = list(prompt.token_ids), list(prompt.pieces), []
+    for i, d in enumerate(items):
+        ctx = {"context_ids": tuple(ids), "context_pieces": tuple(pieces)}
+        given = {k: v for k, v in ctx.items() if k in _names(DERIVED, step_cls) and not (isinstance(d, dict) and k in d)}
+        s = decode_record(step_cls, d, f"steps[{i}]", given)
+        out.append(s)
+        ids.append(s.token_id)
+        pieces.append(s.piece)
+    return tuple(out)
+
+
+def trace_from_json(d: Any, cls: type = Trace) -> Trace:
+    """A trace from its parsed JSON (/2, or /1 via pipeline.trace_v1); TraceFormatError otherwise."""
+    schema = d.get("schema") if isinstance(d, dict) else None
+    if schema == SCHEMA_V1:
+        from .trace_v1 import trace_from_json as v1
+
+        return v1(d)
+    if schema != SCHEMA:
+        newer = isinstance(schema, str) and schema.startswith("llm-pipeline-trace/")
+        why = "written by a newer version of this app: update it" if newer else "not a trace of this app"
+        raise TraceFormatError(f"this file is {why} (schema: {schema!r}); {HINT}")
+    try:
+        hints = _hints(cls)
+        for key in ("prompt", "steps"):
+            if key not in d:
+                raise _bad(key, "missing")
+        prompt = decode(hints["prompt"], d["prompt"], "prompt")
+        steps = _decode_steps(hints["steps"], d["steps"], prompt)
+        return decode_record(cls, d, "", {"prompt": prompt, "steps": steps})
+    except TraceFormatError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError) as e:  # a record refusing its values
+        raise _bad("", f"{type(e).__name__}: {e}") from e
+
+
+def loads(data: str | bytes) -> Trace:
+    """A trace from JSON text or bytes, gzip-compressed or not (detected by its magic number)."""
+    if isinstance(data, (bytes, bytearray)) and data[:2] == GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise TraceFormatError(f"the gzip file is damaged or cut short ({e}); {HINT}") from e
+    try:
+        d = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TraceFormatError(f"the file is not valid JSON ({e}); {HINT}") from e
+    return trace_from_json(d)
+
+
+def load(path: str | os.PathLike) -> Trace:
+    """Read a trace file (.json or .json.gz; the content decides, not the name)."""
+    return loads(Path(path).read_bytes())
+
+
+__all__ = ["SCHEMA", "SCHEMA_V1", "TraceFormatError", "dumps", "loads", "save", "load", "trace_to_json", "trace_from_json"]

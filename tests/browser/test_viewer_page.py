@@ -1,0 +1,132 @@
+"""The exported page in Chromium, as an impatient newcomer uses it: scrub fast, every panel ends on
+the step on screen; sliders reshape the distribution into the figure viz/ draws; Play runs to the
+end; no request of any kind, no console error."""
+import numpy as np
+import pytest
+
+from tests.synthetic import make_trace
+from viz import distribution
+from viz.viewer_page import write_html
+
+pytestmark = pytest.mark.browser
+IDS = ("dist-plot", "attn-plot", "attn-overview", "emb-plot", "kv-plot")
+DRAG = ("([id, v]) => { const r = document.querySelector('#' + id + ' input[type=range]'); r.value = v;"
+        " r.dispatchEvent(new Event('input', {bubbles: true})); }")
+READ = """(ids) => ({ step: Number(document.querySelector('#step-slider input[type=number]').value),
+  metas: ids.map((id) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');
+                           return el && el.layout && el.layout.meta ? el.layout.meta.step : null; }),
+  current: Number(document.querySelector('#output .step.current')?.dataset.step ?? -1) })"""
+SETTLED = "([ids, s]) => ids.every((id) => document.querySelector('#' + id + ' .js-plotly-plot')?.layout?.meta?.step === s)"
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return make_trace(n_steps=12, prompt_len=8, vocab=400, top_n=40, temperature=0.8, top_p=0.9, seed=2)
+
+
+@pytest.fixture(scope="module")
+def html_file(trace, tmp_path_factory):
+    path = tmp_path_factory.mktemp("viewer") / "trace.html"
+    write_html(trace, path, layer=1, head=1)
+    return path
+
+
+def open_viewer(browser, path):
+    """The file in a fresh page: every request recorded, any beyond the file itself refused."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    url = path.as_uri()
+    page.errors, page.requests = [], []  # type: ignore[attr-defined]
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("console", lambda m: page.errors.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("request", lambda r: page.requests.append(r.url))
+    page.route("**/*", lambda route: route.continue_() if route.request.url == url else route.abort())
+    page.goto(url)
+    return page
+
+
+def settle(page, step):
+    page.wait_for_function(SETTLED, arg=[list(IDS), step], timeout=60_000)
+    got = page.evaluate(READ, list(IDS))
+    assert got == {"step": step, "metas": [step] * len(IDS), "current": step}
+
+
+def test_scrubbing_fast_every_panel_ends_on_the_step_on_screen(browser, html_file, trace, shots):
+    page = open_viewer(browser, html_file)
+    page.wait_for_selector("#step-slider input[type=range]")
+    for s in (3, 7, 1, 11, 5):  # a fast drag: no waiting between positions
+        page.evaluate(DRAG, ["step-slider", s])
+    settle(page, 5)
+    for s in (0, 11, 6):
+        page.evaluate(DRAG, ["step-slider", s])
+        settle(page, s)
+    title = page.evaluate("() => document.querySelector('#attn-plot .js-plotly-plot').layout.title.text")
+    assert title.startswith("Block 1 · head 1 (kv 0) · step 6:")
+    page.screenshot(path=str(shots / "viewer_step6.png"), full_page=True)
+    assert page.requests == [html_file.as_uri()] and not page.errors
+
+
+SETTINGS = [(0.8, 0, 0.9), (1.3, 0, 1.0), (0.0, 0, 0.9), (0.5, 10, 1.0), (1.5, 25, 0.5), (2.0, 200, 0.99), (0.05, 3, 0.01)]
+
+
+def _dist(page):
+    return page.evaluate("""() => { const el = document.querySelector('#dist-plot .js-plotly-plot');
+      const pick = (t) => ({y: Array.from(t.y), x: Array.from(t.x), color: t.marker.color, text: t.text, hover: Array.from(t.customdata)});
+      return {bars: el.data.slice(0, 2).map(pick), title: el.layout.title.text, rev: el.layout.datarevision,
+              shapes: el.layout.shapes.map((s) => [s.y0, s.name]), notes: el.layout.annotations.map((a) => [a.y, a.text])}; }""")
+
+
+def test_the_sliders_reshape_the_distribution_into_the_figure_viz_draws(browser, html_file, trace):
+    page = open_viewer(browser, html_file)
+    for step in (2, 9):
+        page.evaluate(DRAG, ["step-slider", step])
+        for t, k, p in SETTINGS:
+            for sid, v in (("temperature", t), ("top-k", k), ("top-p", p)):
+                page.evaluate(DRAG, [sid, v])
+            page.wait_for_function("(key) => document.querySelector('#dist-plot .js-plotly-plot')?.layout?.datarevision === key",
+                                   arg=f"{step}|{t:g}|{k}|{p:g}", timeout=30_000)  # numbers as JS writes them
+            got = _dist(page)
+            fig = distribution.distribution_figure(trace.steps[step], temperature=t, top_k=k, top_p=p, vocab_size=400)
+            want = [{"y": list(b.y), "x": list(b.x), "color": list(b.marker.color), "text": list(b.text) if b.text else None,
+                     "hover": list(b.customdata)} for b in fig.data]
+            where = f"step {step} T={t} k={k} p={p}"
+            for g, w in zip(got["bars"], want):
+                assert g["y"] == w["y"] and g["hover"] == w["hover"] and g["color"] == w["color"], where
+                np.testing.assert_allclose(g["x"], w["x"], atol=1e-6, rtol=0, err_msg=where)
+            assert got["bars"][1]["text"] == want[1]["text"], where
+            assert got["title"] == fig.layout.title.text, where
+            assert got["shapes"] == [[s.y0, s.name] for s in fig.layout.shapes], where
+            assert got["notes"] == [[a.y, a.text] for a in fig.layout.annotations], where
+    assert page.requests == [html_file.as_uri()] and not page.errors
+
+
+def test_play_runs_to_the_last_step(browser, html_file, trace, shots):
+    page = open_viewer(browser, html_file)
+    page.click("#play")  # as soon as the button is there
+    page.wait_for_function("() => Number(document.querySelector('#step-slider input[type=number]').value) >= 3", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#play').textContent.includes('Play')", timeout=60_000)
+    last = len(trace.steps) - 1
+    settle(page, last)
+    page.screenshot(path=str(shots / "viewer_played.png"), full_page=False)
+    page.click("#play")  # at the end, Play starts over from step 0
+    page.wait_for_function(f"() => Number(document.querySelector('#step-slider input[type=number]').value) < {last}", timeout=10_000)
+    page.evaluate(DRAG, ["step-slider", 5])  # a person grabs the slider: Play stops there
+    page.wait_for_function("() => document.querySelector('#play').textContent.includes('Play')", timeout=10_000)
+    settle(page, 5)
+    assert page.requests == [html_file.as_uri()] and not page.errors
+
+
+def test_the_example_traces_page_replays_the_real_model(browser, tmp_path, shots):
+    from pipeline.trace_io import load
+    from tests.browser.harness import ROOT
+
+    trace = load(ROOT / "assets" / "example_trace.json.gz")  # SmolLM2-135M, top candidates only
+    path = tmp_path / "example.html"
+    write_html(trace, path, layer=3, head=2)
+    page = open_viewer(browser, path)
+    last = len(trace.steps) - 1
+    page.evaluate(DRAG, ["step-slider", last])
+    settle(page, last)
+    title = page.evaluate("() => document.querySelector('#dist-plot .js-plotly-plot').layout.title.text")
+    assert "(approximate)" in title  # no full-vocabulary logits in this trace: the panel says so
+    page.screenshot(path=str(shots / "viewer_example_last.png"), full_page=True)
+    assert page.requests == [path.as_uri()] and not page.errors

@@ -1,0 +1,159 @@
+"""The viewer bundle: each frame carries its own step's numbers and names its step, only what
+changes moves, ranges stay put, frames are capped, the sampling tables cover what top-k needs."""
+import dataclasses
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.synthetic import make_trace
+from viz import attention, distribution
+from viz.viewer import DIST_STYLE, bundle_json, sizes, viewer_bundle
+from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, head_size, sort_order, step_tables, unpacked
+
+ROOT = Path(__file__).resolve().parents[2]
+IDS = ("dist-plot", "attn-plot", "attn-overview", "emb-plot", "kv-plot")
+
+
+def arr(v):
+    """A figure value as numpy: Plotly's typed-array JSON form or a plain list."""
+    if isinstance(v, dict) and "bdata" in v:
+        a = unpacked(v)
+        return a.reshape([int(x) for x in v["shape"].split(",")]) if "shape" in v else a
+    return np.asarray(v, dtype=np.float64)
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return make_trace(n_steps=6, prompt_len=7, top_n=30)
+
+
+@pytest.fixture(scope="module")
+def bundle(trace):
+    return viewer_bundle(trace, layer=1, head=2)
+
+
+def test_every_panel_has_one_frame_per_step_naming_its_step(bundle, trace):
+    assert tuple(bundle["panels"]) == IDS and bundle["n_steps"] == len(trace.steps)
+    for pid, p in bundle["panels"].items():
+        assert p["layout"]["meta"] == {"step": 0}, pid
+        assert [f["name"] for f in p["frames"]] == [str(s) for s in range(len(trace.steps))], pid
+        assert [f["layout"]["meta"]["step"] for f in p["frames"]] == list(range(len(trace.steps))), pid
+        assert all(len(f["traces"]) == len(f["data"]) for f in p["frames"]), pid
+
+
+def test_frames_carry_the_steps_own_numbers(bundle, trace):
+    P, st = bundle["panels"], trace.settings
+    for s, step in enumerate(trace.steps):
+        raw, fin = P["dist-plot"]["frames"][s]["data"]  # the two bars: temperature 1, and as sampled
+        np.testing.assert_allclose(arr(raw["x"])[:20], step.top_probs[:20], rtol=1e-6)
+        np.testing.assert_allclose(arr(fin["x"])[:20], step.top_final_probs[:20], rtol=1e-6)
+        assert f"position {step.position + 1} ·" in P["dist-plot"]["frames"][s]["layout"]["title"]["text"]
+
+        z = arr(P["attn-plot"]["frames"][s]["data"][0]["z"])  # (T, T) block 1, head 2
+        want = attention.attention_matrix(trace.steps, upto=s, layers=[1])[0, 2]
+        low = np.tril_indices(step.position + 1)
+        np.testing.assert_array_equal(z[low], want[low])
+        assert np.isnan(z[np.triu_indices(step.position + 1, 1)]).all()
+
+        ent, _, _ = attention.overview_values(step.attention, "entropy")
+        np.testing.assert_allclose(arr(P["attn-overview"]["frames"][s]["data"][0]["z"]), ent, rtol=1e-6)
+
+        emb = dict(zip(P["emb-plot"]["frames"][s]["traces"], P["emb-plot"]["frames"][s]["data"]))
+        newest = emb[max(emb)]
+        assert newest["name"] == f"newest (step {s})"
+        np.testing.assert_allclose([arr(newest["x"])[0], arr(newest["y"])[0]], step.embed_2d, rtol=1e-6)
+
+        kv = dict(zip(P["kv-plot"]["frames"][s]["traces"], P["kv-plot"]["frames"][s]["data"]))
+        assert list(arr(kv[2]["y"])) == [step.kv_cache_bytes] and list(arr(kv[2]["x"])) == [step.index]
+
+
+def test_only_what_changes_moves_and_ranges_stay_put(bundle, trace):
+    P = bundle["panels"]
+    # the vocabulary cloud stays in the figure (the prompt's labels move: the newest copy of a token is labelled)
+    assert all(0 not in f["traces"] and f["traces"][-2:] == [2, 3] for f in P["emb-plot"]["frames"])
+    assert P["kv-plot"]["frames"][3]["traces"] == [2, 3]  # measured and formula lines too
+    assert P["attn-overview"]["layout"].get("height") and "height" not in P["dist-plot"]["frames"][2]["layout"]
+    # one colour scale for every step: in the figure, never in a frame
+    assert P["attn-overview"]["data"][0]["zmax"] == math.log2(trace.steps[-1].position + 1)
+    assert all("zmax" not in f["data"][0] and set(f["data"][0]) <= {"type", "z", "hovertemplate"} for f in P["attn-overview"]["frames"])
+    assert all(set(dict(zip(f["traces"], f["data"]))[3]) == {"type", "marker"} for f in P["kv-plot"]["frames"])  # bars: the outline
+    T = trace.steps[-1].position + 1
+    xa = P["attn-plot"]["layout"]["xaxis"]
+    assert xa["range"] == [-0.5, T - 0.5] and len(xa["categoryarray"]) == T and xa["autorange"] is False
+    assert P["emb-plot"]["layout"]["xaxis"]["autorange"] is False
+    # the distribution panel is as tall as its tallest step: a frame never resizes it
+    heights = [distribution.distribution_figure(s, temperature=0.8, top_p=0.9, vocab_size=50).layout.height for s in trace.steps]
+    assert P["dist-plot"]["layout"]["height"] == max(heights)
+
+
+def test_frames_are_capped_and_the_bundle_says_so(trace):
+    b = viewer_bundle(trace, max_frames=4)
+    assert b["n_steps"] == 4 and b["n_steps_in_trace"] == 6 and len(b["sampling"]["steps"]) == 4
+    assert all(len(p["frames"]) == 4 for p in b["panels"].values())
+
+
+def test_long_contexts_shrink_the_attention_window_to_the_budget():
+    from viz.viewer import ATTN_CELLS, attention_window
+
+    assert attention_window([40] * 24) == attention.MAX_TOKENS  # a short trace: the whole context
+    w = attention_window(list(range(300, 556)))  # 256 steps of a long context
+    assert 16 <= w < attention.MAX_TOKENS and 256 * w * w <= ATTN_CELLS
+
+
+def test_sizes_are_measured_and_the_json_is_safe_in_html(bundle):
+    sz = sizes(bundle)
+    assert set(sz) == set(IDS) | {"sampling", "total"} and sz["total"] < 400_000
+    text = bundle_json(bundle)
+    assert "<" not in text and "</script" not in text.lower()
+    assert json.loads(text) == json.loads(json.dumps(bundle))  # the same data, '<' written as \\u003c
+
+
+def test_the_candidates_unmarked_labels_and_the_marks_viz_uses(trace):
+    b = viewer_bundle(trace)
+    step = trace.steps[2]
+    c = b["panels"]["dist-plot"]["candidates"][2]
+    greedy = distribution.distribution_figure(step, temperature=0.0, vocab_size=50)  # keeps only the top token
+    raw = greedy.data[0]
+    removed = [k for k in range(20) if k != c["rank"] and k != 0]
+    for k in removed:
+        assert raw.y[k] == DIST_STYLE["removed_label"].format(c["labels"][k])
+        assert raw.customdata[k] == c["hover"][k] + DIST_STYLE["removed_hover"]
+        assert raw.marker.color[k] == DIST_STYLE["removed_color"]
+    assert raw.marker.color[0] == DIST_STYLE["kept_color"] and raw.marker.color[-1] == DIST_STYLE["rest_color"]
+    line, label = greedy.layout.shapes[0].to_plotly_json(), greedy.layout.annotations[0].to_plotly_json()
+    assert line == {**DIST_STYLE["cut_line"], "y0": 0.5, "y1": 0.5}
+    assert label == {**DIST_STYLE["cut_label"], "y": 0.5}
+
+
+def test_the_head_holds_top_k_ties_and_every_recorded_candidate():
+    trace = make_trace(vocab=1500, n_steps=1, top_n=100, seed=3)
+    step = trace.steps[0]
+    x = np.round(step.logits * 4) / 4  # a coarse grid: many ties
+    xs = x[sort_order(x)]
+    ranks = np.arange(100)
+    M = head_size(xs.astype(np.float32), ranks, head=1)
+    assert M > TOP_K_MAX + 1  # the ties at the 200th place reach past the smallest head
+    for t in TEMPERATURES[1:]:
+        q = (xs / np.float32(t)).astype(np.float32)
+        assert np.count_nonzero(q >= q[TOP_K_MAX - 1]) <= M
+    d = step_tables(dataclasses.replace(step, logits=x.astype(np.float32)), head=1)
+    assert d["M"] == M and d["V"] == 1500 and d["exact"]
+    assert len(unpacked(d["head"])) == M and np.all(np.diff(unpacked(d["head"])) <= 0)
+
+
+def test_the_grids_are_the_apps_sliders():
+    src = (ROOT / "app.py").read_text(encoding="utf-8")
+
+    def slider(elem_id):
+        m = re.search(r"gr\.Slider\((.*)elem_id=\"" + elem_id + "\"", src)  # on one line
+        assert m, f"app.py has no slider {elem_id}"
+        lo, hi = (float(v) for v in m.group(1).split(",")[:2])
+        return lo, hi, float(re.search(r"step=([0-9.]+)", m.group(1)).group(1))
+
+    assert slider("temperature") == (TEMPERATURES[0], TEMPERATURES[-1], 0.05)
+    assert slider("top-p") == (TOP_PS[0], TOP_PS[-1], 0.01)
+    assert slider("top-k") == (0, TOP_K_MAX, 1)

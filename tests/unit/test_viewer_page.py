@@ -1,0 +1,85 @@
+"""The offline page: one file, everything inlined, every piece escaped; `python -m pipeline html`."""
+import gzip
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from pipeline.records import dumps
+from tests.synthetic import make_trace
+from viz.viewer_page import SLOT, TEMPLATE, output_html, render_html
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return make_trace(n_steps=5, prompt_len=6)
+
+
+@pytest.fixture(scope="module")
+def page(trace):
+    return render_html(trace, layer=1, head=3)
+
+
+def test_the_page_is_one_file_with_nothing_to_fetch(page):
+    assert page.startswith("<!doctype html>")
+    assert not re.search(r"<(script|link|img|iframe)[^>]*\s(src|href)\s*=", page, re.I)  # nothing loaded from elsewhere
+    assert "plotly.js v" in page and "LLMViewer.mount(" in page
+    slots = set(SLOT.findall(TEMPLATE.read_text(encoding="utf-8")))
+    assert {"PLOTLY_JS", "BUNDLE", "VIEWER_JS", "OUTPUT_HTML"} <= slots
+    body = page[page.index("</head>"):page.index('<script type="application/json"')]
+    assert not SLOT.search(body) and not SLOT.search(page[:page.index("<script>")])  # every slot filled
+
+
+def test_the_bundle_reads_back_from_the_page(page):
+    m = re.search(r'<script type="application/json" id="viewer-bundle">(.*?)</script>', page, re.S)
+    bundle = json.loads(m.group(1))
+    assert bundle["n_steps"] == 5 and bundle["attention"] == {"layer": 1, "head": 3, "metric": "entropy"}
+
+
+def test_the_text_has_one_span_per_step_and_escapes_every_piece(trace):
+    body = output_html(trace, len(trace.steps))
+    assert body.count("data-step=") == len(trace.steps)
+    for s in trace.steps:
+        assert html.escape(s.text) in body
+    assert "<script>" not in body and "<img" not in body
+
+
+def cli(*args):
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+
+
+def test_the_html_command_reads_json_and_gzip(trace, tmp_path):
+    (tmp_path / "t.json.gz").write_bytes(gzip.compress(dumps(trace).encode()))
+    r = cli("html", str(tmp_path / "t.json.gz"), "--out", str(tmp_path / "t.html"), "--max-frames", "3")
+    assert r.returncode == 0, r.stderr
+    assert "[3 of 5 steps;" in r.stderr and (tmp_path / "t.html").stat().st_size > 4_000_000  # Plotly.js alone is ~4.8 MB
+    assert "the file holds the first 3" in (tmp_path / "t.html").read_text(encoding="utf-8")
+
+
+def test_the_html_command_says_what_is_wrong(trace, tmp_path):
+    (tmp_path / "t.json").write_text(dumps(trace), encoding="utf-8")
+    r = cli("html", str(tmp_path / "t.json"), "--out", str(tmp_path / "t.html"), "--layer", "9")
+    assert r.returncode == 2 and "--layer must be 0 to 1" in r.stderr and "Traceback" not in r.stderr
+    r = cli("html", os.path.join(ROOT, "README.md"), "--out", str(tmp_path / "t.html"))
+    assert r.returncode == 2 and "not valid JSON" in r.stderr
+
+
+def test_the_settings_line_names_every_segments_settings_and_exactness(trace):
+    import dataclasses
+
+    from pipeline.records import Segment, Settings
+    from viz.viewer_page import settings_line
+
+    later = dataclasses.replace(trace, segments=(Segment(2, Settings(temperature=1.3, top_k=5)),))
+    line = html.unescape(settings_line(later))
+    assert "temperature 0.8, top-k off, top-p 0.9 (seed 0); from step 2 on with temperature 1.3, top-k 5, top-p off" in line
+    assert "exact: the trace holds every step's full-vocabulary logits" in line
+    compact = dataclasses.replace(trace, steps=tuple(dataclasses.replace(s, logits=None) for s in trace.steps))
+    assert "approximate" in settings_line(compact)

@@ -1,0 +1,203 @@
+"""The viewer bundle: every panel that follows the step, built once by viz/, with Plotly frames.
+
+`viewer_bundle(trace)` is plain JSON-ready data for assets/viewer.js, which scrubs, plays and
+reshapes the distribution in the browser with no request. Each panel is one Plotly figure
+(the first step's, drawn by the panel's own viz function) plus one frame per step holding only
+the traces and layout keys that change from step to step; every frame's `layout.meta.step`
+names its step. Axis ranges are fixed over the whole trace so frames never rescale.
+
+The distribution panel also carries, per step, the labels and hover texts of its candidates
+before any filter greys them, and viz.viewer_sampling's tables: the browser recomputes the
+bars for any slider position with pipeline.sampling's arithmetic.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Sequence
+
+import plotly.graph_objects as go
+
+from pipeline.records import Trace
+
+from . import attention, distribution, embeddings, kv
+from .style import MUTED, NEW_COLOR, PROMPT_COLOR, plot_piece
+from .viewer_sampling import sampling_bundle
+
+SCHEMA = "llm-viewer-bundle/1"
+MAX_FRAMES = 256  # steps a bundle holds frames for; a longer trace is cut (and says so)
+ATTN_CELLS = 1_000_000  # attention heatmap cells over all frames (4 bytes each); the window shrinks to fit
+N_CANDIDATES = 20  # bars of the distribution panel (viz.distribution's default)
+FIXED_LAYOUT = ("height", "margin")  # the largest over the steps, in the figure: a frame never resizes the panel
+
+# How viz.distribution marks a candidate the sampling settings removed (tests pin it to the figure).
+DIST_STYLE = {
+    "kept_color": PROMPT_COLOR, "removed_color": MUTED, "rest_color": "#cbd5e0",
+    "removed_label": f"<span style='color:{MUTED}'>{{}}</span>",
+    "removed_hover": "<br><b>removed</b> by the sampling settings",
+    "cut_line": dict(type="line", xref="paper", x0=0, x1=1, yref="y", line=dict(color=NEW_COLOR, width=1.5, dash="dash"), name="cut-off"),
+    "cut_label": dict(xref="paper", x=1, xanchor="left", yref="y", yanchor="middle", showarrow=False, text="cut-off",
+                      font=dict(size=11, color=NEW_COLOR), name="cut-off"),
+}
+
+
+def figure_json(fig: go.Figure) -> dict:
+    """Plotly's own JSON of a figure (numpy arrays as typed arrays), as plain Python data."""
+    return json.loads(fig.to_json())
+
+
+def _largest(layouts: list[dict]) -> dict:
+    """The largest height and margins over some layouts."""
+    out = {}
+    if any("height" in lo for lo in layouts):
+        out["height"] = max(lo.get("height", 0) for lo in layouts)
+    margins = [lo.get("margin", {}) for lo in layouts]
+    if any(margins):
+        out["margin"] = {k: max(m.get(k, 0) for m in margins) for k in sorted({k for m in margins for k in m})}
+    return out
+
+
+def _changing(dicts: Sequence[dict], skip=()) -> list[str]:
+    """Keys whose value differs between any of the dicts and the first (missing counts as None)."""
+    keys = {k for d in dicts for k in d} - set(skip)
+    return sorted(k for k in keys if any(d.get(k) != dicts[0].get(k) for d in dicts[1:]))
+
+
+def animated(figs: Sequence[dict], steps: Sequence[int]) -> dict:
+    """One figure (the first step's) with a frame per step holding only what changes: the traces
+    that move, and of those only the attributes that move (the rest stays in the figure's trace).
+
+    figs: one figure_json per step, all with the same traces in the same order."""
+    base = figs[0]
+    n = len(base["data"])
+    assert all(len(f["data"]) == n for f in figs), "every step's figure needs the same traces (see keep_empty options)"
+    attrs = {i: _changing([f["data"][i] for f in figs]) for i in range(n)}
+    moving = [i for i in range(n) if attrs[i]]
+    changing = _changing([f["layout"] for f in figs], skip=(*FIXED_LAYOUT, "template", "meta"))
+    empty = {"shapes": [], "annotations": []}
+    layout = {**base["layout"], **_largest([f["layout"] for f in figs]), "meta": {"step": int(steps[0])}}
+    frames = [{
+        "name": str(int(s)), "traces": moving,
+        "data": [{"type": f["data"][i]["type"], **{k: f["data"][i].get(k) for k in attrs[i]}} for i in moving],
+        "layout": {**{k: f["layout"].get(k, empty.get(k)) for k in changing}, "meta": {"step": int(s)}},
+    } for s, f in zip(steps, figs)]
+    return {"data": base["data"], "layout": layout, "frames": frames}
+
+
+def _frame_steps(trace: Trace, max_frames: int) -> list[int]:
+    return list(range(min(len(trace.steps), max_frames)))
+
+
+def _unmarked(labels: list, hover: list, n: int) -> tuple[list, list]:
+    """A step's candidate labels and hover texts with the marks of removed candidates taken off."""
+    pre, post = DIST_STYLE["removed_label"].split("{}")
+    mark = DIST_STYLE["removed_hover"]
+    plain = [lab[len(pre):-len(post)] if k < n and lab.startswith(pre) and lab.endswith(post) else lab for k, lab in enumerate(labels)]
+    return plain, [h[:-len(mark)] if k < n and h.endswith(mark) else h for k, h in enumerate(hover)]
+
+
+def distribution_panel(trace: Trace, steps: list[int], *, n: int = N_CANDIDATES) -> dict:
+    """The distribution under the trace's own settings per step, plus each step's candidates
+    as they read with nothing removed (the browser greys what its settings remove)."""
+    st, V = trace.settings, trace.model.vocab_size
+    figs, plain = [], []
+    for s in steps:
+        step = trace.steps[s]
+        fig = figure_json(distribution.distribution_figure(
+            step, temperature=st.temperature, top_k=st.top_k, top_p=st.top_p, repetition_penalty=st.repetition_penalty, n=n, vocab_size=V))
+        figs.append(fig)
+        bars = fig["data"][0]
+        labels, hover = _unmarked(bars["y"], bars["customdata"], len(bars["y"]) - 1)
+        rank = next((k for k, i in enumerate(step.top_ids) if int(i) == step.token_id), -1)  # the sampled token's bar
+        plain.append({"labels": labels, "hover": hover, "position": step.position + 1, "entropy": step.entropy + 0.0, "rank": rank})
+    panel = animated(figs, steps)
+    panel["candidates"] = plain
+    return panel
+
+
+def attention_window(sizes: Sequence[int], *, budget: int = ATTN_CELLS, floor: int = 16) -> int:
+    """The heatmap window (last positions shown) keeping every frame's cells within the budget."""
+    w = attention.MAX_TOKENS
+    while w > floor and sum(min(T, w) ** 2 for T in sizes) > budget:
+        w = max(floor, int(w * 0.9))
+    return w
+
+
+def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int) -> dict:
+    """One layer and head: the causal matrix filling row by row, the step's query row outlined.
+    While the whole context fits the heatmap's window, both axes hold every position of the
+    trace, so the matrix grows into a fixed frame."""
+    last = trace.steps[steps[-1]]
+    pieces = list(last.context_pieces)
+    w = attention_window([trace.steps[s].position + 1 for s in steps])
+    figs = [figure_json(attention.attention_figure(steps=trace.steps, step=s, layer=layer, head=head, max_tokens=w,
+                                                   n_kv_heads=trace.model.n_kv_heads, pieces=pieces)) for s in steps]
+    panel = animated(figs, steps)
+    T = last.position + 1
+    if T <= w:
+        labels = figs[-1]["data"][0]["x"]
+        lo = panel["layout"]
+        lo["xaxis"] = {**lo["xaxis"], "categoryorder": "array", "categoryarray": labels, "range": [-0.5, T - 0.5], "autorange": False}
+        lo["yaxis"] = {**lo["yaxis"], "categoryorder": "array", "categoryarray": labels, "range": [T - 0.5, -0.5], "autorange": False}
+    return panel
+
+
+def overview_panel(trace: Trace, steps: list[int], *, metric: str = "entropy") -> dict:
+    """Per block and head, one number for the step's query; one colour scale for every step."""
+    K = trace.steps[steps[-1]].position + 1
+    zmax = max(math.log2(K), 1e-9) if metric == "entropy" else 1.0
+    return animated([figure_json(attention.attention_overview_figure(step=trace.steps[s], n_kv_heads=trace.model.n_kv_heads,
+                                                                    metric=metric, zmax=zmax)) for s in steps], steps)
+
+
+def embeddings_panel(trace: Trace, steps: list[int]) -> dict:
+    return animated([figure_json(embeddings.embeddings_figure(prompt=trace.prompt, steps=trace.steps, step=s, cloud=trace.vocab_cloud,
+                                                              keep_empty=True)) for s in steps], steps)
+
+
+def kv_panel(trace: Trace, steps: list[int]) -> dict:
+    return animated([figure_json(kv.kv_timing_figure(steps=trace.steps, step=s, model=trace.model)) for s in steps], steps)
+
+
+def step_labels(trace: Trace, steps: list[int]) -> list[dict]:
+    """What the step slider names: the step, its position and its token (escaped for HTML)."""
+    return [{"index": s, "position": trace.steps[s].position, "piece": plot_piece(trace.steps[s].piece, 24),
+             "phase": trace.steps[s].phase} for s in steps]
+
+
+def viewer_bundle(trace: Trace, *, layer: int = 0, head: int = 0, metric: str = "entropy", max_frames: int = MAX_FRAMES) -> dict:
+    """Every panel that follows the step, their frames, and the sampling tables (see the module doc)."""
+    assert trace.steps, "a trace with no steps has nothing to view"
+    layer = max(0, min(int(layer), trace.model.n_layers - 1))
+    head = max(0, min(int(head), trace.model.n_heads - 1))
+    steps = _frame_steps(trace, max_frames)
+    st = trace.settings
+    return {
+        "schema": SCHEMA,
+        "n_steps": len(steps), "n_steps_in_trace": len(trace.steps),
+        "settings": {"temperature": st.temperature, "top_k": st.top_k, "top_p": st.top_p, "repetition_penalty": st.repetition_penalty},
+        "attention": {"layer": layer, "head": head, "metric": metric},
+        "steps": step_labels(trace, steps),
+        "panels": {
+            "dist-plot": distribution_panel(trace, steps),
+            "attn-plot": attention_panel(trace, steps, layer=layer, head=head),
+            "attn-overview": overview_panel(trace, steps, metric=metric),
+            "emb-plot": embeddings_panel(trace, steps),
+            "kv-plot": kv_panel(trace, steps),
+        },
+        "dist_style": DIST_STYLE,
+        "sampling": sampling_bundle([trace.steps[s] for s in steps], penalty=st.repetition_penalty),
+    }
+
+
+def bundle_json(bundle: dict) -> str:
+    """Compact JSON, safe inside an HTML <script> element (no '<' at all)."""
+    return json.dumps(bundle, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+
+
+def sizes(bundle: dict) -> dict[str, int]:
+    """Bytes of compact JSON per part of a bundle (panels by id, the sampling tables, the rest)."""
+    out = {k: len(json.dumps(v, separators=(",", ":")).encode()) for k, v in bundle["panels"].items()}
+    out["sampling"] = len(json.dumps(bundle["sampling"], separators=(",", ":")).encode())
+    out["total"] = len(bundle_json(bundle).encode())
+    return out

@@ -1,0 +1,109 @@
+"""One self-contained HTML file per trace: the page template (assets/viewer.html) with Plotly.js,
+the viewer bundle (viz/viewer.py) and assets/viewer.js inlined. It makes no request of any kind."""
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from pipeline.records import Trace
+
+from . import page
+from .captions import CAPTIONS
+from .output import STOP_WORDS
+from .style import html_piece, visible
+from .viewer import MAX_FRAMES, bundle_json, viewer_bundle
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+TEMPLATE = ASSETS / "viewer.html"
+SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
+
+
+def _plotly() -> tuple[str, str]:
+    """(plotly.min.js as shipped by the plotly package, its version)."""
+    from plotly.offline import get_plotlyjs
+
+    js = get_plotlyjs()
+    m = re.search(r"plotly\.js v([0-9][0-9.]*)", js[:400])
+    assert "</script" not in js.lower(), "plotly.min.js would end its <script> element early"
+    return js, m.group(1) if m else "?"
+
+
+def output_html(trace: Trace, n_steps: int) -> str:
+    """Each step's text in its own span (data-step), escaped; a step that released no text (end of
+    sequence, half a character) shows its token, marked as such."""
+    parts = []
+    for s in trace.steps[:n_steps]:
+        title = (f"step {s.index} · id {s.token_id} · {visible(s.piece)!r} · p={s.chosen_final_prob:.3f} sampled from "
+                 f"({s.chosen_prob:.3f} at temperature 1)")
+        if s.text:
+            parts.append(f"<span class='step' data-step='{s.index}' title=\"{html.escape(title)}\">{html.escape(s.text)}</span>")
+        else:
+            why = "end of sequence" if s.stop_reason == "eos" else "no text yet (part of a character)"
+            parts.append(f"<span class='step special' data-step='{s.index}' title=\"{html.escape(title + ' · ' + why)}\">"
+                         f"{html_piece(s.piece, 24)}</span>")
+    stop = trace.stop_reason if n_steps == len(trace.steps) else None
+    tail = f"<div class='stop-reason caption'>■ {html.escape(STOP_WORDS.get(stop, f'stopped: {stop}'))}</div>" if stop else ""
+    return "".join(parts) + tail
+
+
+def _settings_words(st) -> str:
+    words = [f"temperature {st.temperature:g}", f"top-k {st.top_k or 'off'}", f"top-p {st.top_p:g}" if st.top_p < 1 else "top-p off"]
+    if st.repetition_penalty != 1.0:
+        words.append(f"repetition penalty {st.repetition_penalty:g}")
+    return ", ".join(words) + f" (seed {st.seed})"
+
+
+def settings_line(trace: Trace) -> str:
+    """How the tokens were sampled (each segment's settings too), and whether reshaping is exact."""
+    text = f"The tokens were sampled with {_settings_words(trace.settings)}"
+    text += "".join(f"; from step {sg.first_step} on with {_settings_words(sg.settings)}" for sg in trace.segments) + "."
+    if trace.settings.repetition_penalty != 1.0:
+        text += f" The repetition penalty {trace.settings.repetition_penalty:g} applies at every slider position."
+    exact = all(s.logits is not None for s in trace.steps)
+    text += " Reshaping here is " + ("exact: the trace holds every step's full-vocabulary logits." if exact else
+                                     "approximate: the trace holds only each step's top candidates, so other settings are applied to them alone.")
+    return html.escape(text)
+
+
+def model_line(trace: Trace) -> str:
+    md = page.model_markdown(trace.model, loaded_from_file=True)  # escaped already, **bold** marks
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", md)
+
+
+def render_html(trace: Trace, *, layer: int = 0, head: int = 0, max_frames: int = MAX_FRAMES) -> str:
+    """The whole page as one string."""
+    bundle = viewer_bundle(trace, layer=layer, head=head, max_frames=max_frames)
+    n = bundle["n_steps"]
+    js, version = _plotly()
+    note = "" if n == len(trace.steps) else (
+        f"<p class='note'>This trace has {len(trace.steps)} steps; the file holds the first {n} "
+        f"(export with a larger --max-frames for more).</p>")
+    slots = {
+        "TITLE": html.escape(f"{trace.model.id}: {trace.prompt.text[:60]}"),
+        "STYLE": (ASSETS / "viewer.css").read_text(encoding="utf-8"),
+        "PLOTLY_JS": js, "PLOTLY_VERSION": version,
+        "MODEL_LINE": model_line(trace), "NOTE": note,
+        "PROMPT_HTML": html.escape(trace.prompt.text),
+        "OUTPUT_HTML": output_html(trace, n),
+        "SETTINGS_LINE": settings_line(trace),
+        "CAPTION_OUTPUT": html.escape(CAPTIONS["output"]),
+        "CAPTION_DISTRIBUTION": html.escape(CAPTIONS["distribution"]),
+        "CAPTION_EMBEDDINGS": html.escape(CAPTIONS["embeddings"]),
+        "CAPTION_ATTENTION": html.escape(CAPTIONS["attention"] + f" Shown: block {bundle['attention']['layer']}, "
+                                         f"head {bundle['attention']['head']}; the overview beside it has every block and head."),
+        "CAPTION_KV": html.escape(CAPTIONS["kv"]),
+        "BUNDLE": bundle_json(bundle),
+        "VIEWER_JS": (ASSETS / "viewer.js").read_text(encoding="utf-8"),
+    }
+    template = TEMPLATE.read_text(encoding="utf-8")
+    missing = set(SLOT.findall(template)) - set(slots)
+    assert not missing, f"assets/viewer.html has slots nothing fills: {sorted(missing)}"
+    return SLOT.sub(lambda m: slots[m.group(1)], template)  # one pass: inserted text is never scanned again
+
+
+def write_html(trace: Trace, path: str | Path, **kw) -> int:
+    """Write the page; returns its size in bytes."""
+    text = render_html(trace, **kw)
+    Path(path).write_text(text, encoding="utf-8")
+    return len(text.encode("utf-8"))

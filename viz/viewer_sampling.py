@@ -1,0 +1,144 @@
+"""What a browser needs to reshape a step's next-token distribution exactly as pipeline.sampling does.
+
+The page's sliders take finitely many values (the grids below match app.py's sliders), so
+Python precomputes, per step, the few numbers the browser cannot get from a short list:
+
+- `head`: the largest M logits (after the trace's repetition penalty), sorted by value
+  descending with ties by id, as float32. M covers top-k's largest k with its ties, and every
+  recorded top candidate. Temperature, top-k and top-p inside the head are plain arithmetic
+  on these numbers in assets/viewer.js.
+- `z[t]`, `ed[t]`: for every temperature t of the grid, the softmax denominator over the full
+  vocabulary, sum exp(q - q_max), and sum exp(q - q_max) (q - q_max) (for the entropy).
+- `tail`: for every temperature and top-p value whose nucleus (top-k off) reaches beyond the
+  head, the nucleus size and the two sums over its part beyond the head.
+
+Without full-vocabulary logits (an old or compact trace) the head is the recorded top N and
+the numbers are those of viz.distribution's top-N approximation (`exact: false`).
+"""
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+
+from pipeline import sampling
+from pipeline.records import StepRecord
+
+TEMPERATURES = tuple(round(0.05 * i, 2) for i in range(41))  # app.py: Slider(0, 2, step=0.05)
+TOP_PS = tuple(round(0.01 * i, 2) for i in range(1, 101))  # app.py: Slider(0.01, 1, step=0.01); 1 is off
+TOP_K_MAX = 200  # app.py: Slider(0, 200, step=1); 0 is off
+HEAD = 512  # logits shipped per step at least
+GUARD = 8  # nuclei within this many tokens of the head's end are taken from the table, not recomputed
+TOP_P_EPS = 1e-12  # pipeline.sampling.TopP's tolerance on the cumulative probability
+
+
+def packed(a: np.ndarray, dtype: str) -> dict:
+    """A little-endian typed array as Plotly's own JSON form: {"dtype": "f4", "bdata": base64}."""
+    arr = np.ascontiguousarray(np.asarray(a), dtype=np.dtype(dtype).newbyteorder("<"))
+    return {"dtype": dtype, "bdata": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def unpacked(d: dict) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(d["bdata"]), dtype=np.dtype(d["dtype"]).newbyteorder("<"))
+
+
+def penalised(step: StepRecord, penalty: float) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(logits after the repetition penalty (float32), their token ids, exact).
+
+    Exact: the step's full-vocabulary logits. Otherwise the recorded top N, penalised where
+    their ids occur in the context, as viz.distribution.reshape approximates."""
+    if step.logits is not None:
+        x, ids, ctx = np.asarray(step.logits, np.float32), np.arange(np.size(step.logits)), step.context_ids
+    else:
+        x, ids = np.asarray(step.top_logits, np.float32), np.asarray(step.top_ids, np.int64)
+        seen = set(int(i) for i in step.context_ids)
+        ctx = tuple(j for j, i in enumerate(ids) if int(i) in seen)
+    if penalty != 1.0:
+        x = sampling.RepetitionPenalty(float(penalty), tuple(int(i) for i in ctx))(x)
+    return x, ids, step.logits is not None
+
+
+def sort_order(x: np.ndarray) -> np.ndarray:
+    """Indices by value descending, ties by index ascending (np.argmax picks the first of a tie)."""
+    return np.lexsort((np.arange(x.size), -np.asarray(x, np.float64)))
+
+
+def scaled(x: np.ndarray, t: float) -> np.ndarray:
+    """The temperature stage itself (float32 division), t > 0."""
+    return sampling.Temperature(float(t))(x)
+
+
+def head_size(xs: np.ndarray, ranks: np.ndarray, *, head: int) -> int:
+    """Smallest M >= head holding the recorded top candidates and, at every temperature, every
+    token tied with the k-th largest for k up to TOP_K_MAX (top-k keeps ties)."""
+    V = xs.size
+    m = max(head, TOP_K_MAX + 1, int(ranks.max()) + 1 if ranks.size else 0)
+    kc = min(TOP_K_MAX, V)
+    for t in TEMPERATURES[1:]:
+        q = scaled(xs, t)  # sorted descending too: division by t > 0 is monotone
+        m = max(m, int(np.count_nonzero(q >= q[kc - 1])))
+    return min(m, V)
+
+
+def _sums(x: np.ndarray, order: np.ndarray, t: float):
+    """At temperature t: (z, ed, e and d in sorted order, cumulative probability in sorted order),
+    with pipeline.sampling.softmax's own arithmetic (the same sum, the same cumsum as TopP)."""
+    q = scaled(x, t).astype(np.float64)  # (V,) in vocabulary order, as the pipeline sums it
+    m = q[order[0]]
+    d = q - m
+    e = np.exp(d)
+    z = e.sum()
+    es, ds = e[order], d[order]
+    return float(z), float((e * d).sum()), es, ds, np.cumsum(es / z)  # (np.dot goes to BLAS threads: 300x slower here)
+
+
+def _tail(es, ds, cum, M: int, V: int) -> tuple[int, list, list, list]:
+    """First top-p index whose nucleus (top-k off) ends within GUARD of the head or beyond, and per
+    top-p value from there: nucleus size, sum of e and of e*d over its part beyond the head."""
+    ps = np.asarray(TOP_PS[:-1])  # 1.0 is off
+    n = np.searchsorted(cum, ps - TOP_P_EPS, side="left") + 1
+    n = np.minimum(np.maximum(n, 1), V)
+    far = np.flatnonzero(n > M - GUARD)
+    j0 = int(far[0]) if far.size else ps.size
+    ce = np.concatenate([[0.0], np.cumsum(es[M:])])  # ce[i]: sum of the first i tail values
+    ced = np.concatenate([[0.0], np.cumsum(es[M:] * ds[M:])])
+    ns = n[j0:]
+    beyond = np.maximum(ns - M, 0)
+    return j0, ns.tolist(), ce[beyond].tolist(), ced[beyond].tolist()
+
+
+def step_tables(step: StepRecord, *, penalty: float = 1.0, head: int = HEAD) -> dict:
+    """The JSON-ready sampling data of one step (see the module docstring)."""
+    x, ids, exact = penalised(step, penalty)
+    V = x.size
+    order = sort_order(x)
+    pos = np.empty(V, np.int64)
+    pos[order] = np.arange(V)
+    at = np.asarray(step.top_ids, np.int64) if exact else np.arange(len(ids))  # each top candidate's index in x
+    ranks = pos[at]  # (N,) rank of each top candidate
+    xs = x[order]
+    M = head_size(xs, ranks, head=head)
+    z, ed, j0, n, zt, edt = [], [], [], [], [], []
+    for t in TEMPERATURES:
+        if t == 0:  # greedy needs no sums of its own
+            z.append(0.0), ed.append(0.0), j0.append(len(TOP_PS) - 1)
+            continue
+        zt_, ed_, es, ds, cum = _sums(x, order, t)
+        z.append(zt_), ed.append(ed_)
+        j, n_, a, b = _tail(es, ds, cum, M, V)
+        j0.append(j), n.extend(n_), zt.extend(a), edt.extend(b)
+    return {
+        "exact": bool(exact), "V": int(V), "M": int(M),
+        "head": packed(xs[:M], "f4"), "ranks": packed(ranks, "i4"),
+        "z": packed(z, "f8"), "ed": packed(ed, "f8"),
+        "tail": {"j0": packed(j0, "i4"), "n": packed(n, "i4"), "z": packed(zt, "f8"), "ed": packed(edt, "f8")},
+    }
+
+
+def sampling_bundle(steps, *, penalty: float = 1.0, head: int = HEAD) -> dict:
+    """The grids and every step's tables: what assets/viewer.js's reshape reads."""
+    return {
+        "temperatures": list(TEMPERATURES), "top_ps": list(TOP_PS), "top_k_max": TOP_K_MAX,
+        "penalty": float(penalty), "eps": TOP_P_EPS, "log2e": float(sampling.LOG2E),
+        "steps": [step_tables(s, penalty=penalty, head=head) for s in steps],
+    }
