@@ -27,4 +27,8 @@ class TraceFormatError(PipelineError, ValueError):
     """The file is not a trace this program can read."""
 
 
-__all__ = ["PipelineError", "SettingsError", "SpeculativeError", "ModelLoadError", "TraceFormatError"]
+class GalleryError(PipelineError, LookupError):
+    """No saved trace of that name in the gallery, or the gallery's manifest is damaged."""
+
+
+__all__ = ["PipelineError", "SettingsError", "SpeculativeError", "ModelLoadError", "TraceFormatError", "GalleryError"]

@@ -1,0 +1,179 @@
+"""The gallery: saved traces shipped in assets/gallery/, each one teaching one thing.
+
+A class can open them with no model compute at all (the page's `?example=NAME`). The manifest,
+assets/gallery/gallery.json, lists each entry's url-safe name, title, one sentence for a
+teacher ("what to look at"), file, the claim it illustrates and the step that shows it.
+scripts/make_gallery.py regenerates the files with the embedded model and checks every claim
+with the functions below; the tests recompute the claims from the files.
+
+No heavy imports here: the codec (numpy) is imported when a trace is loaded.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from .errors import GalleryError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .records import Trace
+
+GALLERY_DIR = Path(__file__).resolve().parents[1] / "assets" / "gallery"
+MANIFEST = "gallery.json"
+MANIFEST_FORMAT = "llm-pipeline-gallery/1"
+MAX_FILE_BYTES = 2_500_000  # one saved trace
+MAX_TOTAL_BYTES = 10_000_000  # the whole gallery: it ships in the repository and the Space
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")  # url-safe: ?example=NAME
+
+# The thresholds the claims use (the titles promise them).
+CONFIDENT_TOP = 0.9  # temperature-1 probability of the most likely token
+FLAT_TOP = 0.1
+FLAT_ENTROPY_BITS = 8.0  # a uniform choice among 256 tokens
+LOOP_N, LOOP_TIMES = 4, 3  # a run of 4 tokens generated 3 times or more
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str  # url-safe: ?example=NAME
+    title: str
+    look: str  # one sentence for a teacher: what to look at
+    file: str  # inside the gallery folder
+    claim: str  # a key of CLAIMS
+    step: int  # a StepRecord.index where the claim shows
+
+
+# ---------------------------------------------------------------------------------------
+# Claims: trace -> the steps (StepRecord.index) that show it; empty when it does not hold.
+
+
+def confident_steps(trace: Trace) -> list[int]:
+    """Steps whose most likely next token had probability > CONFIDENT_TOP (temperature 1)."""
+    return [s.index for s in trace.steps if float(s.top_probs.max()) > CONFIDENT_TOP]
+
+
+def flat_steps(trace: Trace) -> list[int]:
+    """Steps where no token reached FLAT_TOP and the entropy exceeded FLAT_ENTROPY_BITS."""
+    return [s.index for s in trace.steps if float(s.top_probs.max()) < FLAT_TOP and s.entropy > FLAT_ENTROPY_BITS]
+
+
+def is_partial_utf8(b: bytes | None) -> bool:
+    """True when `b` (a token's bytes) is not whole UTF-8 text: part of a character."""
+    if b is None:
+        return False
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def split_char_steps(trace: Trace) -> list[int]:
+    """Generated tokens whose bytes are only part of a UTF-8 character (an emoji cut in pieces)."""
+    return [s.index for s in trace.steps if is_partial_utf8(s.piece_bytes)]
+
+
+def repeated_ngram(ids: list[int], n: int = LOOP_N, times: int = LOOP_TIMES) -> tuple[int, ...] | None:
+    """The most frequent run of `n` ids that occurs at least `times` times, else None."""
+    grams = Counter(tuple(ids[i : i + n]) for i in range(len(ids) - n + 1))
+    if not grams:
+        return None
+    gram, count = grams.most_common(1)[0]
+    return gram if count >= times else None
+
+
+def loop_steps(trace: Trace) -> list[int]:
+    """The steps where a run of LOOP_N generated tokens starts that is generated LOOP_TIMES
+    times or more: the model writing the same thing again and again."""
+    ids = [s.token_id for s in trace.steps]
+    grams = [tuple(ids[i : i + LOOP_N]) for i in range(len(ids) - LOOP_N + 1)]
+    count = Counter(grams)
+    return [trace.steps[i].index for i, g in enumerate(grams) if count[g] >= LOOP_TIMES]
+
+
+def chat_steps(trace: Trace) -> list[int]:
+    """[first step] when the prompt went through the chat template: chat mode, the rendered
+    prompt longer than the typed text and holding special tokens (tokens with no bytes)."""
+    p = trace.prompt
+    special = any(b is None for b in p.piece_bytes)
+    if trace.settings.chat and len(p.rendered) > len(p.text) and special and trace.steps:
+        return [trace.steps[0].index]
+    return []
+
+
+CLAIMS: dict[str, Callable[[Trace], list[int]]] = {
+    "confident": confident_steps,
+    "flat": flat_steps,
+    "split_char": split_char_steps,
+    "loop": loop_steps,
+    "chat": chat_steps,
+}
+
+
+# ---------------------------------------------------------------------------------------
+# The manifest and loading
+
+
+def _entry(d: object, where: str) -> Entry:
+    fields = ("name", "title", "look", "file", "claim", "step")
+    if not isinstance(d, dict) or any(k not in d for k in fields):
+        raise GalleryError(f"{where}: an entry needs the keys {', '.join(fields)}; regenerate it with scripts/make_gallery.py")
+    e = Entry(**{k: d[k] for k in fields})
+    if not isinstance(e.name, str) or not NAME.match(e.name):
+        raise GalleryError(f"{where}: the name {e.name!r} is not url-safe (lower-case letters, digits, - and _)")
+    if not isinstance(e.file, str) or Path(e.file).name != e.file:
+        raise GalleryError(f"{where}: the file {e.file!r} must be a plain file name inside the gallery folder")
+    if e.claim not in CLAIMS:
+        raise GalleryError(f"{where}: unknown claim {e.claim!r}; known: {', '.join(CLAIMS)}")
+    return e
+
+
+def entries(folder: str | Path | None = None) -> tuple[Entry, ...]:
+    """The gallery's entries, in the manifest's order."""
+    path = Path(folder or GALLERY_DIR) / MANIFEST
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise GalleryError(f"no gallery manifest at {path}; run scripts/make_gallery.py") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise GalleryError(f"the gallery manifest {path} is not valid JSON ({e}); run scripts/make_gallery.py") from e
+    if not isinstance(d, dict) or d.get("format") != MANIFEST_FORMAT or not isinstance(d.get("entries"), list):
+        raise GalleryError(f"{path} is not a {MANIFEST_FORMAT} manifest; run scripts/make_gallery.py")
+    found = tuple(_entry(x, f"{path} entry {i}") for i, x in enumerate(d["entries"]))
+    names = [e.name for e in found]
+    if len(set(names)) != len(names):
+        raise GalleryError(f"{path} names an entry twice: {names}")
+    return found
+
+
+def entry(name: str, folder: str | Path | None = None) -> Entry:
+    """The entry called `name`; GalleryError (listing the names there are) when none is."""
+    found = entries(folder)
+    for e in found:
+        if e.name == name:
+            return e
+    known = ", ".join(e.name for e in found) or "none"
+    raise GalleryError(f"no gallery example named {name!r}; pick one of: {known}")
+
+
+def path(name: str, folder: str | Path | None = None) -> Path:
+    """The file of the entry called `name`."""
+    return Path(folder or GALLERY_DIR) / entry(name, folder).file
+
+
+def load(name: str, folder: str | Path | None = None) -> Trace:
+    """The saved trace called `name` (via pipeline.records.loads)."""
+    from . import records
+
+    p = path(name, folder)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError as e:
+        raise GalleryError(f"the gallery lists {name!r} but its file {p} is missing; run scripts/make_gallery.py") from e
+    return records.loads(data)
+
+
+__all__ = ["Entry", "CLAIMS", "entries", "entry", "path", "load", "GALLERY_DIR", "MAX_FILE_BYTES", "MAX_TOTAL_BYTES"]
