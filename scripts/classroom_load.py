@@ -159,6 +159,7 @@ class Stats:
     seconds: dict = field(default_factory=lambda: defaultdict(list))
     errors: Counter = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    opened: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))  # one release a viewer
 
     def call(self, kind: str, fn):
         t0 = time.perf_counter()
@@ -179,7 +180,7 @@ def fetch(http, path: str) -> int:
     return len(r.content)
 
 
-def viewer(url: str, stop: threading.Event, stats: Stats, layer_api: str | None, seed: int, stagger: float, think: tuple) -> None:
+def viewer(url: str, stop: threading.Event, stats: Stats, layer_api: str | None, seed: int, a) -> None:
     """One student: open the page, a gallery trace, then now and then a layer change or another trace."""
     import httpx
     from gradio_client import Client
@@ -187,17 +188,16 @@ def viewer(url: str, stop: threading.Event, stats: Stats, layer_api: str | None,
     rng = random.Random(seed)
     files = sorted(p.name for p in GALLERY.glob("*.json.gz"))
     trace_url = lambda: f"/gradio_api/file={GALLERY / rng.choice(files)}"  # noqa: E731
-    stop.wait(rng.uniform(0, stagger))  # a class opens the page over some seconds, not all at once
+    stop.wait(rng.uniform(0, a.stagger))  # a class opens the page over some seconds, not all at once
     with httpx.Client(base_url=url, timeout=120) as http:
         stats.call("page GET /", lambda: fetch(http, "/"))
         stats.call("gallery trace GET", lambda: fetch(http, trace_url()))
         client = stats.call("client (config + API info)", lambda: Client(url, verbose=False))
-        if client is None:
-            return
-        steps = stats.call("page load event", lambda: client.predict(api_name="/on_load"))
+        steps = stats.call("page load event", lambda: client.predict(api_name="/on_load")) if client else None
+        stats.opened.release()
         last = count_tokens(steps) - 1 if steps else 0
-        while not stop.wait(rng.uniform(*think)):
-            if layer_api and rng.random() < 0.7:
+        while client and not stop.wait(rng.uniform(a.think_min, a.think_max)):
+            if layer_api and rng.random() < a.layer_share:
                 layer = rng.randrange(30)
                 stats.call("layer change", lambda: client.predict(last, layer, "all", 0.7, 0, 0.9, api_name=layer_api))
             else:
@@ -242,14 +242,16 @@ def phase_line(name: str, results: list[tuple[int, float]]) -> str:
 
 
 def class_phase(url: str, a, layer_api: str | None, stats: Stats) -> tuple[list, list[str], float]:
-    """The 4 generations while the viewers are on: (results, errors, seconds the viewers ran)."""
+    """The 4 generations while the viewers are on, started once every viewer has opened the
+    page (today that burst is the heavy part): (results, errors, seconds the viewers ran)."""
     stop = threading.Event()
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=viewer, args=(url, stop, stats, layer_api, 1000 + i, a.stagger, (a.think_min, a.think_max)))
-               for i in range(a.viewers)]
+    threads = [threading.Thread(target=viewer, args=(url, stop, stats, layer_api, 1000 + i, a)) for i in range(a.viewers)]
     for t in threads:
         t.start()
-    time.sleep(a.stagger)  # every viewer has opened the page (or is opening it)
+    for _ in threads:
+        stats.opened.acquire(timeout=300)
+    print(f"the {a.viewers} viewers opened the page in {time.perf_counter() - t0:.0f} s; now {a.generators} sessions generate among them")
     results, errors = generators(url, a.generators, a.new_tokens, a.seed)
     stop.set()
     for t in threads:
@@ -283,7 +285,8 @@ def run(a) -> None:
         loaded, e2, viewer_s = class_phase(url, a, layer_api, stats)
         rss1 = rss_mb(proc.pid)
         again, e3 = generators(url, a.generators, a.new_tokens, a.seed)
-        print(f"\n{a.generators} generating sessions, {a.new_tokens} new tokens each; {a.viewers} viewers in the class phase")
+        print(f"\n{a.generators} generating sessions, {a.new_tokens} new tokens each; {a.viewers} viewers in the class phase, "
+              f"one action every {a.think_min:g}-{a.think_max:g} s, {a.layer_share:.0%} of them a layer change")
         for name, res in (("alone", alone), ("class", loaded), ("alone again", again)):
             print(phase_line(name, res))
         if rates(alone + again) and rates(loaded):
@@ -307,6 +310,8 @@ def main(argv=None) -> None:
     ap.add_argument("--stagger", type=float, default=10.0, help="seconds over which the viewers open the page")
     ap.add_argument("--think-min", type=float, default=3.0, help="seconds a viewer looks before the next action (low)")
     ap.add_argument("--think-max", type=float, default=10.0, help="(high)")
+    ap.add_argument("--layer-share", type=float, default=0.7, help="share of a viewer's actions that are a layer change (a server call); "
+                    "the rest fetch a gallery trace (a static file)")
     run(ap.parse_args(argv))
 
 
