@@ -90,8 +90,10 @@ COPY_TASKS = (
     ("fix a typo", "Fix the spelling mistake in this paragraph and write the whole paragraph out again:\n"
      "The lighthouse stood at the edge of the cliff for two hundred years. Every night its keeper climbed the "
      "narrow stairs, lit the great lamp and watched the ships pass safley through the dark water below."),
-    ("list to JSON", "Convert this list to a JSON array of objects with the keys name and age:\n"
-     "Alice, 34\nBob, 27\nCarol, 45\nDavid, 19\nEve, 52"),
+    # The list is a small table: SmolLM2-135M copies each name and age from it into the JSON (from a
+    # "name, age" list it invents names; the bench compares speed on text the model really writes).
+    ("list to JSON", "Convert this list to JSON, with one object per person holding the keys \"name\" and \"age\".\n"
+     "| name | age |\n| Alice | 34 |\n| Bob | 27 |\n| Carol | 45 |\n| David | 19 |\n| Eve | 52 |"),
 )
 FREE_TASKS = (("free writing", "Write a short story about a fox who finds a lantern in the forest."),)
 TASKS = {"copy": COPY_TASKS + FREE_TASKS}
