@@ -149,6 +149,11 @@ def summary_html(rounds: Sequence[RoundRecord], draft: DraftInfo, k: int, *, spe
         f"Time in the rounds: draft {s['draft_ms']:.0f} ms + verify {s['target_ms']:.0f} ms (each pass timed inside the model's "
         f"lock) of {s['ms']:.0f} ms in all.",
     ]
+    if draft.kind == "ngram" and s["rounds"] and 2 * s["rounds_without_proposals"] > s["rounds"]:
+        lines.append(
+            f"{s['rounds_without_proposals']} of {s['rounds']} rounds found no earlier occurrence of the last tokens, so they ran "
+            "as plain decode steps: this reply writes new text rather than copying its context, and prompt lookup then runs at "
+            "about plain speed (it pays off on replies that repeat, fix or reformat their input).")
     if speed:
         ratio = speed["speculative_tok_s"] / speed["plain_tok_s"] if speed["plain_tok_s"] else float("nan")
         lines.append(

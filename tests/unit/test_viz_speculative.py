@@ -67,6 +67,15 @@ def test_summary_counts_and_an_honest_speed_up_below_one():
     assert "1.20×" in h2 and "Below 1" not in h2
 
 
+def test_a_lookup_that_mostly_found_nothing_says_why_it_runs_at_plain_speed():
+    lookup = replace(DRAFT, spec="ngram", kind="ngram", id="prompt lookup", n_layers=0, n_params=0)
+    plain = _round(2, 5, [], bonus=BonusRecord(12, " mat", 0.4))
+    mostly_plain = ROUNDS[:1] + tuple(replace(plain, index=i, first_step=4 + i) for i in range(2, 4))
+    assert "2 of 3 rounds found no earlier occurrence" in summary_html(mostly_plain, lookup, 3)
+    assert "found no earlier occurrence" not in summary_html(ROUNDS + (plain,), lookup, 3)  # 1 of 3: mostly copied
+    assert "found no earlier occurrence" not in summary_html(mostly_plain, DRAFT, 3)  # a layer draft always proposes
+
+
 def test_summary_numbers_are_the_pipelines():
     s = speculative_summary(ROUNDS)
     assert (s["proposed"], s["tested"], s["accepted"], s["tokens"]) == (5, 4, 3, 5)
