@@ -760,7 +760,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a clean exit on SIGTERM, so atexit clean-ups run
     HOLDER = ModelHolder(a.model).start()
-    demo = build(example_trace())
+    example = example_trace()
+    threading.Thread(target=viewer.warm, args=(example,), daemon=True).start()  # the page's first bundle, made ahead
+    demo = build(example)
     demo.queue(default_concurrency_limit=8)
     gr.set_static_paths(viewer.static_paths())
     demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=viewer.head_html(), theme=gr.themes.Soft(),

@@ -18,6 +18,7 @@ so a bundle made before the latest generation started is ignored.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import weakref
 from collections import OrderedDict
@@ -73,19 +74,27 @@ def _key(trace: Trace) -> str:
 
 # bundles as JSON text, by trace and view options; the trace is held weakly (a session's trace is big)
 _CACHE: OrderedDict = OrderedDict()
+_BUILDING = threading.Lock()  # one bundle at a time: a second ask for the same one waits, then finds it made
 
 
 def _bundle_text(trace: Trace, layer: int, head: int | None, metric: str) -> str:
     key = (id(trace), len(trace.steps), layer, head, metric)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0]() is trace:
-        _CACHE.move_to_end(key)
-        return hit[1]
-    text = bundle_json(viewer_bundle(trace, layer=layer, head=head, metric=metric))
-    _CACHE[key] = (weakref.ref(trace), text)
-    while len(_CACHE) > CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return text
+    with _BUILDING:
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0]() is trace:
+            _CACHE.move_to_end(key)
+            return hit[1]
+        text = bundle_json(viewer_bundle(trace, layer=layer, head=head, metric=metric))
+        _CACHE[key] = (weakref.ref(trace), text)
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+        return text
+
+
+def warm(trace: Trace | None) -> None:
+    """Make the bundle a page opens with (the example trace, as on_load asks for it) ahead of the first visitor."""
+    if trace is not None and trace.steps:
+        bundle_message(trace, 0, "all")
 
 
 def live_message() -> str:
