@@ -23,16 +23,35 @@ def _impatient_generate(page, prompt: str, n: int):
     page.get_by_label("Raw text").check()
     set_number(page, "max-new-tokens", n)
     set_number(page, "temperature", 0)
-    page.evaluate("() => document.querySelectorAll('#output *').forEach(e => e.classList.add('stale'))")
+    # this run's end: its last step on the slider and the stop line (the example, arriving late, has 40 steps)
+    done = ("(n) => document.querySelector('#output .stop-reason')"
+            " && Number(document.querySelector('#step-slider input[type=range]').max) === n - 1")
     page.click("#generate")
-    page.wait_for_function("() => document.querySelector('#output .stop-reason:not(.stale)')"
-                           " || /still loading/.test(document.body.innerText)", timeout=300_000)
-    if page.query_selector("#output .stop-reason:not(.stale)") is None:
+    page.wait_for_function(f"(n) => ({done})(n) || /still loading/i.test(document.body.innerText)", arg=n, timeout=300_000)
+    if not page.evaluate(done, n):
         wait_model_loaded(page)
         page.click("#generate")
-        page.wait_for_selector("#output .stop-reason:not(.stale)", timeout=300_000)
+        page.wait_for_function(done, arg=n, timeout=300_000)
     # the viewer holds this generation's bundle (the example's has 40 steps)
     page.wait_for_function("(n) => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === n", arg=n, timeout=300_000)
+
+
+def _same_run_with_logits(saved):
+    """The page's greedy run made again by the pipeline in this process, with every step's full-vocabulary
+    logits (a downloaded trace holds only the top candidates); the same tokens, checked."""
+    from pipeline import session
+    from pipeline.generate import start
+    from pipeline.loading import load_model
+
+    st = saved.settings
+    settings = session.settings_from_inputs("Raw text", "", 0, 0, st.top_p, st.seed, len(saved.steps))
+    gen = start(load_model(None), saved.prompt.text, settings)
+    for _ in gen:
+        pass
+    trace = gen.trace()
+    assert [s.token_id for s in trace.steps] == [s.token_id for s in saved.steps]
+    assert all(s.logits is not None for s in trace.steps)
+    return trace
 
 
 def _drag(page, elem_id: str, fractions):
@@ -82,7 +101,7 @@ def test_scrub_play_and_reshape_send_no_request_and_match_the_pipeline(browser, 
         page.click("#download-trace")
     path = tmp_path / dl.value.suggested_filename
     dl.value.save_as(path)
-    trace = load(path)
+    trace = _same_run_with_logits(load(path))
     for step, t, k, p in ((n - 1, 0.7, 0, 0.9), (3, 1.3, 40, 1.0), (0, 0.35, 5, 0.5), (6, 2.0, 0, 0.97), (2, 0.0, 0, 1.0)):
         set_number(page, "temperature", t)
         set_number(page, "top-k", k)
