@@ -47,9 +47,11 @@ def wait_stopped(page, timeout_ms=180_000):
 def wait_viewer(page, timeout_ms=300_000):
     """Until the page's step viewer holds the trace on screen (its bundle follows a run's end): from then
     on the step and sampling sliders redraw the step panels in the page."""
+    # one step (e.g. an end of sequence at once): the slider shows 0..1, locked (app._slider), so its max is no count
     page.wait_for_function(
-        "() => { const max = Number(document.querySelector('#step-slider input[type=range]').max);"
-        " return window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === Math.min(max + 1, 256); }",
+        "() => { const r = document.querySelector('#step-slider input[type=range]');"
+        " const n = r.disabled ? 1 : Number(r.max) + 1;"
+        " return window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === Math.min(n, 256); }",
         timeout=timeout_ms)
 
 
