@@ -34,6 +34,7 @@ from viz import branches as branches_viz
 from viz import page
 from viz import tour as tour_viz
 from viz.captions import CAPTIONS
+from ui import viewer_wiring as viewer
 
 ROOT = Path(__file__).resolve().parent
 EXAMPLE = ROOT / "assets" / "example_trace.json.gz"
@@ -44,7 +45,6 @@ PAGE_JS = (ROOT / "assets" / "page.js").read_text(encoding="utf-8")
 DIST_EVERY_S = float(os.environ.get("LLM_VIZ_DIST_EVERY_S", 1.0))
 HEAVY_EVERY_S = float(os.environ.get("LLM_VIZ_HEAVY_EVERY_S", 4.0))
 MAX_NEW_TOKENS = 512
-TIMING = bool(os.environ.get("LLM_VIZ_TIMING"))  # print how long redraws take on the server
 # Longer prompts work in the pipeline, but a CPU prefill with every attention map captured
 # grows with the square of the length: the page keeps a class's wait short.
 MAX_PROMPT_TOKENS = int(os.environ.get("LLM_VIZ_MAX_PROMPT_TOKENS", 2048))
@@ -236,7 +236,7 @@ def stream(prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer
         return
     trace, kept = gen.trace(), getattr(gen, "kept", ())
     layers, heads = _layer_head_choices(trace)  # (after a loaded trace of another model)
-    first = {C["ran"]: True, state_c: trace, C["download"]: gr.Button(DOWNLOAD, interactive=False), C["info"]: HOLDER.status,
+    first = {C["ran"]: True, state_c: trace, C["viewer_data"]: viewer.live_message(), C["download"]: gr.Button(DOWNLOAD, interactive=False), C["info"]: HOLDER.status,
              C["layer"]: layers, C["head"]: heads,
              C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(())}
     if kept:  # continuing: the kept steps stay on screen
@@ -400,36 +400,6 @@ def swap_click(trace, i, j):
     return pos_viz.swap_figure(swap), int(i), int(j)
 
 
-# A redraw comes in parts, so the panels a person watches change first: the browser draws
-# each part before the next arrives.
-REDRAW_PARTS = (("output", "tokens", "dist"), ("attn",), ("emb", "overview", "kv", "kv_text", "compare", "spec"))
-
-
-def redraw(trace, step, layer, head, temperature, top_k, top_p, *, only=None):
-    if trace is None:
-        return {C[k]: gr.skip() for k in only or ("output",)}
-    try:
-        t = time.perf_counter()
-        out = _view(trace, step, layer, head, temperature, top_k, top_p, only=only)
-        if TIMING:
-            print(f"[timing] redraw {only} step {step}: {1000 * (time.perf_counter() - t):.0f} ms", flush=True)
-        return out
-    except SettingsError as e:
-        gr.Warning(f"{e}")
-        return _unchanged()
-
-
-def reshape(trace, step, temperature, top_k, top_p):
-    """Slider moved: redraw only the distribution, from the logits already captured."""
-    if trace is None or not trace.steps:
-        return gr.skip()
-    try:
-        return page.distribution_only(trace, step=step, temperature=temperature, top_k=top_k, top_p=top_p)
-    except SettingsError as e:
-        gr.Warning(f"{e}")
-        return gr.skip()
-
-
 def load_trace(file, layer, head, temperature, top_k, top_p, request: gr.Request = None):
     if file is None:
         return _unchanged()
@@ -454,19 +424,16 @@ def load_trace(file, layer, head, temperature, top_k, top_p, request: gr.Request
     }
 
 
-PLAY, PAUSE = "▶ Play", "⏸ Pause"
-
-
-def _stopped_playing() -> dict:
-    return {C["timer"]: gr.Timer(active=False), C["play"]: gr.Button(PLAY)}
-
-
-def play_tick(trace, step, layer, head, temperature, top_k, top_p):
-    """One frame of Play: the next step, every panel with it; stops at the last step."""
-    if trace is None or not trace.steps or int(step) + 1 >= len(trace.steps):
-        return _stopped_playing()
-    nxt = int(step) + 1
-    return {C["slider"]: nxt, **_view(trace, nxt, layer, head, temperature, top_k, top_p)}
+def viewer_calls(view_in, inside_in, inside_out, inside_kw):
+    """The server calls the page's step viewer still makes: one per change of layer, head or overview
+    metric, and one after the step slider settles (the light panels and the open inside tab)."""
+    for k in ("layer", "head"):
+        C[k].input(viewer.attention_message, [state_c, C["layer"], C["head"]], C["viewer_data"], show_progress="hidden",
+                   concurrency_limit=None, trigger_mode="always_last")
+    C["metric"].input(viewer.overview_message, [state_c, C["metric"]], C["viewer_data"], show_progress="hidden", concurrency_limit=None)
+    settle_out = [C[k] for k in viewer.LIGHT + viewer.FIVE]
+    C["settled"].click(lambda *a: viewer.settled_view(C, *a), [*view_in, C["metric"]], settle_out, show_progress="hidden",
+                       concurrency_limit=None, trigger_mode="always_last").then(inside_view, inside_in, inside_out, **inside_kw)
 
 
 # -- layout -----------------------------------------------------------------------------------
@@ -530,7 +497,7 @@ def build(example: Trace | None) -> gr.Blocks:
                 C["output"] = gr.HTML(elem_id="output")
                 with gr.Row(equal_height=True):
                     C["slider"] = gr.Slider(0, 1, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
-                    C["play"] = gr.Button(PLAY, elem_id="play", scale=1, size="sm")
+                    C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm")  # played in the page (assets/app_viewer.js)
                     C["boundaries"] = gr.Checkbox(value=True, label="Show token boundaries", elem_id="boundaries", scale=1)
                     C["tour"] = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm")
                 with gr.Group(visible=False, elem_id="tour-panel") as C["tour_group"]:
@@ -627,7 +594,9 @@ def build(example: Trace | None) -> gr.Blocks:
             if spec_cost is not None:
                 gr.HTML(page.speculative.cost_curve_html(spec_cost), elem_id="spec-cost-text")
                 gr.Plot(page.speculative.cost_curve_figure(spec_cost), show_label=False, elem_id="spec-cost-plot")
-        C["timer"] = gr.Timer(0.6, active=False)
+        # the step viewer's messages to the page (ui/viewer_wiring.py), and the page's "the step slider settled"
+        C["viewer_data"] = gr.Textbox(elem_id="viewer-data", elem_classes="hidden-input", container=False, lines=1, max_lines=1)
+        C["settled"] = gr.Button("settled", elem_id="step-settled", elem_classes="hidden-input")
         # set by the page's script: a click on a candidate bar ("rank|nonce"), the panel the tour points at
         C["branch_req"] = gr.Textbox(elem_id="branch-request", elem_classes="hidden-input", container=False)
         C["branch_go"] = gr.Button("branch", elem_id="branch-go", elem_classes="hidden-input")
@@ -639,11 +608,15 @@ def build(example: Trace | None) -> gr.Blocks:
 
         view_in = [state_c, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
         all_out = [C["ran"], state_c] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"], C["spec_summary"], C["info"],
-                                                                             C["layer"], C["head"]]
+                                                                             C["layer"], C["head"], C["viewer_data"]]
         gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"], C["live"],
                   C["spec_on"], C["spec_k"], C["spec_draft"], state_c]
         fin_in = [C["ran"], *view_in]
         fin_out = [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"]]
+
+        # the viewer bundle of the trace on screen, for the page (after a run, a load, a branch shown)
+        send_bundle = (viewer.bundle_message, [state_c, C["layer"], C["head"], C["metric"]], C["viewer_data"])
+        C["viewer_data"].change(None, C["viewer_data"], None, js=viewer.INBOX_JS, api_visibility="private")
 
         def gen_fn(*a):
             yield from stream(*a)
@@ -663,7 +636,7 @@ def build(example: Trace | None) -> gr.Blocks:
                                          (C["step"].click, step_fn, [], "step"), (C["resample"].click, resample_fn, [C["slider"]], "resample")):
             ev = trigger(fn, extra + gen_in, all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden",
                          api_name=name, api_visibility="public" if name else "private")
-            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
+            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(*send_bundle).then(inside_view, inside_in, inside_out, **inside_kw)
             events.append(ev)
         def branch_fn(rank, step, *a):
             prev = a[-1]
@@ -710,12 +683,12 @@ def build(example: Trace | None) -> gr.Blocks:
 
         for trigger, rank_in, fn in ((C["branch_go"].click, C["branch_req"], branch_click), (C["branch_btn"].click, C["branch_rank"], branch_typed)):
             ev = trigger(fn, [rank_in, *branch_in], branch_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden")
-            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
+            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(*send_bundle).then(inside_view, inside_in, inside_out, **inside_kw).then(
                 record_branch, [state_c, branches_c, pending_c], [branches_c, C["branches_html"], C["branch_pick"], pending_c], show_progress="hidden")
             events.append(ev)
         C["branch_pick"].input(show_branch, [C["branch_pick"], branches_c, C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
                                [state_c, *[C[k] for k in page.PANEL_KEYS], C["slider"], C["branches_html"]], show_progress="hidden").then(
-            inside_view, inside_in, inside_out, **inside_kw)
+            *send_bundle).then(inside_view, inside_in, inside_out, **inside_kw)
 
         def tour_show(trace, step, i):
             if trace is None or not trace.steps:
@@ -738,7 +711,8 @@ def build(example: Trace | None) -> gr.Blocks:
         C["tour_end"].click(lambda: {C["tour_group"]: gr.Group(visible=False), C["tour_target"]: ""}, None, tour_out,
                             show_progress="hidden").then(None, [C["tour_target"]], None, js=focus_js)
 
-        C["stop"].click(finish, fin_in, fin_out, cancels=events, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
+        C["stop"].click(finish, fin_in, fin_out, cancels=events, show_progress="hidden").then(*send_bundle).then(
+            inside_view, inside_in, inside_out, **inside_kw)
         C["download"].click(download_click, state_c, [C["download"], C["download_file"]], show_progress="hidden").then(
             None, None, None, js="() => document.querySelector('#download-file')?.click()")  # (no file: a click does nothing)
         for key, tab in tabs.items():  # the open tab is drawn when opened and follows the step slider
@@ -750,46 +724,23 @@ def build(example: Trace | None) -> gr.Blocks:
         C["swap_btn"].click(swap_click, [state_c, C["swap_i"], C["swap_j"]], [C["swap_plot"], C["swap_i"], C["swap_j"]], show_progress="minimal")
 
         panels = [C[k] for k in page.PANEL_KEYS]
-        assert sorted(sum(REDRAW_PARTS, ())) == sorted(page.PANEL_KEYS)
-        ev = C["slider"]
-        for i, part in enumerate(REDRAW_PARTS):
-            fn = (lambda part: lambda *a: redraw(*a, only=part))(part)
-            ev = (ev.input if i == 0 else ev.then)(fn, view_in, [C[k] for k in part], show_progress="hidden", concurrency_limit=None,
-                                                   **({"trigger_mode": "always_last"} if i == 0 else {}))
-        ev.then(inside_view, inside_in, inside_out, show_progress="hidden", concurrency_limit=None)
-        for k in ("layer", "head"):
-            C[k].input(lambda *a: redraw(*a, only=("attn",)), view_in, C["attn"], show_progress="hidden", concurrency_limit=None)
-        for k in ("temperature", "top_k", "top_p"):
-            C[k].input(reshape, [state_c, C["slider"], C["temperature"], C["top_k"], C["top_p"]], C["dist"],
-                       show_progress="hidden", trigger_mode="always_last", concurrency_limit=None)
+        viewer_calls(view_in, inside_in, inside_out, inside_kw)
         C["boundaries"].input(lambda t, s, b: page.output_only(t, step=s, boundaries=b) if t else gr.skip(),
                               [state_c, C["slider"], C["boundaries"]], C["output"], show_progress="hidden")
-        C["metric"].input(lambda t, s, m: page.overview_only(t, step=s, metric=m) if t else gr.skip(),
-                          [state_c, C["slider"], C["metric"]], C["overview"], show_progress="hidden")
         C["upload"].upload(load_trace, [C["upload"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
                            [state_c, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"], C["download"], C["spec_summary"]]).then(
-            inside_view, inside_in, inside_out, **inside_kw)
-        def play(label, trace, step, *view):
-            if label == PAUSE:  # playing: the same button pauses
-                return _stopped_playing()
-            if trace is None or len(trace.steps) < 2:
-                return _unchanged()
-            out = {C["timer"]: gr.Timer(active=True), C["play"]: gr.Button(PAUSE)}
-            if int(step) >= len(trace.steps) - 1:  # at the end: start over from the prefill
-                out.update({C["slider"]: 0, **_view(trace, 0, *view)})
-            return out
-
-        C["play"].click(play, [C["play"], *view_in], [C["slider"], C["timer"], C["play"], *panels], show_progress="hidden")
-        C["timer"].tick(play_tick, view_in, [C["slider"], C["timer"], C["play"], *panels], show_progress="hidden", trigger_mode="once")
+            *send_bundle).then(inside_view, inside_in, inside_out, **inside_kw)
         def on_load():
             t = example  # immutable: every session can share the one object
             if t is None:
                 return {C["info"]: HOLDER.status}
             s = t.settings
-            return {state_c: t, **_view(t, len(t.steps) - 1, 0, "all", s.temperature, s.top_k, s.top_p), C["slider"]: _slider(t),
-                    C["info"]: HOLDER.status, C["spec_summary"]: page.speculative_summary_html(t)}
+            # the five step panels come in the bundle, drawn by the page; the light ones from here
+            return {state_c: t, **_view(t, len(t.steps) - 1, 0, "all", s.temperature, s.top_k, s.top_p, only=viewer.LIGHT),
+                    C["slider"]: _slider(t), C["info"]: HOLDER.status, C["spec_summary"]: page.speculative_summary_html(t)}
 
-        demo.load(on_load, None, [state_c, *panels, C["slider"], C["info"], C["spec_summary"]]).then(inside_view, inside_in, inside_out, **inside_kw)
+        demo.load(on_load, None, [state_c, *panels, C["slider"], C["info"], C["spec_summary"]]).then(*send_bundle).then(
+            inside_view, inside_in, inside_out, **inside_kw)
 
         def status_tick():  # until the model has loaded (or failed), then the timer stops
             return HOLDER.status, gr.Timer(active=not HOLDER.ready.is_set())
@@ -809,9 +760,13 @@ def main(argv=None):
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a clean exit on SIGTERM, so atexit clean-ups run
     HOLDER = ModelHolder(a.model).start()
-    demo = build(example_trace())
+    example = example_trace()
+    threading.Thread(target=viewer.warm, args=(example,), daemon=True).start()  # the page's first bundle, made ahead
+    demo = build(example)
     demo.queue(default_concurrency_limit=8)
-    demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, theme=gr.themes.Soft(), show_error=True)
+    gr.set_static_paths(viewer.static_paths())
+    demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=viewer.head_html(), theme=gr.themes.Soft(),
+                show_error=True)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
 
 Starts the app (embedded model) and headless Chromium, and alternates, `repeats` times:
 plain `model.generate` (greedy, in this process) and the same greedy generation on the page,
-timed in the browser from the moment each token's text appears. Then times the redraws a
-person triggers: dragging the step slider, moving the temperature slider. Prints medians
-and ratios; nothing here is a pass/fail test (machines are noisy).
+timed in the browser from the moment each token's text appears. Then times the page's step
+viewer (assets/app_viewer.js): a step slider move until all five step panels show the step, a
+temperature / top-k / top-p move until the distribution is reshaped, with the requests sent meanwhile,
+and Play's steps per second. Prints medians, ratios and a table; nothing here is a pass/fail test.
 """
 from __future__ import annotations
 
@@ -66,35 +67,52 @@ def page_generate(page, n: int, live: bool) -> tuple[float, float, int]:
     return (times[first] - t_click) / 1000, (last - first) / max((times[last] - times[first]) / 1000, 1e-9), last
 
 
-DRAG = "([id, v]) => { const r = document.querySelector('#' + id + ' input[type=range]'); r.value = v;" \
-       " r.dispatchEvent(new Event('input', {bubbles: true})); }"
-TITLE = "([id, s]) => (document.querySelector('#' + id + ' .js-plotly-plot')?.layout?.title?.text || '').includes(s)"
+# One move of a slider as a drag makes it, then until the page's viewer shows it (all five panels):
+# milliseconds in the browser's own clock.
+MOVE = """async ([id, v]) => { const r = document.querySelector('#' + id + ' input[type=range]');
+  const t0 = performance.now(); r.value = v; r.dispatchEvent(new Event('input', {bubbles: true}));
+  const s = await LLMApp.settled(); const ms = performance.now() - t0;
+  const ids = ['dist-plot', 'attn-plot', 'attn-overview', 'emb-plot', 'kv-plot'];
+  return [ms, ids.map(i => document.querySelector('#' + i + ' .js-plotly-plot').layout.meta.step), s]; }"""
+PLAY = """async () => { const seen = new Set(); const on = (e) => seen.add(e.detail.step);
+  document.addEventListener('llmapp:rendered', on); const t0 = performance.now();
+  document.querySelector('#play').click();
+  while (LLMApp.playing()) await new Promise(ok => setTimeout(ok, 20));
+  await LLMApp.settled(); document.removeEventListener('llmapp:rendered', on);
+  return [seen.size, (performance.now() - t0) / 1000]; }"""
 
 
-def redraw_times(page, reps: int = 6) -> dict[str, list[float]]:
-    """Seconds from a slider moving (as a drag moves it) to the panels showing the new value."""
-    n = slider_max(page)
-    out = {"slider_first_s": [], "slider_attention_s": [], "slider_all_s": [], "temperature_s": []}
+def viewer_times(page, reps: int = 10) -> dict[str, list[float]]:
+    """The step viewer in the app: slider moves to all five panels redrawn, sampling moves to the
+    distribution reshaped (ms, and requests the page sent meanwhile and in the settle that follows), Play."""
+    n = slider_max(page) + 1
+    out = {"step_ms": [], "step_requests": [], "step_settle_requests": [], "sampling_ms": [], "sampling_requests": []}
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
     for i in range(reps):
-        target = min(max(1, (i * 7 + 3) % n), n - 1)
-        t = time.perf_counter()
-        page.evaluate(DRAG, ["step-slider", target])
-        # the first part: the output, the token chips (newest outlined) and the distribution
-        page.wait_for_function("(s) => document.querySelectorAll('#output span.step').length === s + 1", arg=target, timeout=30_000)
-        out["slider_first_s"].append(time.perf_counter() - t)
-        page.wait_for_function(TITLE, arg=["attn-plot", f"step {target}:"], timeout=30_000)
-        out["slider_attention_s"].append(time.perf_counter() - t)
-        page.wait_for_function(TITLE, arg=["emb-plot", f"step {target}"], timeout=30_000)
-        page.wait_for_function(TITLE, arg=["attn-overview", f"step {target} "], timeout=30_000)
-        out["slider_all_s"].append(time.perf_counter() - t)
-        time.sleep(0.3)
-        before = page.evaluate("() => document.querySelector('#dist-plot .js-plotly-plot').layout.title.text")
-        t = time.perf_counter()
-        page.evaluate(DRAG, ["temperature", [0.4, 1.3][i % 2]])
-        page.wait_for_function("(b) => document.querySelector('#dist-plot .js-plotly-plot').layout.title.text !== b",
-                               arg=before, timeout=30_000)
-        out["temperature_s"].append(time.perf_counter() - t)
-        time.sleep(0.3)
+        target = (i * 7 + 3) % n
+        page.evaluate("() => { LLMApp.state.settleMs = 1e9; }")  # first the viewer alone: no settle call
+        before = len(requests)
+        ms, shown, s = page.evaluate(MOVE, ["step-slider", target])
+        assert shown == [target] * 5 and s == target, (shown, target)
+        out["step_ms"].append(ms)
+        out["step_requests"].append(len(requests) - before)
+        for sid, values in (("temperature", (0.4, 1.3)), ("top-k", (0, 30)), ("top-p", (0.5, 0.95))):
+            before = len(requests)
+            ms, _, _ = page.evaluate(MOVE, [sid, values[i % 2]])
+            out["sampling_ms"].append(ms)
+            out["sampling_requests"].append(len(requests) - before)
+        # then the one call the page makes once the slider is still: the text and token chips of the step
+        page.evaluate("() => { LLMApp.state.settleMs = 300; }")
+        before = len(requests)
+        page.evaluate(MOVE, ["step-slider", (target + 1) % n])
+        page.wait_for_function("(k) => document.querySelectorAll('#output span.step').length === k", arg=(target + 1) % n + 1,
+                               timeout=60_000)
+        out["step_settle_requests"].append(len(requests) - before)
+    page.evaluate("() => { const r = document.querySelector('#step-slider input[type=range]'); r.value = 0;"
+                  " r.dispatchEvent(new Event('input', {bubbles: true})); return LLMApp.settled(); }")
+    shown, secs = page.evaluate(PLAY)
+    out["play_steps_per_s"] = [shown / secs]
     return out
 
 
@@ -129,8 +147,10 @@ def main(argv=None):
                 res["page_live_tok_s" if live else "page_text_tok_s"].append(rate)
                 res["first_token_s"].append(first)
         set_number(page, "temperature", 0.7)
+        page.wait_for_function("(n) => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === n", arg=a.new_tokens,
+                               timeout=600_000)
         try:
-            res.update(redraw_times(page))
+            res.update(viewer_times(page))
         except Exception:
             page.screenshot(path="/tmp/bench_fail.png", full_page=True)
             raise
@@ -146,9 +166,15 @@ def main(argv=None):
     print(f"page, figures redrawn while generating: {med['page_live_tok_s']:.2f} tok/s seen in the browser  (ratio {med['ratio_live_vs_plain']:.2f})")
     print(f"page, text only while generating:       {med['page_text_tok_s']:.2f} tok/s seen in the browser  (ratio {med['ratio_text_vs_plain']:.2f})")
     print(f"click to first token on the page: {med['first_token_s'] * 1000:.0f} ms (median)")
-    print(f"step slider drag to: text, tokens and distribution {med['slider_first_s'] * 1000:.0f} ms; attention "
-          f"{med['slider_attention_s'] * 1000:.0f} ms; every panel {med['slider_all_s'] * 1000:.0f} ms (medians)")
-    print(f"temperature slider drag to the distribution reshaped: {med['temperature_s'] * 1000:.0f} ms (median)")
+    rows = [("step slider -> all five panels show the step", f"{med['step_ms']:.0f} ms",
+             f"{med['step_requests']:.0f} (+{med['step_settle_requests']:.0f} once still: text, chips)"),
+            ("temperature / top-k / top-p -> distribution reshaped", f"{med['sampling_ms']:.0f} ms", f"{med['sampling_requests']:.0f}"),
+            ("Play", f"{med['play_steps_per_s']:.1f} steps/s", "0"),
+            ("click Generate -> first token on screen", f"{med['first_token_s'] * 1000:.0f} ms (prefill {med['prefill_s'] * 1000:.0f} ms)", "")]
+    print(f"| {'interaction':52} | {'median':34} | requests per move |")
+    print(f"|{'-' * 54}|{'-' * 36}|-------------------|")
+    for name, value, req in rows:
+        print(f"| {name:52} | {value:34} | {req:17} |")
     print("(browser, app and model share this machine's cores: on a Space the browser runs elsewhere)")
 
 

@@ -14,6 +14,7 @@ from . import attention, distribution, embeddings, kv, output, speculative, toke
 
 # The keys of the panel outputs `render` fills, in a fixed order the app wires up.
 PANEL_KEYS = ("output", "tokens", "compare", "dist", "emb", "attn", "overview", "kv", "kv_text", "spec")
+STEP_FIGURES = frozenset(("dist", "emb", "attn", "overview", "kv"))  # the figures that follow the step
 HEAVY = ("emb", "attn", "overview", "kv", "kv_text", "compare", "spec")
 
 
@@ -76,10 +77,11 @@ def tokens_only(trace: Trace, *, step=None) -> str:
 
 
 def distribution_only(trace: Trace, *, step, temperature, top_k, top_p):
-    st = trace.steps[_clamp_step(trace, step)]
+    s = _clamp_step(trace, step)
     # the page has no repetition-penalty control: the trace's own value applies
-    return distribution.distribution_figure(st, temperature=float(temperature), top_k=int(top_k), top_p=float(top_p),
-                                            repetition_penalty=trace.settings.repetition_penalty, vocab_size=trace.model.vocab_size)
+    fig = distribution.distribution_figure(trace.steps[s], temperature=float(temperature), top_k=int(top_k), top_p=float(top_p),
+                                           repetition_penalty=trace.settings.repetition_penalty, vocab_size=trace.model.vocab_size)
+    return fig.update_layout(meta={"step": s})
 
 
 def overview_only(trace: Trace, *, step, metric: str = "entropy"):
@@ -109,7 +111,10 @@ def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, heavy:
         "spec": lambda: speculative.rounds_html(trace.rounds, step=s, pieces=context_pieces(trace)),
     }
     keys = only if only is not None else [k for k in PANEL_KEYS if heavy or k not in HEAVY]
-    return {k: makers[k]() for k in keys}
+    out = {k: makers[k]() for k in keys}
+    for k in STEP_FIGURES.intersection(out):  # the contract the page and the tests read: the step a panel shows
+        out[k].update_layout(meta={"step": s})
+    return out
 
 
 def context_pieces(trace: Trace) -> list[str]:

@@ -123,7 +123,7 @@ def attention_window(sizes: Sequence[int], *, budget: int = ATTN_CELLS, floor: i
     return w
 
 
-def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int) -> dict:
+def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int | None) -> dict:
     """One layer and head: the causal matrix filling row by row, the step's query row outlined.
     While the whole context fits the heatmap's window, both axes hold every position of the
     trace, so the matrix grows into a fixed frame."""
@@ -165,11 +165,11 @@ def step_labels(trace: Trace, steps: list[int]) -> list[dict]:
              "phase": trace.steps[s].phase} for s in steps]
 
 
-def viewer_bundle(trace: Trace, *, layer: int = 0, head: int = 0, metric: str = "entropy", max_frames: int = MAX_FRAMES) -> dict:
+def viewer_bundle(trace: Trace, *, layer: int = 0, head: int | None = 0, metric: str = "entropy", max_frames: int = MAX_FRAMES) -> dict:
     """Every panel that follows the step, their frames, and the sampling tables (see the module doc)."""
     assert trace.steps, "a trace with no steps has nothing to view"
     layer = max(0, min(int(layer), trace.model.n_layers - 1))
-    head = max(0, min(int(head), trace.model.n_heads - 1))
+    head = None if head is None else max(0, min(int(head), trace.model.n_heads - 1))  # None: every head, in a grid
     steps = _frame_steps(trace, max_frames)
     st = trace.settings
     return {

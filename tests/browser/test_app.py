@@ -41,6 +41,18 @@ def wait_stopped(page, timeout_ms=180_000):
     page.wait_for_selector("#output .stop-reason:not(.stale)", timeout=timeout_ms)
     # the final full redraw (`finish`) enables the download button
     page.wait_for_function("() => !document.querySelector('#download-trace').disabled", timeout=60_000)
+    wait_viewer(page)
+
+
+def wait_viewer(page, timeout_ms=300_000):
+    """Until the page's step viewer holds the trace on screen (its bundle follows a run's end): from then
+    on the step and sampling sliders redraw the step panels in the page."""
+    # one step (e.g. an end of sequence at once): the slider shows 0..1, locked (app._slider), so its max is no count
+    page.wait_for_function(
+        "() => { const r = document.querySelector('#step-slider input[type=range]');"
+        " const n = r.disabled ? 1 : Number(r.max) + 1;"
+        " return window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === Math.min(n, 256); }",
+        timeout=timeout_ms)
 
 
 def wait_dist_changed(page, before: list[float], timeout_ms=10_000):
@@ -122,7 +134,9 @@ def test_step_slider_scrubs_every_panel(browser, app_url):
     # the rest of the panels follow in a second part
     wait_plot_step(page, "emb-plot", 1, timeout_ms=15_000)
     assert "step 1 " in plot_title(page, "attn-overview")
-    assert "step 1" in page.inner_text("#kv-summary")
+    # the text panels follow from the server once the slider is still
+    page.wait_for_function("() => document.querySelector('#kv-summary').innerText.includes('step 1')", timeout=15_000)
+    page.wait_for_function("() => document.querySelectorAll('#output span.step:not(.stale)').length === 2", timeout=15_000)
     assert n_generated_chips(page) == 2  # the output shows steps 0 and 1 only
     assert "stopped:" not in page.inner_text("#output")
     set_number(page, "step-slider", n)
@@ -136,6 +150,7 @@ def test_stop_mid_generation_keeps_the_steps(browser, app_url):
     page.wait_for_function("() => document.querySelectorAll('#output span.step:not(.stale)').length >= 5", timeout=120_000)
     page.click("#stop")
     page.wait_for_function("() => !document.querySelector('#download-trace').disabled", timeout=30_000)
+    wait_viewer(page)
     time.sleep(1.0)
     n1 = n_generated_chips(page)
     time.sleep(3.0)

@@ -1,0 +1,200 @@
+/* The step viewer inside the app (ui/viewer_wiring.py sends it its data).
+ *
+ * With a bundle of the trace on screen, the five panels that follow the step (distribution, attention,
+ * attention overview, embeddings, KV) are drawn here, in the browser: the step slider, Play and the
+ * temperature / top-k / top-p sliders cost the server nothing. Each figure is viz/'s, from the bundle
+ * (LLMViewer.figureFor in viewer.js). The viewer's plot sits first inside each gr.Plot block
+ * (`#dist-plot > .viewer-plot`), which it hides while the viewer shows; while a generation streams,
+ * the server's own figures show instead. After the step slider settles, one hidden button asks the
+ * server for the light panels (text, token chips, the open "inside" tab).
+ */
+(function (root) {
+  'use strict';
+
+  const IDS = ['dist-plot', 'attn-plot', 'attn-overview', 'emb-plot', 'kv-plot'];
+  const CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ['lasso2d', 'select2d'] };
+  const PLAY_FPS = 12;
+  const PLAY = '▶ Play', PAUSE = '⏸ Pause';
+  const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
+
+  const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, drawn: {}, busy: false, dirty: false,
+               settleTimer: null, playTimer: null, settleMs: 300, rendered: -1 };
+
+  const ready = () => new Promise((ok) => {
+    const go = () => (root.Plotly && root.LLMViewer ? ok() : setTimeout(go, 30));
+    go();
+  });
+
+  function host(id) { // the viewer's plot: the first child of the gr.Plot block
+    const block = document.getElementById(id);
+    if (!block) return null;
+    let el = block.querySelector(':scope > .viewer-plot');
+    if (!el) {
+      el = document.createElement('div');
+      el.className = 'viewer-plot';
+      block.prepend(el);
+    }
+    return el;
+  }
+
+  function numberOf(id, fallback) {
+    const box = document.querySelector(`#${id} input[type=number]`) || document.querySelector(`#${id} input[type=range]`);
+    const v = box ? Number(box.value) : NaN;
+    return Number.isFinite(v) ? v : fallback;
+  }
+
+  function showViewer(on) {
+    IDS.forEach((id) => { const b = document.getElementById(id); if (b) b.classList.toggle('viewer-on', on); });
+  }
+
+  // A generation starts: the server's streamed figures show; the viewer's plots go.
+  function unmount() {
+    stopPlay();
+    st.bundle = null; st.key = null; st.drawn = {};
+    IDS.forEach((id) => {
+      const el = document.querySelector(`#${id} > .viewer-plot`);
+      if (el) { root.Plotly.purge(el); el.remove(); }
+    });
+    showViewer(false);
+  }
+
+  function mount(m) {
+    st.bundle = m.bundle; st.key = m.key; st.drawn = {};
+    st.step = Math.round(numberOf('step-slider', m.bundle.n_steps - 1));
+    st.t = numberOf('temperature', m.bundle.settings.temperature);
+    st.k = Math.round(numberOf('top-k', m.bundle.settings.top_k));
+    st.p = numberOf('top-p', m.bundle.settings.top_p);
+    render();
+  }
+
+  const wanted = (id) => (id === 'dist-plot' ? `${st.step}|${st.t}|${st.k}|${st.p}` : String(st.step));
+
+  // Draws what is out of date, panel by panel, giving way whenever the step or a slider moves again.
+  async function render() {
+    if (!st.bundle) return;
+    if (st.busy) { st.dirty = true; return; }
+    st.busy = true;
+    try {
+      do {
+        st.dirty = false;
+        const b = st.bundle;
+        if (!b) break;
+        const inside = st.step < b.n_steps; // a step past the bundle's frames is drawn by the server
+        showViewer(inside);
+        if (!inside) break;
+        for (const id of IDS) {
+          if (st.dirty || b !== st.bundle) break;
+          const w = wanted(id);
+          if (st.drawn[id] === w) continue;
+          const fig = root.LLMViewer.figureFor(b, id, st.step, { t: st.t, k: st.k, p: st.p });
+          await root.Plotly.react(host(id), fig.data, clone(fig.layout), CONFIG);
+          st.drawn[id] = w;
+        }
+      } while (st.dirty);
+    } finally {
+      st.busy = false;
+    }
+    st.rendered = st.step;
+    document.dispatchEvent(new CustomEvent('llmapp:rendered', { detail: { step: st.step } }));
+  }
+
+  // The light panels follow from the server once the slider has been still a moment.
+  function settleSoon() {
+    clearTimeout(st.settleTimer);
+    st.settleTimer = setTimeout(() => document.getElementById('step-settled')?.click(), st.settleMs);
+  }
+
+  function onInput(e) {
+    const el = e.target;
+    if (!el || !el.matches || !el.matches('input')) return;
+    const box = el.closest('#step-slider, #temperature, #top-k, #top-p');
+    if (!box) return;
+    if (el.type === 'range' ? e.type !== 'input' : e.type !== 'change') return; // a drag, or a typed number committed
+    const v = Number(el.value);
+    if (!Number.isFinite(v)) return;
+    if (box.id === 'step-slider') {
+      if (!e.llmPlay) stopPlay();
+      st.step = Math.max(0, Math.round(v));
+      settleSoon();
+    } else if (box.id === 'temperature') st.t = v;
+    else if (box.id === 'top-k') st.k = Math.round(v);
+    else st.p = v;
+    render();
+  }
+
+  function setStep(s) { // as a drag would: Gradio's slider keeps the value, the viewer draws it
+    const r = document.querySelector('#step-slider input[type=range]');
+    if (!r) return;
+    r.value = s;
+    const ev = new Event('input', { bubbles: true });
+    ev.llmPlay = true;
+    r.dispatchEvent(ev);
+  }
+
+  function playLabel(text) { const b = document.getElementById('play'); if (b) b.textContent = text; }
+
+  function stopPlay() {
+    if (st.playTimer === null) return;
+    clearTimeout(st.playTimer);
+    st.playTimer = null;
+    playLabel(PLAY);
+  }
+
+  // Play keeps time by the clock: PLAY_FPS steps a second even when drawing is slower (the panels then
+  // show the newest step they can); it stops at the last step or when a person moves the slider.
+  function togglePlay() {
+    if (st.playTimer !== null) return stopPlay();
+    const b = st.bundle;
+    if (!b || b.n_steps < 2) return;
+    const n = b.n_steps;
+    if (st.step >= n - 1) setStep(0);
+    playLabel(PAUSE);
+    const from = st.step, t0 = performance.now();
+    const tick = () => {
+      const s = Math.min(n - 1, from + Math.floor((performance.now() - t0) * PLAY_FPS / 1000));
+      if (s !== st.step) setStep(s);
+      if (s >= n - 1) stopPlay(); else st.playTimer = setTimeout(tick, 1000 / PLAY_FPS / 2);
+    };
+    st.playTimer = setTimeout(tick, 1000 / PLAY_FPS);
+  }
+
+  function receive(text) {
+    let m;
+    try { m = JSON.parse(text); } catch (err) { return; }
+    if (!m || typeof m !== 'object') return;
+    if (m.kind === 'live') { st.liveT = Math.max(st.liveT, m.t); unmount(); }
+    else if (m.kind === 'bundle' && m.t >= st.liveT) mount(m);
+    else if (m.kind === 'panel' && st.bundle && m.key === st.key) {
+      st.bundle.panels[m.id] = m.panel;
+      delete st.drawn[m.id];
+      render();
+    }
+  }
+
+  let chain = Promise.resolve();
+  function drain() { // messages in the order they came, once Plotly has loaded
+    const box = root.LLMAppInbox || [];
+    while (box.length) {
+      const text = box.shift();
+      chain = chain.then(ready).then(() => receive(text)).catch((err) => console.warn('viewer:', err));
+    }
+  }
+
+  // settled(): resolves once every panel shows the step on screen (and the sampling settings)
+  const settled = () => new Promise((ok) => {
+    const done = () => {
+      if (st.bundle && !st.busy && st.rendered === st.step && IDS.every((id) => st.drawn[id] === wanted(id))) {
+        document.removeEventListener('llmapp:rendered', done);
+        ok(st.step);
+      }
+    };
+    document.addEventListener('llmapp:rendered', done);
+    done();
+  });
+
+  document.addEventListener('input', onInput, true);
+  document.addEventListener('change', onInput, true);
+  document.addEventListener('click', (e) => { if (e.target.closest && e.target.closest('#play')) togglePlay(); }, true);
+  root.LLMApp = { state: st, drain, settled, mounted: () => st.bundle !== null, playing: () => st.playTimer !== null };
+  drain();
+})(window);

@@ -1,0 +1,133 @@
+"""The step viewer inside the app: after a generation, the step slider, Play and the sampling sliders
+are handled in the page (assets/app_viewer.js) with no request to the server; every panel that follows
+the step shows the slider's step; the distribution is pipeline.sampling's to 1e-6."""
+import numpy as np
+import pytest
+
+from pipeline.trace_io import load
+
+from .harness import error_toasts, new_page, set_number, slider_max, slider_value, wait_model_loaded
+from .viewer_js import N_SHOWN, TOL, reference
+
+pytestmark = pytest.mark.browser
+PANELS = ("dist-plot", "attn-plot", "attn-overview", "emb-plot", "kv-plot")
+STEPS = "(ids) => ids.map(id => document.querySelector('#' + id + ' .js-plotly-plot')?.layout?.meta?.step)"
+BARS = """() => { const el = document.querySelector('#dist-plot .js-plotly-plot');
+  const t = el.data.find(t => t.name && t.name.includes('sampled from')); return Array.from(t.x); }"""
+
+
+def _impatient_generate(page, prompt: str, n: int):
+    """Type and click Generate at once; when the model is still loading (a warning says so), click again once it has."""
+    page.wait_for_selector("#generate")
+    page.fill("#prompt textarea", prompt)
+    page.get_by_label("Raw text").check()
+    set_number(page, "max-new-tokens", n)
+    set_number(page, "temperature", 0)
+    # this run's end: its last step on the slider and the stop line (the example, arriving late, has 40 steps)
+    done = ("(n) => document.querySelector('#output .stop-reason')"
+            " && Number(document.querySelector('#step-slider input[type=range]').max) === n - 1")
+    page.click("#generate")
+    page.wait_for_function(f"(n) => ({done})(n) || /still loading/i.test(document.body.innerText)", arg=n, timeout=300_000)
+    if not page.evaluate(done, n):
+        wait_model_loaded(page)
+        page.click("#generate")
+        page.wait_for_function(done, arg=n, timeout=300_000)
+    # the viewer holds this generation's bundle (the example's has 40 steps)
+    page.wait_for_function("(n) => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === n", arg=n, timeout=300_000)
+
+
+def _same_run_with_logits(saved):
+    """The page's greedy run made again by the pipeline in this process, with every step's full-vocabulary
+    logits (a downloaded trace holds only the top candidates); the same tokens, checked."""
+    from pipeline import session
+    from pipeline.generate import start
+    from pipeline.loading import load_model
+
+    st = saved.settings
+    settings = session.settings_from_inputs("Raw text", "", 0, 0, st.top_p, st.seed, len(saved.steps))
+    gen = start(load_model(None), saved.prompt.text, settings)
+    for _ in gen:
+        pass
+    trace = gen.trace()
+    assert [s.token_id for s in trace.steps] == [s.token_id for s in saved.steps]
+    assert all(s.logits is not None for s in trace.steps)
+    return trace
+
+
+def _drag(page, elem_id: str, fractions):
+    """Drag a slider's handle with the mouse through some positions, fast."""
+    box = page.locator(f"#{elem_id} input[type=range]").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * fractions[0], y)
+    page.mouse.down()
+    for f in fractions[1:]:
+        page.mouse.move(box["x"] + box["width"] * f, y, steps=2)
+    page.mouse.up()
+
+
+def _panel_steps(page) -> list:
+    page.evaluate("() => LLMApp.settled()")
+    return page.evaluate(STEPS, list(PANELS))
+
+
+def test_scrub_play_and_reshape_send_no_request_and_match_the_pipeline(browser, app_url, tmp_path):
+    page = new_page(browser)
+    page.goto(app_url)
+    _impatient_generate(page, "The three primary colours are", 10)
+    n = slider_max(page) + 1
+    assert n == 10
+
+    page.evaluate("() => { LLMApp.state.settleMs = 1e9; }")  # no settle call: every request would be the viewer's
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    _drag(page, "step-slider", [0.95, 0.6, 0.2, 0.45, 0.3])
+    s = slider_value(page)
+    assert _panel_steps(page) == [s] * 5
+    for v in (7, 2, 9, 4):  # keyboard-fast moves
+        page.evaluate("(v) => { const r = document.querySelector('#step-slider input[type=range]'); r.value = v;"
+                      " r.dispatchEvent(new Event('input', {bubbles: true})); }", v)
+    assert slider_value(page) == 4 and _panel_steps(page) == [4] * 5
+    _drag(page, "temperature", [0.35, 0.9, 0.6, 0.7])
+    _drag(page, "top-k", [0.0, 0.3, 0.1])
+    _drag(page, "top-p", [0.95, 0.5, 0.8])
+    assert _panel_steps(page) == [4] * 5
+    page.click("#play")
+    page.wait_for_function("() => !LLMApp.playing()", timeout=60_000)
+    assert slider_value(page) == n - 1 and _panel_steps(page) == [n - 1] * 5
+    assert requests == [], requests
+
+    # the distribution on screen is pipeline.sampling's, on the trace's own logits (downloaded from the page)
+    with page.expect_download() as dl:
+        page.click("#download-trace")
+    path = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(path)
+    trace = _same_run_with_logits(load(path))
+    for step, t, k, p in ((n - 1, 0.7, 0, 0.9), (3, 1.3, 40, 1.0), (0, 0.35, 5, 0.5), (6, 2.0, 0, 0.97), (2, 0.0, 0, 1.0)):
+        set_number(page, "temperature", t)
+        set_number(page, "top-k", k)
+        set_number(page, "top-p", p)
+        set_number(page, "step-slider", step)
+        assert _panel_steps(page) == [step] * 5
+        bars = np.array(page.evaluate(BARS))
+        ref = reference(trace.steps[step], t, k, p, trace.settings.repetition_penalty)["final"][:N_SHOWN]
+        assert np.max(np.abs(bars[:N_SHOWN] - ref)) <= TOL, (step, t, k, p)
+        assert abs(bars[N_SHOWN] - max(0.0, 1 - float(ref.sum()))) <= TOL, (step, t, k, p)
+
+    # once the slider settles, one light call brings the text and token chips of the step
+    page.evaluate("() => { LLMApp.state.settleMs = 300; }")
+    set_number(page, "step-slider", 5)
+    page.wait_for_function("() => document.querySelectorAll('#output span.step').length === 6", timeout=60_000)
+    assert not page.errors and not error_toasts(page)
+
+
+def test_layer_and_head_ask_the_server_once_and_follow_the_step(browser, app_url):
+    page = new_page(browser)
+    page.goto(app_url)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=300_000)  # the example trace
+    set_number(page, "step-slider", 12)
+    page.evaluate("() => LLMApp.settled()")
+    page.locator("#head input").click()
+    page.get_by_role("option", name="3", exact=True).click()
+    page.wait_for_function("() => /head 3/.test(document.querySelector('#attn-plot .js-plotly-plot').layout.title.text)", timeout=60_000)
+    assert _panel_steps(page) == [12] * 5
+    assert not page.errors and not error_toasts(page)

@@ -1,0 +1,149 @@
+"""The step viewer inside the app: what the browser does on its own, and the few server calls left.
+
+Once a trace is on screen (a generation ended or was stopped, a trace was loaded, the example,
+a branch shown) the server sends the browser viz.viewer's bundle: each panel that follows the
+step as one Plotly figure with a frame per step, and the exact sampling tables. assets/app_viewer.js
+then scrubs the step slider, plays, and reshapes the distribution for temperature, top-k and top-p
+with no request. The server is asked only:
+
+- once per change of layer, head or overview metric (that panel's frames, made anew);
+- once after the step slider settles (debounced in the page): the text, the token chips, the
+  KV summary, the tokenizer comparison, the speculative rounds and the open "inside" tab.
+
+Messages go through one hidden textbox (`viewer-data`) as JSON: {"kind": "live"} when a generation
+starts (the page shows the server's streamed figures until the next bundle), {"kind": "bundle"},
+{"kind": "panel"} (one panel's frames replaced). Each carries the server time `t` it was made at,
+so a bundle made before the latest generation started is ignored.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from pathlib import Path
+
+import gradio as gr
+import plotly
+
+from pipeline.errors import SettingsError
+from pipeline.records import Trace
+from viz import page
+from viz.viewer import MAX_FRAMES, _frame_steps, attention_panel, bundle_json, overview_panel, viewer_bundle
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+SCRIPTS = (PLOTLY_JS, ASSETS / "viewer.js", ASSETS / "app_viewer.js")
+LIGHT = ("output", "tokens", "kv_text", "compare", "spec")  # what the settle call redraws
+FIVE = ("dist", "attn", "overview", "emb", "kv")  # the panels the page draws from the bundle
+INBOX_JS = "(s) => { (window.LLMAppInbox = window.LLMAppInbox || []).push(s); if (window.LLMApp) window.LLMApp.drain(); }"
+CACHE_SIZE = 6
+
+
+def static_paths() -> list[str]:
+    """The files the page loads by URL (gr.set_static_paths: served as they are, never copied)."""
+    return [str(p) for p in SCRIPTS]
+
+
+def head_html() -> str:
+    """Script tags for the page's <head>: Plotly.js as the plotly package ships it (Gradio's own copy is
+    private to its bundle), the viewer and its wiring; `?v=` makes a changed file load anew."""
+    return "\n".join(f'<script src="gradio_api/file={p}?v={int(p.stat().st_mtime)}"></script>' for p in SCRIPTS)
+
+
+def _layer(trace: Trace, layer) -> int:
+    try:
+        return max(0, min(int(layer), trace.model.n_layers - 1))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _head(trace: Trace, head) -> int | None:
+    if head in (None, "", "all"):
+        return None
+    try:
+        return max(0, min(int(head), trace.model.n_heads - 1))
+    except (TypeError, ValueError):
+        return None
+
+
+def _key(trace: Trace) -> str:
+    return f"{id(trace)}:{len(trace.steps)}"
+
+
+# bundles as JSON text, by trace and view options; the trace is held weakly (a session's trace is big)
+_CACHE: OrderedDict = OrderedDict()
+_BUILDING = threading.Lock()  # one bundle at a time: a second ask for the same one waits, then finds it made
+
+
+def _bundle_text(trace: Trace, layer: int, head: int | None, metric: str) -> str:
+    key = (id(trace), len(trace.steps), layer, head, metric)
+    with _BUILDING:
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0]() is trace:
+            _CACHE.move_to_end(key)
+            return hit[1]
+        text = bundle_json(viewer_bundle(trace, layer=layer, head=head, metric=metric))
+        _CACHE[key] = (weakref.ref(trace), text)
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+        return text
+
+
+def warm(trace: Trace | None) -> None:
+    """Make the bundle a page opens with (the example trace, as on_load asks for it) ahead of the first visitor."""
+    if trace is not None and trace.steps:
+        bundle_message(trace, 0, "all")
+
+
+def live_message() -> str:
+    """A generation starts: the page shows the server's streamed figures until the next bundle."""
+    return json.dumps({"kind": "live", "t": time.time()})
+
+
+def bundle_message(trace: Trace | None, layer, head, metric="entropy"):
+    """The viewer bundle of the trace on screen, for the page (gr.skip() when there is none)."""
+    if trace is None or not trace.steps:
+        return gr.skip()
+    t = time.time()
+    body = _bundle_text(trace, _layer(trace, layer), _head(trace, head), metric or "entropy")
+    return f'{{"kind":"bundle","t":{t!r},"key":"{_key(trace)}","bundle":{body}}}'
+
+
+def _panel_message(trace: Trace, elem_id: str, panel: dict) -> str:
+    return json.dumps({"kind": "panel", "t": time.time(), "key": _key(trace), "id": elem_id,
+                       "panel": json.loads(bundle_json(panel))}, separators=(",", ":"))
+
+
+def attention_message(trace: Trace | None, layer, head):
+    """Layer or head changed: the attention panel's frames for the trace on screen."""
+    if trace is None or not trace.steps:
+        return gr.skip()
+    steps = _frame_steps(trace, MAX_FRAMES)
+    return _panel_message(trace, "attn-plot", attention_panel(trace, steps, layer=_layer(trace, layer), head=_head(trace, head)))
+
+
+def overview_message(trace: Trace | None, metric):
+    if trace is None or not trace.steps:
+        return gr.skip()
+    return _panel_message(trace, "attn-overview", overview_panel(trace, _frame_steps(trace, MAX_FRAMES), metric=metric or "entropy"))
+
+
+def settled_view(C: dict, trace: Trace | None, step, layer, head, temperature, top_k, top_p, metric) -> dict:
+    """After the step slider settles: the light panels for the step. Steps past the bundle's frames
+    (a trace longer than viz.viewer.MAX_FRAMES) get the five figures from the server too."""
+    if trace is None or not trace.steps:
+        return {C["output"]: gr.skip()}
+    try:
+        s = int(step)
+    except (TypeError, ValueError):
+        s = len(trace.steps) - 1
+    only = LIGHT + (FIVE if s >= MAX_FRAMES else ())
+    try:
+        out = page.render(trace, step=s, layer=layer, head=head, temperature=temperature, top_k=top_k, top_p=top_p,
+                          metric=metric or "entropy", only=only)
+    except SettingsError as e:
+        gr.Warning(str(e))
+        return {C["output"]: gr.skip()}
+    return {C[k]: v for k, v in out.items()}
