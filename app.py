@@ -27,7 +27,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from pipeline import session, trace_io
+from pipeline import gallery, session, trace_io
 from pipeline.records import Trace
 from pipeline.errors import SettingsError, TraceFormatError
 from viz import branches as branches_viz
@@ -764,7 +764,7 @@ def main(argv=None):
     threading.Thread(target=viewer.warm, args=(example,), daemon=True).start()  # the page's first bundle, made ahead
     demo = build(example)
     demo.queue(default_concurrency_limit=8)
-    gr.set_static_paths(viewer.static_paths())
+    gr.set_static_paths(viewer.static_paths() + [str(gallery.GALLERY_DIR)])  # the page's scripts; the saved traces
     demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=viewer.head_html(), theme=gr.themes.Soft(),
                 show_error=True)
 

@@ -40,9 +40,6 @@ PROMPTS = ("Tell me a story about a cat.", "Why is the sky blue?", "Explain what
 ALIASES = {"prompt": ("prompt",), "system_prompt": ("system prompt", "system_prompt"), "mode": ("mode",),
            "temperature": ("temperature",), "top_k": ("top-k", "top_k"), "top_p": ("top-p", "top_p"),
            "seed": ("seed",), "max_new_tokens": ("max new tokens", "max_new_tokens")}
-# the app launched with the gallery folder served as static files (until the app serves it itself)
-LAUNCH = ("import runpy, sys, gradio as gr; gr.set_static_paths([sys.argv[1]]); "
-          "sys.argv = ['app.py'] + sys.argv[2:]; runpy.run_path('app.py', run_name='__main__')")
 
 
 # ---------------------------------------------------------------------------------------
@@ -116,7 +113,7 @@ def free_port() -> int:
 
 
 def start_app(port: int, log: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-c", LAUNCH, str(GALLERY), "--port", str(port)]
+    cmd = [sys.executable, "app.py", "--port", str(port)]  # the app serves assets/gallery itself
     return subprocess.Popen(cmd, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
