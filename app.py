@@ -34,6 +34,7 @@ from viz import branches as branches_viz
 from viz import page
 from viz import tour as tour_viz
 from viz.captions import CAPTIONS
+from ui import api
 from ui import viewer_wiring as viewer
 
 ROOT = Path(__file__).resolve().parent
@@ -747,7 +748,7 @@ def build(example: Trace | None) -> gr.Blocks:
 
         status_timer = gr.Timer(1.0)
         status_timer.tick(status_tick, None, [C["info"], status_timer], show_progress="hidden")
-    return demo
+    return api.publish(demo, _start_run, DOWNLOADS, MAX_NEW_TOKENS)  # /trace; the page's events hidden from the API
 
 
 def main(argv=None):

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-GENERATE_API = "/generate"  # the app's generation endpoint; "/trace" once the app offers it
+GENERATE_API = "/trace"  # the app's scripting endpoint: a generation to its end, its trace file returned
 GALLERY = ROOT / "assets" / "gallery"
 PROMPTS = ("Tell me a story about a cat.", "Why is the sky blue?", "Explain what a token is.", "Write a short poem about the sea.")
 # what a generating session asks for, by name; fill_args matches names to an endpoint's parameters

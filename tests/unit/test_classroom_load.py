@@ -65,3 +65,13 @@ def test_rates_ratio_and_memory():
     assert "within the 20%" in cl.ratio_line([4.0], [3.5]) and "NOT" not in cl.ratio_line([4.0], [3.5])
     assert cl.rss_mb(os.getpid()) > 10
     assert 0 < cl.free_port() < 65536
+
+
+def test_fill_args_fits_the_apps_trace_endpoint():
+    """The parameters /trace shows (app.build's API info), filled from the script's values."""
+    import app
+
+    params = app.build(None).get_api_info()["named_endpoints"][cl.GENERATE_API]["parameters"]
+    assert cl.GENERATE_API == "/trace"
+    args = cl.fill_args(params, dict(prompt="Hi", mode="RAW", seed=3, max_new_tokens=2))
+    assert args == ["Hi", "raw", "", 0.7, 0, 0.9, 3, 2]

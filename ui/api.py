@@ -1,0 +1,105 @@
+"""The app's scripting API: one documented endpoint, /trace; every event of the page itself hidden.
+
+The page's own events (a slider moved, a tab opened, Generate) stay callable by the page, which
+calls them by number through the queue; with api_visibility "private" they are left out of
+/gradio_api/info, the page's "Use via API" and gradio_client's view_api (Gradio 6 checks the
+setting only there). /trace runs a generation with the loaded model, in the same concurrency group
+as the page's Generate (so it waits for a slot like a click does), and returns its trace file.
+
+    from gradio_client import Client
+    path = Client("http://127.0.0.1:7860/").predict(prompt="Why is the sky blue?", temperature=0, api_name="/trace")
+    trace = pipeline.records.loads(open(path, "rb").read())
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import gradio as gr
+
+from pipeline import session
+from pipeline.errors import SettingsError
+
+API_NAME = "trace"
+MODES = {"chat": "Chat", "raw": "Raw text"}  # the API's mode -> the page's
+GENERATE_GROUP = dict(concurrency_limit=4, concurrency_id="generate")  # app.py's Generate: the same slots
+KEEP_S = 600  # a call's folder is removed this long after (Gradio has copied the file to its cache by then)
+
+
+def call_folder(root: Path) -> Path:
+    """A new folder for one call's file (calls of one client may run at once), after removing the
+    folders of calls older than KEEP_S."""
+    root.mkdir(parents=True, exist_ok=True)
+    for old in root.iterdir():
+        if old.is_dir() and time.time() - old.stat().st_mtime > KEEP_S:
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix="call-", dir=root))
+
+
+def hide_internal(demo: gr.Blocks, keep: tuple[str, ...] = (API_NAME,)) -> list[str]:
+    """Make every event of `demo` but the `keep` ones private (left out of the API's docs and
+    info; the page still calls them). Returns the api names hidden."""
+    hidden = []
+    for fn in demo.fns.values():
+        if fn.api_name not in keep and fn.api_visibility != "private":
+            fn.api_visibility = "private"
+            hidden.append(str(fn.api_name))
+    demo.config = demo.get_config_file()  # (launch builds it again; this keeps an unlaunched one in step)
+    return hidden
+
+
+def run_trace(start_run: Callable, folder: Path, prompt, mode, system_prompt, temperature, top_k, top_p, seed,
+              max_new_tokens) -> Path:
+    """One generation to its end, written as a trace file into `folder`; SettingsError (with the
+    reason) for bad input or a model not loaded. `start_run(prompt, settings, prev, cont, n_new,
+    spec)` is app.py's _start_run: the page's own checks and limits."""
+    page_mode = MODES.get(str(mode or "").strip().lower())
+    if page_mode is None:
+        raise SettingsError(f"mode must be \"chat\" or \"raw\", not {mode!r}")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise SettingsError("the prompt is empty: give some text for the model to continue")
+    settings = session.settings_from_inputs(page_mode, system_prompt, temperature, top_k, top_p, seed, max_new_tokens)
+    lm, gen = start_run(prompt, settings, None, None, settings.max_new_tokens, (False, 0, None))
+    for _ in gen:
+        pass
+    return session.write_download(lm, gen.trace(), folder)
+
+
+def add_trace_endpoint(demo: gr.Blocks, start_run: Callable, folder: Path, max_new_tokens: int):
+    """Add /trace to `demo` (hidden inputs named as its parameters, a file out)."""
+
+    def trace(prompt: str, mode: str = "chat", system_prompt: str = "", temperature: float = 0.7, top_k: int = 0,
+              top_p: float = 0.9, seed: int = 0, max_new_tokens: int = 64):
+        """Generate text from `prompt` with the app's loaded model and return the trace file (.json.gz,
+        format llm-pipeline-trace/2: every step's token, candidates, attention and inside-the-model data;
+        read it with pipeline.records.loads). mode: "chat" (the chat template, with system_prompt; empty: the
+        template's own) or "raw" (the text as it is). temperature 0 is greedy; top_k 0 and top_p 1 are off;
+        seed fixes the sampling. Waits for a free generation slot, like the page's Generate."""
+        try:
+            return str(run_trace(start_run, call_folder(folder / "api"), prompt, mode, system_prompt, temperature, top_k, top_p, seed, max_new_tokens))
+        except SettingsError as e:
+            raise gr.Error(session.sentence(e)) from e
+
+    with demo:
+        ins = [gr.Textbox(label="prompt (the text the model continues)", visible=False),
+               gr.Dropdown(list(MODES), value="chat", label="mode (chat or raw)", visible=False),
+               gr.Textbox(value="", label="system_prompt (chat mode; empty: the template's own)", visible=False),
+               gr.Number(value=0.7, label="temperature (0 = greedy, up to 2)", visible=False),
+               gr.Number(value=0, precision=0, label="top_k (0 = off)", visible=False),
+               gr.Number(value=0.9, label="top_p (1 = off)", visible=False),
+               gr.Number(value=0, precision=0, label="seed", visible=False),
+               gr.Number(value=64, precision=0, label=f"max_new_tokens (1 to {max_new_tokens})", visible=False)]
+        out = gr.File(label="trace file (.json.gz)", visible=False)
+        go = gr.Button(visible=False)
+        go.click(trace, ins, out, api_name=API_NAME, show_progress="hidden", **GENERATE_GROUP)
+    return demo
+
+
+def publish(demo: gr.Blocks, start_run: Callable, folder: Path, max_new_tokens: int) -> gr.Blocks:
+    """The page's API as offered: /trace, and nothing of the page's own events."""
+    add_trace_endpoint(demo, start_run, folder, max_new_tokens)
+    hide_internal(demo)
+    return demo
