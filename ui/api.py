@@ -8,7 +8,7 @@ as the page's Generate (so it waits for a slot like a click does), and returns i
 
     from gradio_client import Client
     path = Client("http://127.0.0.1:7860/").predict(prompt="Why is the sky blue?", temperature=0, api_name="/trace")
-    trace = pipeline.records.loads(open(path, "rb").read())
+    trace = records.loads(open(path, "rb").read())  # from pipeline import records
 """
 from __future__ import annotations
 
