@@ -76,8 +76,16 @@ def test_trace_raw_mode(client):
     (dict(prompt="Hi", mode="poem"), "poem is not in the list of choices: ['chat', 'raw']"),  # (Gradio's own check)
     (dict(prompt="Hi", temperature=-1), "temperature must be"),
     (dict(prompt="Hi", max_new_tokens=100000), "max new tokens must be between 1 and 512"),
+    (dict(prompt="Hi", top_p=7), "top-p must be in (0, 1]"),
+    (dict(prompt="Hi", top_k=-5), "top-k must be a whole number, 0 (off) or more"),
+    (dict(prompt="Hi", seed=-3), "the seed must be a whole number, 0 or more"),
 ])
 def test_bad_input_gives_a_clear_error(client, kw, says):
     with pytest.raises(Exception) as e:
         call_trace(client, **kw)
     assert says in str(e.value).lower(), str(e.value)
+
+
+def test_the_pages_events_are_not_callable_by_name(client):
+    with pytest.raises(ValueError, match="Cannot find a function"):
+        client.predict("hi", api_name="/generate")

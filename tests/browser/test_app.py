@@ -265,28 +265,6 @@ def test_bad_input_warns_and_keeps_what_was_typed(browser, app_url):
     assert not page.errors and not error_toasts(page)
 
 
-def test_out_of_range_values_through_the_api_get_a_clear_error(app_url):
-    from gradio_client import Client
-
-    client = Client(app_url, verbose=False)
-    base = dict(prompt="hi", system="", mode="Raw text", temperature=0.5, top_k=0, top_p=0.9, seed=0, max_new=2, layer=0, head="all", live=True,
-                spec_on=False, spec_k=4, spec_draft="")
-    for bad, word in ((dict(temperature=-1), "minimum"), (dict(top_p=7), "maximum"), (dict(max_new=100000), "maximum"),
-                      (dict(top_k=-5), "minimum")):
-        args = {**base, **bad}
-        with pytest.raises(Exception) as e:
-            client.predict(*args.values(), api_name="/generate")
-        assert word in str(e.value).lower(), str(e.value)
-    # the app still answers a good request afterwards
-    deadline = time.time() + 300
-    while True:  # (until the model has loaded, the app answers with a warning and no output)
-        out = client.predict(*base.values(), api_name="/generate")
-        if "stopped:" in str(out) or time.time() > deadline:
-            break
-        time.sleep(2)
-    assert "stopped:" in str(out)
-
-
 def test_two_sessions_do_not_block_each_other(browser, app_url):
     a = open_page(browser, app_url)
     b = open_page(browser, app_url)
