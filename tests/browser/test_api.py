@@ -47,6 +47,7 @@ def test_info_lists_only_trace_with_named_parameters(app_url, client):
 def test_trace_returns_the_greedy_run_of_the_pipeline(client, tmp_path):
     path = call_trace(client, prompt=PROMPT, mode="chat", system_prompt="You are brief.", temperature=0, top_k=5,
                       top_p=1.0, seed=7, max_new_tokens=6)
+    assert str(path).endswith(".json.gz")  # (scripts/classroom_load.py count_tokens reads it by this name)
     data = Path(path).read_bytes()
     assert json.loads(gzip.decompress(data))["schema"] == records.SCHEMA == "llm-pipeline-trace/2"
     got = records.loads(data)
