@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Callable, Mapping
 from urllib.parse import urlencode
 
+import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotation against this module's names)
+
 from pipeline import gallery
 from pipeline.errors import GalleryError, TraceFormatError
 
@@ -163,8 +165,6 @@ def gallery_trace(name: str):
 
 def layout(C: dict) -> None:
     """The dropdown, its sentence, and the "Copy link" row (inside the page's left column)."""
-    import gradio as gr
-
     C["example"] = gr.Dropdown(example_choices(), value=None, label="Example traces (no model needed)", elem_id="example-traces")
     C["example_look"] = gr.Markdown(elem_id="example-look")
     with gr.Row(equal_height=True):
@@ -193,8 +193,6 @@ def shown_example(trace) -> str | None:
 def open_example(d: Deps, name, layer, head, temperature, top_k, top_p, step=None) -> dict:
     """The gallery trace `name` on the page through app.load_trace (as an uploaded file would be),
     at the entry's step (or `step`), with its "look" sentence."""
-    import gradio as gr
-
     from ui.viewer_wiring import LIGHT
 
     C = d.C
@@ -227,8 +225,6 @@ def _when(fn, skip):
 def wire(d: Deps, opened) -> None:
     """The dropdown, the link read once the page has opened (after `opened`, the page's own load
     chain, so the example trace does not arrive after a gallery one), and "Copy link"."""
-    import gradio as gr
-
     C = d.C
     C["link_action"] = gr.Textbox(elem_id="link-action", elem_classes="hidden-input", container=False)
     flag = gr.State(False)
@@ -244,7 +240,8 @@ def wire(d: Deps, opened) -> None:
     C["example"].input(chosen, [C["example"], *view_in], ex_out, **quiet).then(
         d.send_bundle[0], bundle_in, bundle_out, **quiet).then(inside_fn, inside_in, inside_out, **inside_kw)
 
-    def from_link(*a, request: gr.Request = None):
+    def from_link(layer, head, temperature, top_k, top_p, request: gr.Request = None):  # (named: Gradio fills `request` in)
+        a = (layer, head, temperature, top_k, top_p)
         params = dict(request.query_params) if request is not None else {}
         if not params:
             return {flag: False}
@@ -269,8 +266,6 @@ def wire(d: Deps, opened) -> None:
 
 
 def _wire_copy(d: Deps) -> None:
-    import gradio as gr
-
     C = d.C
     fields = [C["prompt"], C["mode"], C["system"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["slider"], d.state]
 
