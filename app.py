@@ -34,7 +34,7 @@ from viz import branches as branches_viz
 from viz import page
 from viz import tour as tour_viz
 from viz.captions import CAPTIONS
-from ui import api
+from ui import api, links
 from ui import viewer_wiring as viewer
 
 ROOT = Path(__file__).resolve().parent
@@ -493,6 +493,7 @@ def build(example: Trace | None) -> gr.Blocks:
                     # filled when Download is clicked, then clicked by the page's script (hidden)
                     C["download_file"] = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")
                     C["upload"] = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
+                links.layout(C)  # the gallery's dropdown and "Copy link" (ui/links.py)
             with gr.Column(scale=7, min_width=480):
                 gr.Markdown(CAPTIONS["output"], elem_classes="caption")
                 C["output"] = gr.HTML(elem_id="output")
@@ -740,8 +741,10 @@ def build(example: Trace | None) -> gr.Blocks:
             return {state_c: t, **_view(t, len(t.steps) - 1, 0, "all", s.temperature, s.top_k, s.top_p, only=viewer.LIGHT),
                     C["slider"]: _slider(t), C["info"]: HOLDER.status, C["spec_summary"]: page.speculative_summary_html(t)}
 
-        demo.load(on_load, None, [state_c, *panels, C["slider"], C["info"], C["spec_summary"]]).then(*send_bundle).then(
+        opened = demo.load(on_load, None, [state_c, *panels, C["slider"], C["info"], C["spec_summary"]]).then(*send_bundle).then(
             inside_view, inside_in, inside_out, **inside_kw)
+        load_out = [state_c, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"], C["download"], C["spec_summary"]]
+        links.wire(links.Deps(C, state_c, load_trace, load_out, _view, _slider, send_bundle, (inside_view, inside_in, inside_out, inside_kw)), opened)
 
         def status_tick():  # until the model has loaded (or failed), then the timer stops
             return HOLDER.status, gr.Timer(active=not HOLDER.ready.is_set())

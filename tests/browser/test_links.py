@@ -1,0 +1,80 @@
+"""Links and the gallery in Chromium: a link fills the page in (and generates with run=1), ?example=
+opens a saved trace at its step, Copy link reproduces the page, a bad value warns and keeps the default."""
+import json
+
+import pytest
+
+from pipeline import gallery
+
+from .harness import error_toasts, new_page, slider_value
+
+pytestmark = pytest.mark.browser
+DIST_STEP = "() => document.querySelector('#dist-plot .js-plotly-plot')?.layout?.meta?.step"
+
+
+def _value(page, elem_id):
+    return page.input_value(f"#{elem_id} input[type=number], #{elem_id} textarea, #{elem_id} input[type=text]")
+
+
+def _toasts(page) -> str:
+    return " ".join(page.locator(".toast-body").all_inner_texts())
+
+
+def test_run_link_fills_the_fields_and_generates(browser, app_url):
+    page = new_page(browser)
+    page.goto(app_url + "/?prompt=Hello&mode=raw&temperature=0&max_new_tokens=5&run=1")
+    page.wait_for_function("() => document.querySelector('#prompt textarea')?.value === 'Hello'", timeout=60_000)
+    assert float(_value(page, "temperature")) == 0 and int(float(_value(page, "max-new-tokens"))) == 5
+    assert page.is_checked("#mode input[value='Raw text']")
+    # no click: the link's run=1 generates (once the model is there, if it was still loading)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === 5"
+                           " && document.querySelector('#output .stop-reason')", timeout=300_000)
+    assert "maximum number of new tokens" in page.inner_text("#output")
+    assert not error_toasts(page) and not page.errors
+
+
+def test_example_link_opens_the_trace_at_its_step(browser, app_url, shots):
+    e = gallery.entry("confident")
+    trace = gallery.load("confident")
+    page = new_page(browser)
+    page.goto(app_url + "/?example=confident")
+    page.wait_for_function(f"() => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === {len(trace.steps)}"
+                           f" && ({DIST_STEP})() === {e.step}", timeout=120_000)
+    assert slider_value(page) == e.step
+    assert e.look[:30] in page.inner_text("#example-look")
+    assert page.input_value("#example-traces input") == e.title
+    page.locator("#panel-distribution").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "gallery_confident.png"), full_page=False)
+    assert not error_toasts(page) and not page.errors
+
+
+def test_copy_link_reproduces_fields_and_step(browser, app_url):
+    page = new_page(browser)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto(app_url + "/?example=loop&prompt=Tell%20me&temperature=0.35&top_k=12&seed=9&step=4")
+    page.wait_for_function(f"() => window.LLMApp && LLMApp.mounted() && ({DIST_STEP})() === 4", timeout=120_000)
+    assert float(_value(page, "temperature")) == 0.35 and int(float(_value(page, "top-k"))) == 12
+    page.click("#copy-link")
+    page.wait_for_function("() => (document.querySelector('#link-box input, #link-box textarea')?.value || '').includes('step=')",
+                           timeout=30_000)
+    link = page.input_value("#link-box input, #link-box textarea")
+    assert "example=loop" in link and "temperature=0.35" in link and "step=4" in link and "prompt=Tell+me" in link
+    clip = page.evaluate("() => navigator.clipboard.readText().catch(() => null)")
+    assert clip in (link, None)
+    other = new_page(browser)
+    other.goto(link)
+    other.wait_for_function(f"() => window.LLMApp && LLMApp.mounted() && ({DIST_STEP})() === 4", timeout=120_000)
+    assert other.input_value("#prompt textarea") == "Tell me"
+    assert float(_value(other, "temperature")) == 0.35 and int(float(_value(other, "seed"))) == 9
+    assert slider_value(other) == 4
+
+
+def test_bad_value_warns_and_keeps_the_default(browser, app_url):
+    page = new_page(browser)
+    page.goto(app_url + "/?temperature=abc&example=nope")
+    page.wait_for_function("() => /temperature='abc'/.test(Array.from(document.querySelectorAll('.toast-body'))"
+                           ".map(t => t.innerText).join(' '))", timeout=60_000)
+    text = _toasts(page)
+    assert "no example trace 'nope'" in text and "confident" in text and "split-emoji" in text
+    assert float(_value(page, "temperature")) == 0.7
+    assert not error_toasts(page) and not page.errors

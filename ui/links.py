@@ -1,0 +1,284 @@
+"""Links and the gallery: a URL that fills the page in, and saved traces opened from a dropdown.
+
+    ?prompt=…&mode=chat|raw&system=…&temperature=…&top_k=…&top_p=…&seed=…&max_new_tokens=…&step=…
+    &run=1            generate at once (as if Generate were clicked)
+    &example=NAME     open the gallery trace NAME (pipeline/gallery.py) at its step
+
+The pure part (parse_link, make_link) takes and gives plain values; the Gradio part (layout, wire)
+adds the "Example traces" dropdown and the "Copy link" button. A gallery trace goes onto the page
+through app.py's own load_trace, the path an uploaded file takes; the page script assets/links.js
+clicks Generate and moves the step slider once a trace is on screen.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+from urllib.parse import urlencode
+
+import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotation against this module's names)
+
+from pipeline import gallery
+from pipeline.errors import GalleryError, TraceFormatError
+
+LINKS_JS = (Path(__file__).resolve().parents[1] / "assets" / "links.js").read_text(encoding="utf-8")
+MODES = {"chat": "Chat", "raw": "Raw text"}
+# name in the link -> (field key in app.C, kind, lowest, highest): the page's own slider ranges
+NUMBERS = {
+    "temperature": ("temperature", float, 0.0, 2.0),
+    "top_k": ("top_k", int, 0, 200),
+    "top_p": ("top_p", float, 0.01, 1.0),
+    "seed": ("seed", int, 0, 2**32 - 1),
+    "max_new_tokens": ("max_new", int, 1, 512),
+    "step": ("step", int, 0, 100_000),
+}
+KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "example")
+MAX_TEXT = 20_000  # a prompt or system prompt longer than this is refused (a link is no place for a book)
+
+
+@dataclass
+class Link:
+    """What a link asks for: `fields` by app.C key (only those given and valid), and the rest."""
+    fields: dict = field(default_factory=dict)
+    step: int | None = None
+    run: bool = False
+    example: str | None = None
+    warnings: list = field(default_factory=list)
+
+
+def _number(name: str, text: str, link: Link):
+    key, kind, lo, hi = NUMBERS[name]
+    try:
+        v = float(text)
+        if not math.isfinite(v) or (kind is int and not v.is_integer()):
+            raise ValueError
+    except (TypeError, ValueError):
+        link.warnings.append(f"{name}={text!r} is not {'a whole number' if kind is int else 'a number'}")
+        return None
+    if not lo <= v <= hi:
+        link.warnings.append(f"{name}={text} is outside {lo}…{hi}")
+        return None
+    return kind(v)
+
+
+def parse_link(params: Mapping[str, str], example_names=()) -> Link:
+    """The link's query (name -> text) as a Link. Every bad value is left out with a warning, so the
+    field keeps its default; unknown names are reported too. Never raises."""
+    link = Link()
+    for name, text in params.items():
+        text = str(text)
+        if name in ("prompt", "system"):
+            if len(text) > MAX_TEXT:
+                link.warnings.append(f"{name} is longer than {MAX_TEXT} characters")
+            else:
+                link.fields[name] = text
+        elif name == "mode":
+            if text.strip().lower() in MODES:
+                link.fields["mode"] = MODES[text.strip().lower()]
+            else:
+                link.warnings.append(f"mode={text!r} is not chat or raw")
+        elif name in NUMBERS:
+            v = _number(name, text, link)
+            if v is not None and name == "step":
+                link.step = v
+            elif v is not None:
+                link.fields[NUMBERS[name][0]] = v
+        elif name == "run":
+            link.run = text.strip().lower() in ("1", "true", "yes", "on")
+        elif name == "example":
+            if text in example_names:
+                link.example = text
+            else:
+                link.warnings.append(f"there is no example trace {text!r}; the gallery has: {', '.join(example_names) or 'none'}")
+        else:
+            link.warnings.append(f"unknown setting {name!r} (known: {', '.join(KNOWN)})")
+    return link
+
+
+def warning_text(link: Link) -> str:
+    return "This link's settings were not all used: " + "; ".join(link.warnings) + ". The page keeps its defaults for those."
+
+
+def _plain(v):
+    """A number as a link writes it: 0.7, not 0.7000000000000001; 3, not 3.0."""
+    if isinstance(v, float):
+        v = round(v, 6)
+        return str(int(v)) if v.is_integer() else repr(v)
+    return str(v)
+
+
+def make_link(base: str, *, prompt=None, mode=None, system=None, temperature=None, top_k=None, top_p=None, seed=None,
+              max_new_tokens=None, step=None, example=None) -> str:
+    """The link that opens the page at `base` in this state (None and empty values left out)."""
+    q: list = []
+    if example:
+        q.append(("example", example))
+    if prompt not in (None, ""):
+        q.append(("prompt", prompt))
+    inv = {v: k for k, v in MODES.items()}
+    if mode in inv:
+        q.append(("mode", inv[mode]))
+    if system:
+        q.append(("system", system))
+    for name, v in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p), ("seed", seed),
+                    ("max_new_tokens", max_new_tokens), ("step", step)):
+        if v not in (None, ""):
+            q.append((name, _plain(v)))
+    base = (base or "").split("?")[0].split("#")[0]
+    return base + ("?" + urlencode(q) if q else "")
+
+
+def example_choices() -> list[tuple[str, str]]:
+    """(title, name) for the dropdown; empty when the gallery cannot be read (said once in the log)."""
+    try:
+        return [(e.title, e.name) for e in gallery.entries()]
+    except GalleryError as e:
+        print(f"gallery unavailable: {e}", flush=True)
+        return []
+
+
+# -- Gradio -------------------------------------------------------------------------------------
+@dataclass
+class Deps:
+    """What the links need from app.py (passed in: app.py may run as __main__)."""
+    C: dict
+    state: object  # the session's trace (gr.State)
+    load_trace: Callable  # app.load_trace(file, layer, head, temperature, top_k, top_p) -> {component: value}
+    load_outputs: list  # its outputs, as the "Load trace" button lists them
+    view: Callable  # app._view(trace, step, layer, head, temperature, top_k, top_p, only=...) -> {component: value}
+    slider: Callable  # app._slider(trace, step) -> the step slider's update
+    send_bundle: tuple  # (fn, inputs, output): the viewer bundle of the trace on screen, for the page
+    inside: tuple  # (fn, inputs, outputs, kwargs): the open "inside the model" tab
+
+
+_TRACES: dict = {}  # gallery name -> Trace, loaded once and shared (immutable, like the example)
+
+
+def gallery_trace(name: str):
+    if name not in _TRACES:
+        _TRACES[name] = gallery.load(name)
+    return _TRACES[name]
+
+
+def layout(C: dict) -> None:
+    """The dropdown, its sentence, and the "Copy link" row (inside the page's left column)."""
+    C["example"] = gr.Dropdown(example_choices(), value=None, label="Example traces (no model needed)", elem_id="example-traces")
+    C["example_look"] = gr.Markdown(elem_id="example-look")
+    with gr.Row(equal_height=True):
+        C["copy_link"] = gr.Button("🔗 Copy link", elem_id="copy-link", size="sm", scale=1)
+        C["link_box"] = gr.Textbox(show_label=False, placeholder="a link to this page as it is", elem_id="link-box", scale=3,
+                                   lines=1, max_lines=1, interactive=True)
+
+
+_SHOWN: dict = {}  # id(trace) -> (weak reference, gallery name): which trace on screen is a gallery one
+
+
+def _remember(trace, name: str) -> None:
+    import weakref
+
+    for k in [k for k, (ref, _) in _SHOWN.items() if ref() is None]:
+        del _SHOWN[k]
+    _SHOWN[id(trace)] = (weakref.ref(trace), name)
+
+
+def shown_example(trace) -> str | None:
+    """The gallery name of `trace` when it is a gallery trace as opened (a generation from it is not)."""
+    hit = _SHOWN.get(id(trace))
+    return hit[1] if hit and hit[0]() is trace else None
+
+
+def open_example(d: Deps, name, layer, head, temperature, top_k, top_p, step=None) -> dict:
+    """The gallery trace `name` on the page through app.load_trace (as an uploaded file would be),
+    at the entry's step (or `step`), with its "look" sentence."""
+    from ui.viewer_wiring import LIGHT
+
+    C = d.C
+    try:
+        e = gallery.entry(name)
+        out = d.load_trace(str(gallery.path(name)), layer, head, temperature, top_k, top_p)
+    except (GalleryError, OSError) as err:
+        gr.Warning(f"Could not open that example: {err}")
+        return {C["example_look"]: gr.skip()}
+    trace = out.get(d.state)
+    if trace is None:  # load_trace said why
+        return out
+    s = max(0, min(int(e.step if step is None else step), len(trace.steps) - 1))
+    st = trace.settings
+    out.update({C["slider"]: d.slider(trace, s), **d.view(trace, s, 0, "all", st.temperature, st.top_k, st.top_p, only=LIGHT)})
+    out[C["example_look"]] = f"**{e.title}.** {e.look}"
+    _remember(trace, name)
+    return out
+
+
+def _names() -> tuple:
+    return tuple(name for _, name in example_choices())
+
+
+def _when(fn, skip):
+    """`fn`, run only when the flag given first is set (else `skip`): the chain after a link that opened nothing."""
+    return lambda flag, *a: fn(*a) if flag else skip
+
+
+def wire(d: Deps, opened) -> None:
+    """The dropdown, the link read once the page has opened (after `opened`, the page's own load
+    chain, so the example trace does not arrive after a gallery one), and "Copy link"."""
+    C = d.C
+    C["link_action"] = gr.Textbox(elem_id="link-action", elem_classes="hidden-input", container=False)
+    flag = gr.State(False)
+    view_in = [C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
+    ex_out = list(dict.fromkeys([*d.load_outputs, C["slider"], *[C[k] for k in LIGHT_KEYS], C["example_look"]]))
+    bundle_fn, bundle_in, bundle_out = d.send_bundle
+    inside_fn, inside_in, inside_out, inside_kw = d.inside
+    quiet = dict(show_progress="hidden", api_visibility="private")
+
+    def chosen(name, *a):
+        return open_example(d, name, *a) if name else {C["example_look"]: gr.skip()}
+
+    C["example"].input(chosen, [C["example"], *view_in], ex_out, **quiet).then(
+        d.send_bundle[0], bundle_in, bundle_out, **quiet).then(inside_fn, inside_in, inside_out, **inside_kw)
+
+    def from_link(layer, head, temperature, top_k, top_p, request: gr.Request = None):  # (named: Gradio fills `request` in)
+        a = (layer, head, temperature, top_k, top_p)
+        params = dict(request.query_params) if request is not None else {}
+        if not params:
+            return {flag: False}
+        link = parse_link(params, _names())
+        if link.warnings:
+            gr.Warning(warning_text(link))
+        out = {flag: bool(link.example)}
+        if link.example:
+            out.update(open_example(d, link.example, *a, step=link.step))
+            out[C["example"]] = link.example
+        out.update({C[k]: v for k, v in link.fields.items()})
+        out[C["link_action"]] = json.dumps({"run": link.run, "step": None if link.example else link.step, "n": time.time()})
+        return out
+
+    link_out = list(dict.fromkeys([*ex_out, flag, C["example"], C["link_action"], C["prompt"], C["mode"], C["system"],
+                                   C["max_new"], C["temperature"], C["top_k"], C["top_p"], C["seed"]]))
+    opened.then(from_link, view_in, link_out, **quiet).then(
+        _when(bundle_fn, gr.skip()), [flag, *bundle_in], bundle_out, **quiet).then(
+        _when(inside_fn, {C["lens_html"]: gr.skip()}), [flag, *inside_in], inside_out, **inside_kw).then(
+        None, C["link_action"], None, js=LINKS_JS)
+    _wire_copy(d)
+
+
+def _wire_copy(d: Deps) -> None:
+    C = d.C
+    fields = [C["prompt"], C["mode"], C["system"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["slider"], d.state]
+
+    def copy(base, prompt, mode, system, temperature, top_k, top_p, seed, max_new, step, trace):
+        url = make_link(base or "", prompt=prompt, mode=mode, system=system, temperature=temperature, top_k=top_k, top_p=top_p,
+                        seed=seed, max_new_tokens=max_new, step=step if trace is not None else None,
+                        example=shown_example(trace) if trace is not None else None)
+        return url, json.dumps({"copy": url, "n": time.time()})
+
+    # the page's own address first (the server cannot know it behind a proxy), then the link, then the clipboard
+    C["copy_link"].click(None, None, C["link_box"], js="() => location.origin + location.pathname", **_QUIET).then(
+        copy, [C["link_box"], *fields], [C["link_box"], C["link_action"]], **_QUIET).then(None, C["link_action"], None, js=LINKS_JS)
+
+
+_QUIET = dict(show_progress="hidden", api_visibility="private")
+LIGHT_KEYS = ("output", "tokens", "kv_text", "compare", "spec")  # = ui.viewer_wiring.LIGHT
