@@ -35,6 +35,7 @@ from viz import page
 from viz import tour as tour_viz
 from viz.captions import CAPTIONS
 from ui import api, links
+from ui.step_slider import StepSlider
 from ui import viewer_wiring as viewer
 
 ROOT = Path(__file__).resolve().parent
@@ -272,7 +273,7 @@ def finish(ran, trace, step, layer, head, temperature, top_k, top_p):
         return _unchanged()
     step = len(trace.steps) - 1
     return {**_view(trace, step, layer, head, temperature, top_k, top_p), C["slider"]: _slider(trace, step),
-            C["download"]: gr.Button(DOWNLOAD, interactive=bool(trace.steps))}
+            C["download"]: gr.Button(DOWNLOAD, interactive=bool(trace.steps)), C["bundle_req"]: f"{id(trace)}:{time.time()}"}
 
 
 # -- inside the model: one tab at a time, the one open, for the step on screen ----------------
@@ -498,7 +499,7 @@ def build(example: Trace | None) -> gr.Blocks:
                 gr.Markdown(CAPTIONS["output"], elem_classes="caption")
                 C["output"] = gr.HTML(elem_id="output")
                 with gr.Row(equal_height=True):
-                    C["slider"] = gr.Slider(0, 1, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
+                    C["slider"] = StepSlider(0, 1, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
                     C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm")  # played in the page (assets/app_viewer.js)
                     C["boundaries"] = gr.Checkbox(value=True, label="Show token boundaries", elem_id="boundaries", scale=1)
                     C["tour"] = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm")
@@ -599,6 +600,7 @@ def build(example: Trace | None) -> gr.Blocks:
         # the step viewer's messages to the page (ui/viewer_wiring.py), and the page's "the step slider settled"
         C["viewer_data"] = gr.Textbox(elem_id="viewer-data", elem_classes="hidden-input", container=False, lines=1, max_lines=1)
         C["settled"] = gr.Button("settled", elem_id="step-settled", elem_classes="hidden-input")
+        C["bundle_req"] = gr.Textbox(elem_classes="hidden-input", container=False, lines=1, max_lines=1)
         # set by the page's script: a click on a candidate bar ("rank|nonce"), the panel the tour points at
         C["branch_req"] = gr.Textbox(elem_id="branch-request", elem_classes="hidden-input", container=False)
         C["branch_go"] = gr.Button("branch", elem_id="branch-go", elem_classes="hidden-input")
@@ -614,7 +616,7 @@ def build(example: Trace | None) -> gr.Blocks:
         gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"], C["live"],
                   C["spec_on"], C["spec_k"], C["spec_draft"], state_c]
         fin_in = [C["ran"], *view_in]
-        fin_out = [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"]]
+        fin_out = [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"], C["bundle_req"]]
 
         # the viewer bundle of the trace on screen, for the page (after a run, a load, a branch shown)
         send_bundle = (viewer.bundle_message, [state_c, C["layer"], C["head"], C["metric"]], C["viewer_data"])
@@ -638,7 +640,7 @@ def build(example: Trace | None) -> gr.Blocks:
                                          (C["step"].click, step_fn, [], "step"), (C["resample"].click, resample_fn, [C["slider"]], "resample")):
             ev = trigger(fn, extra + gen_in, all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden",
                          api_name=name, api_visibility="public" if name else "private")
-            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(*send_bundle).then(inside_view, inside_in, inside_out, **inside_kw)
+            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
             events.append(ev)
         def branch_fn(rank, step, *a):
             prev = a[-1]
@@ -685,7 +687,7 @@ def build(example: Trace | None) -> gr.Blocks:
 
         for trigger, rank_in, fn in ((C["branch_go"].click, C["branch_req"], branch_click), (C["branch_btn"].click, C["branch_rank"], branch_typed)):
             ev = trigger(fn, [rank_in, *branch_in], branch_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden")
-            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(*send_bundle).then(inside_view, inside_in, inside_out, **inside_kw).then(
+            ev.then(finish, fin_in, fin_out, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw).then(
                 record_branch, [state_c, branches_c, pending_c], [branches_c, C["branches_html"], C["branch_pick"], pending_c], show_progress="hidden")
             events.append(ev)
         C["branch_pick"].input(show_branch, [C["branch_pick"], branches_c, C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
@@ -713,8 +715,10 @@ def build(example: Trace | None) -> gr.Blocks:
         C["tour_end"].click(lambda: {C["tour_group"]: gr.Group(visible=False), C["tour_target"]: ""}, None, tour_out,
                             show_progress="hidden").then(None, [C["tour_target"]], None, js=focus_js)
 
-        C["stop"].click(finish, fin_in, fin_out, cancels=events, show_progress="hidden").then(*send_bundle).then(
-            inside_view, inside_in, inside_out, **inside_kw)
+        C["stop"].click(finish, fin_in, fin_out, cancels=events, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
+        # finish asks for the bundle through its own event: a run's chain (Generate, Stop) ends without
+        # waiting for it, so Generate, whose click is ignored while its chain is pending, can be clicked again
+        C["bundle_req"].change(*send_bundle, show_progress="hidden", api_visibility="private")
         C["download"].click(download_click, state_c, [C["download"], C["download_file"]], show_progress="hidden").then(
             None, None, None, js="() => document.querySelector('#download-file')?.click()")  # (no file: a click does nothing)
         for key, tab in tabs.items():  # the open tab is drawn when opened and follows the step slider
