@@ -745,7 +745,7 @@ def build(example: Trace | None) -> gr.Blocks:
             return {state_c: t, **_view(t, len(t.steps) - 1, 0, "all", s.temperature, s.top_k, s.top_p, only=viewer.LIGHT),
                     C["slider"]: _slider(t), C["info"]: HOLDER.status, C["spec_summary"]: page.speculative_summary_html(t)}
 
-        opened = demo.load(on_load, None, [state_c, *panels, C["slider"], C["info"], C["spec_summary"]]).then(*send_bundle).then(
+        opened = demo.load(on_load, None, [state_c, *panels, C["slider"], C["info"], C["spec_summary"]], show_progress="hidden").then(*send_bundle).then(
             inside_view, inside_in, inside_out, **inside_kw)
         load_out = [state_c, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"], C["download"], C["spec_summary"]]
         links.wire(links.Deps(C, state_c, load_trace, load_out, _view, _slider, send_bundle, (inside_view, inside_in, inside_out, inside_kw)), opened)
