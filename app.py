@@ -403,14 +403,17 @@ def swap_click(trace, i, j):
 
 
 def load_trace(file, layer, head, temperature, top_k, top_p, request: gr.Request = None):
+    """An uploaded trace file onto the page (or a Trace already read: a gallery one, shared by every session)."""
     if file is None:
         return _unchanged()
-    path = file if isinstance(file, str) else getattr(file, "name", str(file))
-    try:
-        trace = trace_io.load(path)  # .json or .json.gz, /1 or /2
-    except (OSError, EOFError, TraceFormatError) as e:
-        gr.Warning(f"Could not read that trace: {e}")
-        return _unchanged()
+    if isinstance(file, Trace):
+        trace = file
+    else:
+        try:
+            trace = trace_io.load(file if isinstance(file, str) else getattr(file, "name", str(file)))  # .json(.gz), /1 or /2
+        except (OSError, EOFError, TraceFormatError) as e:
+            gr.Warning(f"Could not read that trace: {e}")
+            return _unchanged()
     if not trace.steps:
         gr.Warning("That trace holds no generated steps.")
         return _unchanged()

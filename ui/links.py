@@ -23,6 +23,7 @@ import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotatio
 
 from pipeline import gallery
 from pipeline.errors import GalleryError, TraceFormatError
+from ui.viewer_wiring import LIGHT
 
 LINKS_JS = (Path(__file__).resolve().parents[1] / "assets" / "links.js").read_text(encoding="utf-8")
 MODES = {"chat": "Chat", "raw": "Raw text"}
@@ -154,7 +155,8 @@ class Deps:
     inside: tuple  # (fn, inputs, outputs, kwargs): the open "inside the model" tab
 
 
-_TRACES: dict = {}  # gallery name -> Trace, loaded once and shared (immutable, like the example)
+_TRACES: dict = {}  # gallery name -> Trace, loaded once and shared by every session (immutable, like the
+# example): one object, so the step viewer's bundle of it is built once for a whole class, not per visitor
 
 
 def gallery_trace(name: str):
@@ -193,13 +195,11 @@ def shown_example(trace) -> str | None:
 def open_example(d: Deps, name, layer, head, temperature, top_k, top_p, step=None) -> dict:
     """The gallery trace `name` on the page through app.load_trace (as an uploaded file would be),
     at the entry's step (or `step`), with its "look" sentence."""
-    from ui.viewer_wiring import LIGHT
-
     C = d.C
     try:
         e = gallery.entry(name)
-        out = d.load_trace(str(gallery.path(name)), layer, head, temperature, top_k, top_p)
-    except (GalleryError, OSError) as err:
+        out = d.load_trace(gallery_trace(name), layer, head, temperature, top_k, top_p)
+    except (GalleryError, OSError, EOFError, TraceFormatError) as err:
         gr.Warning(f"Could not open that example: {err}")
         return {C["example_look"]: gr.skip()}
     trace = out.get(d.state)
@@ -229,7 +229,7 @@ def wire(d: Deps, opened) -> None:
     C["link_action"] = gr.Textbox(elem_id="link-action", elem_classes="hidden-input", container=False)
     flag = gr.State(False)
     view_in = [C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
-    ex_out = list(dict.fromkeys([*d.load_outputs, C["slider"], *[C[k] for k in LIGHT_KEYS], C["example_look"]]))
+    ex_out = list(dict.fromkeys([*d.load_outputs, C["slider"], *[C[k] for k in LIGHT], C["example_look"]]))
     bundle_fn, bundle_in, bundle_out = d.send_bundle
     inside_fn, inside_in, inside_out, inside_kw = d.inside
     quiet = dict(show_progress="hidden", api_visibility="private")
@@ -281,4 +281,3 @@ def _wire_copy(d: Deps) -> None:
 
 
 _QUIET = dict(show_progress="hidden", api_visibility="private")
-LIGHT_KEYS = ("output", "tokens", "kv_text", "compare", "spec")  # = ui.viewer_wiring.LIGHT

@@ -57,3 +57,11 @@ def test_make_link_round_trips_through_parse():
 def test_make_link_leaves_out_what_is_not_set():
     assert make_link("http://h/", prompt="", temperature=None) == "http://h/"
     assert make_link("", mode="Raw text") == "?mode=raw"
+
+
+def test_a_gallery_trace_is_read_once_and_shared_by_every_session():
+    from ui import links
+
+    links._TRACES.clear()
+    a = links.gallery_trace("flat")
+    assert links.gallery_trace("flat") is a and a.steps  # one object: the viewer's bundle cache (keyed by it) hits
