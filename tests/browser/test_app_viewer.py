@@ -131,3 +131,25 @@ def test_layer_and_head_ask_the_server_once_and_follow_the_step(browser, app_url
     page.wait_for_function("() => /head 3/.test(document.querySelector('#attn-plot .js-plotly-plot').layout.title.text)", timeout=60_000)
     assert _panel_steps(page) == [12] * 5
     assert not page.errors and not error_toasts(page)
+
+
+def test_scrubbing_the_moment_a_run_ends_lands_on_the_slider_step(browser, app_url):
+    """A person drags the step slider as soon as the stop line shows, before the page's viewer has
+    this run's bundle: once it arrives, every step panel shows the step the slider is on."""
+    page = new_page(browser)
+    page.goto(app_url)
+    page.wait_for_selector("#generate")
+    page.fill("#prompt textarea", "The colours of the rainbow are")
+    page.get_by_label("Raw text").check()
+    set_number(page, "max-new-tokens", 12)
+    set_number(page, "temperature", 0)
+    wait_model_loaded(page)
+    page.click("#generate")
+    page.wait_for_function("() => document.querySelector('#output .stop-reason')"
+                           " && Number(document.querySelector('#step-slider input[type=range]').max) === 11", timeout=300_000)
+    _drag(page, "step-slider", (0.9, 0.5, 0.2, 0.3))  # at once: no wait for the viewer
+    want = slider_value(page)
+    assert want < 11
+    page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === {want})", arg=list(PANELS), timeout=120_000)
+    assert page.evaluate("() => LLMApp.state.bundle.n_steps") == 12
+    assert not page.errors and not error_toasts(page)
