@@ -436,7 +436,7 @@ def viewer_calls(view_in, inside_in, inside_out, inside_kw):
         C[k].input(viewer.attention_message, [state_c, C["layer"], C["head"]], C["viewer_data"], show_progress="hidden",
                    concurrency_limit=None, trigger_mode="always_last")
     C["metric"].input(viewer.overview_message, [state_c, C["metric"]], C["viewer_data"], show_progress="hidden", concurrency_limit=None)
-    settle_out = [C[k] for k in viewer.LIGHT + viewer.FIVE]
+    settle_out = [C[k] for k in viewer.FIVE]
     C["settled"].click(lambda *a: viewer.settled_view(C, *a), [*view_in, C["metric"]], settle_out, show_progress="hidden",
                        concurrency_limit=None, trigger_mode="always_last").then(inside_view, inside_in, inside_out, **inside_kw)
 
@@ -734,8 +734,9 @@ def build(example: Trace | None) -> gr.Blocks:
 
         panels = [C[k] for k in page.PANEL_KEYS]
         viewer_calls(view_in, inside_in, inside_out, inside_kw)
-        C["boundaries"].input(lambda t, s, b: page.output_only(t, step=s, boundaries=b) if t else gr.skip(),
-                              [state_c, C["slider"], C["boundaries"]], C["output"], show_progress="hidden")
+        # the whole trace's text: the page's step viewer shows the step on screen
+        C["boundaries"].input(lambda t, b: page.output_only(t, boundaries=b) if t else gr.skip(),
+                              [state_c, C["boundaries"]], C["output"], show_progress="hidden")
         C["upload"].upload(load_trace, [C["upload"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
                            [state_c, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"], C["download"], C["spec_summary"]]).then(
             *send_bundle).then(inside_view, inside_in, inside_out, **inside_kw)

@@ -5,8 +5,11 @@
  * temperature / top-k / top-p sliders cost the server nothing. Each figure is viz/'s, from the bundle
  * (LLMViewer.figureFor in viewer.js). The viewer's plot sits first inside each gr.Plot block
  * (`#dist-plot > .viewer-plot`), which it hides while the viewer shows; while a generation streams,
- * the server's own figures show instead. After the step slider settles, one hidden button asks the
- * server for the light panels (text, token chips, the open "inside" tab).
+ * the server's own figures show instead. The text, the token chips and the speculative rounds the
+ * server drew hold every step, marked with data-step: the viewer shows the step's part of them and
+ * writes the step's token counts and KV summary from the bundle. Only the open "Inside the model" tab
+ * needs the server (the model computes it for the step): once the step slider settles, and only while
+ * that panel is on screen (or once it scrolls into view), one hidden button asks for it.
  */
 (function (root) {
   'use strict';
@@ -18,7 +21,7 @@
   const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
 
   const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, drawn: {}, busy: false, dirty: false,
-               settleTimer: null, playTimer: null, settleMs: 300, rendered: -1 };
+               settleTimer: null, playTimer: null, settleMs: 300, rendered: -1, insideStale: false, insideInView: false };
 
   const ready = () => new Promise((ok) => {
     const go = () => (root.Plotly && root.LLMViewer ? ok() : setTimeout(go, 30));
@@ -60,11 +63,67 @@
 
   function mount(m) {
     st.bundle = m.bundle; st.key = m.key; st.drawn = {};
+    watchText(); watchInside();
     st.step = Math.round(numberOf('step-slider', m.bundle.n_steps - 1));
     st.t = numberOf('temperature', m.bundle.settings.temperature);
     st.k = Math.round(numberOf('top-k', m.bundle.settings.top_k));
     st.p = numberOf('top-p', m.bundle.settings.top_p);
     render();
+  }
+
+  // The text, chips, counts, KV summary and speculative round of the step on screen, from the server's
+  // HTML of the whole trace (viz.output, viz.tokens, viz.speculative mark each step's part) and the
+  // bundle's per-step HTML. Nothing is shown while that HTML is not yet this whole trace's.
+  const TEXT_IDS = ['output', 'tokens-html', 'kv-summary', 'spec-rounds'];
+  const textWatch = typeof MutationObserver === 'undefined' ? null : new MutationObserver(() => showText());
+  function watchText() { // (again after Gradio re-creates a block; observing one node twice is a no-op)
+    if (textWatch) TEXT_IDS.forEach((id) => { const el = document.getElementById(id); if (el) textWatch.observe(el, { childList: true, subtree: true }); });
+  }
+
+  function showText() {
+    const b = st.bundle;
+    const gen = document.querySelector('#output .gen-text');
+    if (!b || !b.html || !gen) return;
+    const n = b.n_steps_in_trace, s = Math.min(st.step, n - 1);
+    if (Number(gen.dataset.steps) !== n || document.querySelectorAll('#tokens-html .tok[data-step]').length !== n) return;
+    gen.querySelectorAll('[data-step]').forEach((el) => { el.hidden = Number(el.dataset.step) > s; });
+    const stop = document.querySelector('#output .stop-reason');
+    if (stop) stop.hidden = s !== n - 1; // why it stopped: only with the last step on screen
+    document.querySelectorAll('#tokens-html .tok[data-step]').forEach((el) => {
+      const i = Number(el.dataset.step);
+      el.hidden = i > s;
+      el.classList.toggle('hl', i === s);
+    });
+    const counts = document.querySelector('#tokens-html .tok-counts');
+    if (counts && counts.innerHTML !== b.html.counts[s]) counts.innerHTML = b.html.counts[s];
+    const kv = document.querySelector('#kv-summary .kv-summary');
+    if (kv && kv.dataset.step !== String(s)) { kv.outerHTML = b.html.kv[s]; document.querySelector('#kv-summary .kv-summary').dataset.step = s; }
+    document.querySelectorAll('#spec-rounds .spec-round[data-first]').forEach((el) => {
+      const f = Number(el.dataset.first);
+      el.classList.toggle('on-screen', f <= s && s < f + Number(el.dataset.steps));
+    });
+    if (textWatch) textWatch.takeRecords(); // (our own writes are not the server's)
+  }
+
+  // The open "Inside the model" tab follows the step from the server: asked once the slider is still,
+  // while the panel is on screen; a step past the bundle's frames is asked for at once (its figures).
+  function askServer() {
+    const b = st.bundle;
+    if (!st.insideStale || !b) return;
+    if (!st.insideInView && st.step < b.n_steps) return;
+    st.insideStale = false;
+    document.getElementById('step-settled')?.click();
+  }
+
+  let insideSeen = null;
+  function watchInside() {
+    const el = document.getElementById('panel-inside');
+    if (!el || insideSeen === el || typeof IntersectionObserver === 'undefined') return;
+    insideSeen = el;
+    new IntersectionObserver((entries) => entries.forEach((e) => {
+      st.insideInView = e.isIntersecting;
+      if (e.isIntersecting) askServer();
+    })).observe(el);
   }
 
   const wanted = (id) => (id === 'dist-plot' ? `${st.step}|${st.t}|${st.k}|${st.p}` : String(st.step));
@@ -79,6 +138,7 @@
         st.dirty = false;
         const b = st.bundle;
         if (!b) break;
+        showText();
         const inside = st.step < b.n_steps; // a step past the bundle's frames is drawn by the server
         showViewer(inside);
         if (!inside) break;
@@ -98,10 +158,10 @@
     document.dispatchEvent(new CustomEvent('llmapp:rendered', { detail: { step: st.step } }));
   }
 
-  // The light panels follow from the server once the slider has been still a moment.
+  // What the server draws for the step follows once the slider has been still a moment.
   function settleSoon() {
     clearTimeout(st.settleTimer);
-    st.settleTimer = setTimeout(() => document.getElementById('step-settled')?.click(), st.settleMs);
+    st.settleTimer = setTimeout(() => { st.insideStale = true; askServer(); }, st.settleMs);
   }
 
   function onInput(e) {

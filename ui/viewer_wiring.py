@@ -2,13 +2,16 @@
 
 Once a trace is on screen (a generation ended or was stopped, a trace was loaded, the example,
 a branch shown) the server sends the browser viz.viewer's bundle: each panel that follows the
-step as one Plotly figure with a frame per step, and the exact sampling tables. assets/app_viewer.js
-then scrubs the step slider, plays, and reshapes the distribution for temperature, top-k and top-p
-with no request. The server is asked only:
+step as one Plotly figure with a frame per step, the exact sampling tables, and per step the token
+counts and KV summary. The text, token chips and speculative rounds on the page hold every step,
+marked (viz.output, viz.tokens, viz.speculative). assets/app_viewer.js then scrubs the step slider,
+plays, and reshapes the distribution for temperature, top-k and top-p with no request: it draws the
+five figures and shows the text, chips and rounds of the step. The server is asked only:
 
 - once per change of layer, head or overview metric (that panel's frames, made anew);
-- once after the step slider settles (debounced in the page): the text, the token chips, the
-  KV summary, the tokenizer comparison, the speculative rounds and the open "inside" tab.
+- once after the step slider settles (debounced in the page), and only while the "Inside the model"
+  panel is on screen: its open tab, which the model computes for the step. (A step past the bundle's
+  frames, in a trace longer than viz.viewer.MAX_FRAMES, also gets its five figures this way.)
 
 Messages go through one hidden textbox (`viewer-data`) as JSON: {"kind": "live"} when a generation
 starts (the page shows the server's streamed figures until the next bundle), {"kind": "bundle"},
@@ -35,7 +38,7 @@ from viz.viewer import MAX_FRAMES, _frame_steps, attention_panel, bundle_json, o
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 SCRIPTS = (PLOTLY_JS, ASSETS / "viewer.js", ASSETS / "app_viewer.js")
-LIGHT = ("output", "tokens", "kv_text", "compare", "spec")  # what the settle call redraws
+LIGHT = ("output", "tokens", "kv_text", "compare", "spec")  # drawn by the server for a whole trace; the page shows their steps
 FIVE = ("dist", "attn", "overview", "emb", "kv")  # the panels the page draws from the bundle
 INBOX_JS = "(s) => { (window.LLMAppInbox = window.LLMAppInbox || []).push(s); if (window.LLMApp) window.LLMApp.drain(); }"
 CACHE_SIZE = 6
@@ -131,19 +134,18 @@ def overview_message(trace: Trace | None, metric):
 
 
 def settled_view(C: dict, trace: Trace | None, step, layer, head, temperature, top_k, top_p, metric) -> dict:
-    """After the step slider settles: the light panels for the step. Steps past the bundle's frames
-    (a trace longer than viz.viewer.MAX_FRAMES) get the five figures from the server too."""
-    if trace is None or not trace.steps:
-        return {C["output"]: gr.skip()}
+    """After the step slider settles: nothing for a step the bundle holds (the page drew it); the five
+    figures for a step past the bundle's frames (a trace longer than viz.viewer.MAX_FRAMES)."""
     try:
         s = int(step)
     except (TypeError, ValueError):
-        s = len(trace.steps) - 1
-    only = LIGHT + (FIVE if s >= MAX_FRAMES else ())
+        return {C["dist"]: gr.skip()}
+    if trace is None or not trace.steps or s < MAX_FRAMES:
+        return {C["dist"]: gr.skip()}
     try:
         out = page.render(trace, step=s, layer=layer, head=head, temperature=temperature, top_k=top_k, top_p=top_p,
-                          metric=metric or "entropy", only=only)
+                          metric=metric or "entropy", only=FIVE)
     except SettingsError as e:
         gr.Warning(str(e))
-        return {C["output"]: gr.skip()}
+        return {C["dist"]: gr.skip()}
     return {C[k]: v for k, v in out.items()}

@@ -21,21 +21,25 @@ def output_html(steps: Sequence[StepRecord], *, upto: int | None = None, show_bo
     """The text of steps[0..upto] (None: all), escaped, newlines kept (white-space: pre-wrap).
 
     show_boundaries: each step's text in a span of alternating colour whose title gives the
-    step, token id and probabilities. stop_reason: appended in words when given."""
+    step, token id and probabilities. stop_reason: appended in words when given.
+
+    Every step's text sits in a span with `data-step`, and the text block says how many steps it
+    holds (`data-steps`): the page's step viewer (assets/app_viewer.js) shows an earlier step by
+    hiding the later spans, which reads exactly as this function's text for that step."""
     shown = list(steps) if upto is None else list(steps[: upto + 1])
-    if show_boundaries:
-        parts = []
-        for i, s in enumerate(shown):
-            if not s.text:
-                continue  # end-of-sequence, or bytes held back until a character is complete
+    parts = []
+    for i, s in enumerate(shown):
+        if not s.text:
+            continue  # end-of-sequence, or bytes held back until a character is complete
+        if show_boundaries:
             title = (f"step {i} · id {s.token_id} · {visible(s.piece)!r} · p={s.chosen_final_prob:.3f} sampled from "
                      f"({s.chosen_prob:.3f} at temperature 1)")
-            parts.append(f"<span class='step' style='background:{_SHADES[i % 2]};border-radius:3px' "
+            parts.append(f"<span class='step' data-step='{i}' style='background:{_SHADES[i % 2]};border-radius:3px' "
                          f"title=\"{html.escape(title)}\">{html.escape(s.text)}</span>")
-        body = "".join(parts)
-    else:
-        body = html.escape("".join(s.text for s in shown))
-    out = f"<div class='gen-text' style='white-space:pre-wrap;word-break:break-word;font-size:16px;line-height:1.6'>{body}</div>"
+        else:
+            parts.append(f"<span data-step='{i}'>{html.escape(s.text)}</span>")
+    out = (f"<div class='gen-text' data-steps='{len(shown)}' style='white-space:pre-wrap;word-break:break-word;font-size:16px;"
+           f"line-height:1.6'>{''.join(parts)}</div>")
     if stop_reason:
         words = STOP_WORDS.get(stop_reason, f"stopped: {stop_reason}")
         out += f"<div class='stop-reason' style='margin-top:6px;color:#718096;font-size:13.5px'>■ {html.escape(words)}</div>"

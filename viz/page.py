@@ -12,7 +12,9 @@ from pipeline.tiktoken_offline import ENCODINGS, EncodingUnavailable, encode_pie
 
 from . import attention, distribution, embeddings, kv, output, speculative, tokens
 
-# The keys of the panel outputs `render` fills, in a fixed order the app wires up.
+# The keys of the panel outputs `render` fills, in a fixed order the app wires up. The HTML ones show
+# every step of the trace with the step's parts marked (data-step): the page's step viewer shows an
+# earlier step from them with no request (assets/app_viewer.js; step_html below gives the rest).
 PANEL_KEYS = ("output", "tokens", "compare", "dist", "emb", "attn", "overview", "kv", "kv_text", "spec")
 STEP_FIGURES = frozenset(("dist", "emb", "attn", "overview", "kv"))  # the figures that follow the step
 HEAVY = ("emb", "attn", "overview", "kv", "kv_text", "compare", "spec")
@@ -49,9 +51,10 @@ def _compare(text: str) -> tuple:
     return tuple(out)
 
 
-def compare_html(trace: Trace, step: int) -> str:
-    """The person's text and the model's reply, in the model's tokenizer and in two of OpenAI's."""
-    reply = trace.steps[: step + 1]
+def compare_html(trace: Trace, step: int | None = None) -> str:
+    """The person's text and the model's reply (up to `step`; None: all of it), in the model's tokenizer
+    and in two of OpenAI's. The page shows the whole reply: it does not follow the step slider."""
+    reply = trace.steps if step is None else trace.steps[: step + 1]
     text = trace.prompt.text + "".join(s.text for s in reply)
     rows = list(_compare(text))
     if trace.prompt.text_ids:  # traces written before text_ids existed have no row of their own
@@ -107,7 +110,7 @@ def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, heavy:
         "overview": lambda: attention.attention_overview_figure(step=st, n_kv_heads=trace.model.n_kv_heads, metric=metric),
         "kv": lambda: kv.kv_timing_figure(steps=trace.steps, step=s, model=trace.model, rounds=trace.rounds),
         "kv_text": lambda: kv.kv_summary_html(steps=trace.steps, step=s, model=trace.model),
-        "compare": lambda: compare_html(trace, s),
+        "compare": lambda: compare_html(trace),
         "spec": lambda: speculative.rounds_html(trace.rounds, step=s, pieces=context_pieces(trace)),
     }
     keys = only if only is not None else [k for k in PANEL_KEYS if heavy or k not in HEAVY]
@@ -115,6 +118,13 @@ def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, heavy:
     for k in STEP_FIGURES.intersection(out):  # the contract the page and the tests read: the step a panel shows
         out[k].update_layout(meta={"step": s})
     return out
+
+
+def step_html(trace: Trace) -> dict[str, list[str]]:
+    """Per step of the trace, the bits of HTML the page's step viewer writes in place when that step is
+    on screen: the token counts line (inside .tok-counts) and the KV cache summary."""
+    return {"counts": [tokens.counts_html(trace.prompt, trace.steps[: s + 1]) for s in range(len(trace.steps))],
+            "kv": [kv.kv_summary_html(steps=trace.steps, step=s, model=trace.model) for s in range(len(trace.steps))]}
 
 
 def context_pieces(trace: Trace) -> list[str]:

@@ -107,8 +107,11 @@ def round_html(r: RoundRecord, *, on_screen: bool = False, pieces: Sequence[str]
             + (f" ({r.draft_passes} pass{'es' if r.draft_passes != 1 else ''})" if r.draft_passes else "")
             + f" + verify {r.target_ms:.0f} ms{rollback}")
     lookup = _lookup_words(r, pieces)
-    hl = "background:#fff7e0;" if on_screen else ""
-    return (f"<div class='spec-round' data-round='{r.index}' style='margin:3px 0;padding:2px 4px;border-radius:4px;{hl}'>"
+    # the round holding the step on screen: a class (assets/style.css), moved by the page's step viewer
+    # from data-first / data-steps with no request
+    on = " on-screen" if on_screen else ""
+    return (f"<div class='spec-round{on}' data-round='{r.index}' data-first='{r.first_step}' data-steps='{len(r.token_ids)}' "
+            f"style='margin:3px 0;padding:2px 4px;border-radius:4px'>"
             f"<span style='display:inline-block;width:5.5em;color:#4a5568;font-size:13px'>round {r.index}</span>"
             f"{''.join(chips)} <span style='color:#718096;font-size:12.5px'>{html.escape(meta)}</span>"
             + (f"<div class='spec-lookup' style='margin-left:5.5em;color:#4a5568;font-size:12.5px'>{html.escape(lookup)}</div>"

@@ -18,12 +18,11 @@ _ID = "<span style='font-size:10px;color:#718096'>{id}</span>"
 _WRAP = "<div style='line-height:1.2;max-height:420px;overflow-y:auto'>{}</div>"
 
 
-def _chip(piece: str, tid: int, pos: int, *, generated: bool, highlight: bool, title: str, n: int | None = 24) -> str:
-    border = "2px solid #c0262d" if highlight else ("2px solid #4a5568" if generated else "1px solid #e2e8f0")
-    style = _CHIP.format(bg=PASTELS[pos % len(PASTELS)], border=border)
-    if highlight:
-        style += ";box-shadow:0 0 0 3px #fbd38d"
-    return (f"<span class='tok{' gen' if generated else ''}{' hl' if highlight else ''}' style=\"{style}\" "
+def _chip(piece: str, tid: int, pos: int, *, generated: bool, highlight: bool, title: str, n: int | None = 24,
+          step: int | None = None) -> str:
+    style = _CHIP.format(bg=PASTELS[pos % len(PASTELS)], border="2px solid #4a5568" if generated else "1px solid #e2e8f0")
+    data = f" data-step='{step}'" if step is not None else ""
+    return (f"<span class='tok{' gen' if generated else ''}{' hl' if highlight else ''}'{data} style=\"{style}\" "
             f"title=\"{html.escape(title)}\"><span>{html_piece(piece, n)}</span>{_ID.format(id=int(tid))}</span>")
 
 
@@ -36,30 +35,30 @@ def tokens_html(prompt: PromptRecord, steps: Sequence[StepRecord], *, upto: int 
 
     upto: show the generated tokens of steps[0..upto] inclusive (None: all steps).
     highlight: the step whose chip is emphasised (None: none).
+    A generated chip carries `data-step`: the page's step viewer shows an earlier step by hiding later
+    chips, moving the `hl` class (styled in assets/style.css) and writing counts_html of that step.
     Each chip shows the readable piece and its id below; its title gives position and id."""
     shown = list(steps) if upto is None else list(steps[: upto + 1])
-    T0 = len(prompt.token_ids)
-    p_chars = len(prompt.rendered)
-    g_chars = sum(len(s.text) for s in shown)
-    counts = (
-        f"<div class='tok-counts' style='font-size:13.5px;color:#2d3748;margin-bottom:4px'>"
-        f"<b>Prompt</b> (with chat template): {p_chars:,} characters → {T0:,} tokens "
-        f"({_ratio(p_chars, T0)} characters per token) · "
-        f"<b>Generated</b>: {g_chars:,} characters → {len(shown):,} tokens ({_ratio(g_chars, len(shown))} characters per token)"
-        f"</div>"
-    )
+    counts = f"<div class='tok-counts' style='font-size:13.5px;color:#2d3748;margin-bottom:4px'>{counts_html(prompt, shown)}</div>"
     chips = []
     for pos, (tid, piece) in enumerate(zip(prompt.token_ids, prompt.pieces)):
         chips.append(_chip(piece, tid, pos, generated=False, highlight=False,
                            title=f"prompt token · position {pos} · id {tid} · {visible(piece)!r}"))
     for i, s in enumerate(shown):
         pos = s.position + 1  # the chosen token sits after the query that chose it
-        chips.append(_chip(s.piece, s.token_id, pos, generated=True, highlight=highlight == i,
+        chips.append(_chip(s.piece, s.token_id, pos, generated=True, highlight=highlight == i, step=i,
                            title=f"generated at step {i} ({s.phase}) · position {pos} · id {s.token_id} · "
                                  f"p={s.chosen_final_prob:.3f} · {visible(s.piece)!r}"))
     legend = ("<div style='font-size:12px;color:#718096;margin-top:4px'>Thin border: prompt. Bold border: generated. "
               "Red: the step on screen. Small number: the token id. Shown as ‘·’: a space, ‘↵’: a newline, ‘→’: a tab.</div>")
     return counts + _WRAP.format("".join(chips)) + legend
+
+
+def counts_html(prompt: PromptRecord, shown: Sequence[StepRecord]) -> str:
+    """Characters and tokens of the prompt and of the generated steps `shown`."""
+    T0, p_chars, g_chars = len(prompt.token_ids), len(prompt.rendered), sum(len(s.text) for s in shown)
+    return (f"<b>Prompt</b> (with chat template): {p_chars:,} characters → {T0:,} tokens ({_ratio(p_chars, T0)} characters per token) · "
+            f"<b>Generated</b>: {g_chars:,} characters → {len(shown):,} tokens ({_ratio(g_chars, len(shown))} characters per token)")
 
 
 def compare_tokenizers_html(text: str, encodings: Sequence[tuple[str, list[str], list[int]]]) -> str:

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from pipeline.records import Trace
 
-from . import attention, distribution, embeddings, kv
+from . import attention, distribution, embeddings, kv, page
 from .style import MUTED, NEW_COLOR, PROMPT_COLOR, plot_piece
 from .viewer_sampling import sampling_bundle
 
@@ -186,6 +186,8 @@ def viewer_bundle(trace: Trace, *, layer: int = 0, head: int | None = 0, metric:
             "kv-plot": kv_panel(trace, steps),
         },
         "dist_style": DIST_STYLE,
+        # per step of the whole trace (steps past the frames too): HTML the page writes in place
+        "html": page.step_html(trace),
         "sampling": sampling_bundle([trace.steps[s] for s in steps], penalty=st.repetition_penalty),
     }
 

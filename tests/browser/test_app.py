@@ -289,7 +289,7 @@ def test_resample_from_the_step_on_screen_keeps_the_steps_before_it(browser, app
     _generate(page, "The three primary colours are", max_new=10, temperature=0, mode="Raw text")
     before = [page.evaluate(f"() => document.querySelectorAll('#output span.step')[{i}].innerText") for i in range(3)]
     set_number(page, "step-slider", 3)
-    page.wait_for_function("() => document.querySelectorAll('#output span.step').length === 4", timeout=15_000)
+    page.wait_for_function("() => document.querySelectorAll('#output span.step:not([hidden])').length === 4", timeout=15_000)
     set_number(page, "temperature", 1.8)
     set_number(page, "seed", 7)
     mark_stale(page)
@@ -304,7 +304,7 @@ def test_resample_from_the_step_on_screen_keeps_the_steps_before_it(browser, app
 def test_play_moves_through_the_steps_and_pauses(browser, app_url):
     page = open_page(browser, app_url)  # the example trace is on screen
     set_number(page, "step-slider", 2)
-    page.wait_for_function("() => document.querySelectorAll('#output span.step').length === 3", timeout=15_000)
+    page.wait_for_function("() => document.querySelectorAll('#output span.step:not([hidden])').length === 3", timeout=15_000)
     page.click("#play")
     page.wait_for_function("() => parseInt(document.querySelector('#step-slider input[type=number]').value) >= 4", timeout=30_000)
     page.wait_for_selector("#play:has-text('Pause')", timeout=10_000)

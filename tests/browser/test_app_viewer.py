@@ -113,10 +113,15 @@ def test_scrub_play_and_reshape_send_no_request_and_match_the_pipeline(browser, 
         assert np.max(np.abs(bars[:N_SHOWN] - ref)) <= TOL, (step, t, k, p)
         assert abs(bars[N_SHOWN] - max(0.0, 1 - float(ref.sum()))) <= TOL, (step, t, k, p)
 
-    # once the slider settles, one light call brings the text and token chips of the step
-    page.evaluate("() => { LLMApp.state.settleMs = 300; }")
+    # the text and token chips show the step too, and once the slider is still nothing is asked
+    # while the "Inside the model" panel is off screen
+    page.evaluate("() => { LLMApp.state.settleMs = 300; window.scrollTo(0, 0); }")
+    requests.clear()  # (the download asked the server)
     set_number(page, "step-slider", 5)
-    page.wait_for_function("() => document.querySelectorAll('#output span.step').length === 6", timeout=60_000)
+    page.wait_for_function("() => document.querySelectorAll('#output span.step:not([hidden])').length === 6", timeout=60_000)
+    assert page.evaluate("() => document.querySelector('#tokens-html .tok.hl').dataset.step") == "5"
+    page.wait_for_timeout(1000)
+    assert requests == [], requests
     assert not page.errors and not error_toasts(page)
 
 
@@ -152,4 +157,45 @@ def test_scrubbing_the_moment_a_run_ends_lands_on_the_slider_step(browser, app_u
     assert want < 11
     page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === {want})", arg=list(PANELS), timeout=120_000)
     assert page.evaluate("() => LLMApp.state.bundle.n_steps") == 12
+    assert not page.errors and not error_toasts(page)
+
+
+TEXT = """() => ({
+  output: document.querySelector('#output .gen-text').innerText,
+  stop: !!document.querySelector('#output .stop-reason:not([hidden])'),
+  tokens: document.querySelector('#tokens-html .tok-counts').innerText + ' '
+    + Array.from(document.querySelectorAll('#tokens-html .tok:not([hidden])')).map(e => e.innerText).join(' '),
+  hl: Array.from(document.querySelectorAll('#tokens-html .tok.hl')).map(e => e.innerText),
+  kv: document.querySelector('#kv-summary .kv-summary').innerText })"""
+
+
+def test_the_text_chips_and_kv_summary_of_a_step_read_as_the_server_draws_them(browser, app_url):
+    """Scrubbing the example trace: the page shows each step's text, token chips, counts and KV summary
+    from the whole trace's HTML, with no request, and they read exactly as viz/ renders that step alone."""
+    from viz import page as page_viz
+    from viz.kv import kv_summary_html
+
+    trace = load("assets/example_trace.json.gz")
+    page = new_page(browser)
+    page.goto(app_url)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=300_000)
+    wait_model_loaded(page)  # (until then a timer asks the server for the loading status every second)
+    page.wait_for_timeout(1500)  # the page-open chain's last calls
+    ref = new_page(browser)
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    last = len(trace.steps) - 1
+    for s in (3, 0, last, 17):
+        page.evaluate("(v) => { const r = document.querySelector('#step-slider input[type=range]'); r.value = v;"
+                      " r.dispatchEvent(new Event('input', {bubbles: true})); return LLMApp.settled(); }", s)
+        shown = page.evaluate(TEXT)
+        ref.set_content(f"<div id='output'>{page_viz.output_only(trace, step=s)}</div>"
+                        f"<div id='tokens-html'>{page_viz.tokens_only(trace, step=s)}</div>"
+                        f"<div id='kv-summary'>{kv_summary_html(steps=trace.steps, step=s, model=trace.model)}</div>")
+        want = ref.evaluate(TEXT)
+        assert shown["output"] == want["output"] and shown["stop"] == want["stop"] == (s == last), s
+        assert shown["tokens"].split() == want["tokens"].split(), s
+        assert shown["hl"] == want["hl"] and len(shown["hl"]) == 1, s
+        assert shown["kv"].split() == want["kv"].split(), s
+    assert requests == [], requests
     assert not page.errors and not error_toasts(page)

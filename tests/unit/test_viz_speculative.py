@@ -1,3 +1,4 @@
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -49,8 +50,10 @@ def test_a_round_shows_each_outcome_with_its_test_on_hover():
 def test_bonus_round_and_the_step_on_screen():
     h = rounds_html(ROUNDS, step=3)
     assert "spec-bonus" in h
-    shaded = [part for part in h.split("<div class='spec-round'")[1:] if "background:#fff7e0" in part]
-    assert len(shaded) == 1 and "data-round='1'" in "<div class='spec-round'" + shaded[0][:40]
+    rows = re.findall(r"<div class='spec-round( on-screen)?' data-round='(\d+)' data-first='(\d+)' data-steps='(\d+)'", h)
+    assert [r[1] for r in rows if r[0]] == ["1"]  # the one round holding step 3 is marked
+    first, n = int(rows[1][2]), int(rows[1][3])
+    assert first <= 3 < first + n  # and its data says so, for the page's step viewer
 
 
 def test_summary_counts_and_an_honest_speed_up_below_one():

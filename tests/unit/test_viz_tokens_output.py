@@ -63,20 +63,22 @@ def test_output_html_escapes_and_keeps_newlines():
     steps = _steps_with_text(["Hi", " <script>alert(1)</script>", "\n", "é😀"])
     plain = output_html(steps, upto=None, show_boundaries=False, stop_reason=None)
     _no_raw_markup(plain)
-    assert html.escape("Hi <script>alert(1)</script>\né😀") in plain
+    text = re.sub(r"<span data-step='\d+'>|</span>", "", plain)  # each step's text in its own unstyled span
+    assert html.escape("Hi <script>alert(1)</script>\né😀") in text and "class='step'" not in plain
     assert "white-space:pre-wrap" in plain and "stop-reason" not in plain
 
 
 def test_output_html_boundaries_alternate_and_upto():
     steps = _steps_with_text(["a", "b", "", "c"])  # an empty step (held-back bytes / eos) gets no span
     out = output_html(steps, upto=None, show_boundaries=True, stop_reason=None)
-    spans = re.findall(r"<span class='step' style='background:(#[0-9a-f]+)[^>]*title=\"([^\"]*)\">([^<]*)</span>", out)
-    assert [s[2] for s in spans] == ["a", "b", "c"]
+    spans = re.findall(r"<span class='step' data-step='(\d+)' style='background:(#[0-9a-f]+)[^>]*title=\"([^\"]*)\">([^<]*)</span>", out)
+    assert [s[3] for s in spans] == ["a", "b", "c"] and [s[0] for s in spans] == ["0", "1", "3"]
+    spans = [s[1:] for s in spans]
     assert spans[0][0] != spans[1][0] and spans[2][0] == spans[1][0]  # shade by step parity: steps 0, 1, 3
     assert html.unescape(spans[2][1]).startswith(f"step 3 · id {steps[3].token_id}")
     assert f"p={steps[1].chosen_final_prob:.3f}" in html.unescape(spans[1][1])
     short = output_html(steps, upto=1, show_boundaries=True, stop_reason=None)
-    assert short.count("class='step'") == 2
+    assert short.count("class='step'") == 2 and "data-steps='2'" in short and "data-steps='4'" in out
 
 
 def test_output_html_stop_reason_in_words():
