@@ -133,6 +133,22 @@ def overview_message(trace: Trace | None, metric):
     return _panel_message(trace, "attn-overview", overview_panel(trace, _frame_steps(trace, MAX_FRAMES), metric=metric or "entropy"))
 
 
+def web_page(trace: Trace, layer, head, metric, folder: Path) -> Path:
+    """The trace on screen as one self-contained web page (viz.viewer_page: the same viewer, Plotly.js
+    inlined, no request of any kind), from the bundle the page holds; the one such file in `folder`."""
+    from viz.viewer_page import render_html
+
+    if not trace.steps:
+        raise SettingsError("there is no generation on screen to save: press Generate first")
+    bundle = json.loads(_bundle_text(trace, _layer(trace, layer), _head(trace, head), metric or "entropy"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("page-*.html"):
+        old.unlink(missing_ok=True)
+    path = folder / f"page-{time.strftime('%Y%m%d-%H%M%S')}.html"
+    path.write_text(render_html(trace, bundle=bundle), encoding="utf-8")
+    return path
+
+
 def settled_view(C: dict, trace: Trace | None, step, layer, head, temperature, top_k, top_p, metric) -> dict:
     """After the step slider settles: nothing for a step the bundle holds (the page drew it); the five
     figures for a step past the bundle's frames (a trace longer than viz.viewer.MAX_FRAMES)."""

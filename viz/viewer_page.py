@@ -71,9 +71,11 @@ def model_line(trace: Trace) -> str:
     return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", md)
 
 
-def render_html(trace: Trace, *, layer: int = 0, head: int = 0, max_frames: int = MAX_FRAMES) -> str:
-    """The whole page as one string."""
-    bundle = viewer_bundle(trace, layer=layer, head=head, max_frames=max_frames)
+def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frames: int = MAX_FRAMES, bundle: dict | None = None) -> str:
+    """The whole page as one string. `bundle`: the trace's viewer bundle when already made (the app
+    has the one its page shows); else made here for `layer`, `head` (None: every head) and `max_frames`."""
+    bundle = bundle or viewer_bundle(trace, layer=layer, head=head, max_frames=max_frames)
+    shown_head = bundle["attention"]["head"]
     n = bundle["n_steps"]
     js, version = _plotly()
     note = "" if n == len(trace.steps) else (
@@ -91,7 +93,8 @@ def render_html(trace: Trace, *, layer: int = 0, head: int = 0, max_frames: int 
         "CAPTION_DISTRIBUTION": html.escape(CAPTIONS["distribution"]),
         "CAPTION_EMBEDDINGS": html.escape(CAPTIONS["embeddings"]),
         "CAPTION_ATTENTION": html.escape(CAPTIONS["attention"] + f" Shown: block {bundle['attention']['layer']}, "
-                                         f"head {bundle['attention']['head']}; the overview beside it has every block and head."),
+                                         + ("every head" if shown_head is None else f"head {shown_head}")
+                                         + "; the overview beside it has every block and head."),
         "CAPTION_KV": html.escape(CAPTIONS["kv"]),
         "BUNDLE": bundle_json(bundle),
         "VIEWER_JS": (ASSETS / "viewer.js").read_text(encoding="utf-8"),

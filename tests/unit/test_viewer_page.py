@@ -83,3 +83,22 @@ def test_the_settings_line_names_every_segments_settings_and_exactness(trace):
     assert "exact: the trace holds every step's full-vocabulary logits" in line
     compact = dataclasses.replace(trace, steps=tuple(dataclasses.replace(s, logits=None) for s in trace.steps))
     assert "approximate" in settings_line(compact)
+
+
+def test_the_app_saves_the_trace_on_screen_as_one_page_from_its_own_bundle(trace, tmp_path):
+    """"Download as web page": the bundle the app's page holds (every head, here), in one file, the
+    previous one replaced."""
+    from ui import viewer_wiring
+
+    first = viewer_wiring.web_page(trace, 1, "all", "newest", tmp_path)
+    path = viewer_wiring.web_page(trace, 1, "all", "newest", tmp_path)
+    assert list(tmp_path.iterdir()) == [path] and path.suffix == ".html"
+    page = path.read_text(encoding="utf-8")
+    m = re.search(r'<script type="application/json" id="viewer-bundle">(.*?)</script>', page, re.S)
+    bundle = json.loads(m.group(1))
+    assert bundle["attention"] == {"layer": 1, "head": None, "metric": "newest"} and bundle["n_steps"] == 5
+    assert "every head; the overview" in page
+    assert not re.search(r"<(script|link|img|iframe)[^>]*\s(src|href)\s*=", page, re.I)
+    with pytest.raises(Exception, match="press Generate"):
+        viewer_wiring.web_page(make_trace(n_steps=0), 0, 0, None, tmp_path)
+    assert first.name.startswith("page-")
