@@ -63,7 +63,7 @@
 
   function mount(m) {
     st.bundle = m.bundle; st.key = m.key; st.drawn = {};
-    watchText(); watchInside();
+    watchText(); watchInside(); watchPanels();
     st.step = Math.round(numberOf('step-slider', m.bundle.n_steps - 1));
     st.t = numberOf('temperature', m.bundle.settings.temperature);
     st.k = Math.round(numberOf('top-k', m.bundle.settings.top_k));
@@ -115,6 +115,22 @@
     document.getElementById('step-settled')?.click();
   }
 
+  // Which step panels are on screen: those are drawn first, and the only ones drawn while Play runs
+  // (the others catch up when Play stops or when they scroll into view).
+  const inView = new Set(IDS);
+  const blocksSeen = new Set();
+  function watchPanels() {
+    if (typeof IntersectionObserver === 'undefined') return;
+    const seen = new IntersectionObserver((entries) => entries.forEach((e) => {
+      if (e.isIntersecting) { inView.add(e.target.id); if (st.bundle) render(); } else inView.delete(e.target.id);
+    }));
+    IDS.forEach((id) => {
+      const el = document.getElementById(id);
+      if (el && !blocksSeen.has(el)) { blocksSeen.add(el); seen.observe(el); }
+    });
+  }
+  const drawOrder = () => IDS.filter((id) => inView.has(id)).concat(st.playTimer === null ? IDS.filter((id) => !inView.has(id)) : []);
+
   let insideSeen = null;
   function watchInside() {
     const el = document.getElementById('panel-inside');
@@ -142,7 +158,7 @@
         const inside = st.step < b.n_steps; // a step past the bundle's frames is drawn by the server
         showViewer(inside);
         if (!inside) break;
-        for (const id of IDS) {
+        for (const id of drawOrder()) {
           if (st.dirty || b !== st.bundle) break;
           const w = wanted(id);
           if (st.drawn[id] === w) continue;
@@ -155,7 +171,8 @@
       st.busy = false;
     }
     st.rendered = st.step;
-    document.dispatchEvent(new CustomEvent('llmapp:rendered', { detail: { step: st.step } }));
+    const shown = IDS.filter((id) => st.drawn[id] === wanted(id)); // (while playing: the panels on screen)
+    document.dispatchEvent(new CustomEvent('llmapp:rendered', { detail: { step: st.step, shown } }));
   }
 
   // What the server draws for the step follows once the slider has been still a moment.
@@ -198,6 +215,7 @@
     clearTimeout(st.playTimer);
     st.playTimer = null;
     playLabel(PLAY);
+    render(); // the panels off screen catch up
   }
 
   // Play keeps time by the clock: PLAY_FPS steps a second even when drawing is slower (the panels then
