@@ -51,17 +51,22 @@ class Wires:
         inside_in = [p.tab, state, C["slider"], *[C[f"cmp_{x}{n}"] for n in range(3) for x in "tkp"], C["price_in"], C["price_out"], C["seed"]]
         inside_out = [C[k] for keys in INSIDE.values() for k in keys]
         inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
-        view_in = [state, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
-        all_out = [C["ran"], state] + [C[k] for k in page.PANEL_KEYS] + [C["slider"], C["download"], C["spec_summary"], C["info"],
-                                                                          C["layer"], C["head"], C["viewer_data"]]
-        gen_in = [C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"], C["head"],
-                  C["live"], C["spec_on"], C["spec_k"], C["spec_draft"], state]
         panels = [C[k] for k in page.PANEL_KEYS]
-        load_out = [state, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"],
-                    C["download"], C["spec_summary"]]
-        return cls(p, gen, Listeners(p, example), gen.finish, (Inside(p).inside_view, inside_in, inside_out, inside_kw),
-                   (viewer.bundle_message, [state, C["layer"], C["head"], C["metric"]], C["viewer_data"]),
-                   view_in, gen_in, all_out, [C["ran"], *view_in], panels + [C["slider"], C["download"], C["bundle_req"]], panels, load_out)
+        view_in = [state, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
+        return cls(
+            p=p, gen=gen, other=Listeners(p, example), finish=gen.finish,
+            inside=(Inside(p).inside_view, inside_in, inside_out, inside_kw),
+            send_bundle=(viewer.bundle_message, [state, C["layer"], C["head"], C["metric"]], C["viewer_data"]),
+            view_in=view_in,
+            gen_in=[C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"],
+                    C["head"], C["live"], C["spec_on"], C["spec_k"], C["spec_draft"], state],
+            all_out=[C["ran"], state, *panels, C["slider"], C["download"], C["spec_summary"], C["info"], C["layer"], C["head"], C["viewer_data"]],
+            fin_in=[C["ran"], *view_in],
+            fin_out=[*panels, C["slider"], C["download"], C["bundle_req"]],
+            panels=panels,
+            load_out=[state, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"],
+                      C["download"], C["spec_summary"]],
+        )
 
 
 def wire(demo: gr.Blocks, p: Page, example) -> None:
