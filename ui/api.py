@@ -25,7 +25,7 @@ from pipeline.errors import SettingsError
 
 API_NAME = "trace"
 MODES = {"chat": "Chat", "raw": "Raw text"}  # the API's mode -> the page's
-GENERATE_GROUP = dict(concurrency_limit=4, concurrency_id="generate")  # app.py's Generate: the same slots
+GENERATE_GROUP = dict(concurrency_limit=4, concurrency_id="generate")  # the page's Generate (ui/wiring.py): the same slots
 KEEP_S = 600  # a call's folder is removed this long after (Gradio has copied the file to its cache by then)
 
 
@@ -55,7 +55,7 @@ def run_trace(start_run: Callable, folder: Path, prompt, mode, system_prompt, te
               max_new_tokens) -> Path:
     """One generation to its end, written as a trace file into `folder`; SettingsError (with the
     reason) for bad input or a model not loaded. `start_run(prompt, settings, prev, cont, n_new,
-    spec)` is app.py's _start_run: the page's own checks and limits."""
+    spec)` is ui/model.py's start_run: the page's own checks and limits."""
     page_mode = MODES.get(str(mode or "").strip().lower())
     if page_mode is None:
         raise SettingsError(f"mode must be \"chat\" or \"raw\", not {mode!r}")

@@ -6,7 +6,7 @@
 
 The pure part (parse_link, make_link) takes and gives plain values; the Gradio part (layout, wire)
 adds the "Example traces" dropdown and the "Copy link" button. A gallery trace goes onto the page
-through app.py's own load_trace, the path an uploaded file takes; the page script assets/links.js
+through the page's own load_trace (ui/listeners.py), the path an uploaded file takes; the page script assets/links.js
 clicks Generate and moves the step slider once a trace is on screen.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ui.viewer_wiring import LIGHT
 
 LINKS_JS = (Path(__file__).resolve().parents[1] / "assets" / "links.js").read_text(encoding="utf-8")
 MODES = {"chat": "Chat", "raw": "Raw text"}
-# name in the link -> (field key in app.C, kind, lowest, highest): the page's own slider ranges
+# name in the link -> (field key in the page's C (ui/layout.py), kind, lowest, highest): the page's own slider ranges
 NUMBERS = {
     "temperature": ("temperature", float, 0.0, 2.0),
     "top_k": ("top_k", int, 0, 200),
@@ -42,7 +42,7 @@ MAX_TEXT = 20_000  # a prompt or system prompt longer than this is refused (a li
 
 @dataclass
 class Link:
-    """What a link asks for: `fields` by app.C key (only those given and valid), and the rest."""
+    """What a link asks for: `fields` by the page's C key (only those given and valid), and the rest."""
     fields: dict = field(default_factory=dict)
     step: int | None = None
     run: bool = False
@@ -144,13 +144,13 @@ def example_choices() -> list[tuple[str, str]]:
 # -- Gradio -------------------------------------------------------------------------------------
 @dataclass
 class Deps:
-    """What the links need from app.py (passed in: app.py may run as __main__)."""
+    """What the links need from the page (passed in by ui/wiring.py: app.py may run as __main__)."""
     C: dict
     state: object  # the session's trace (gr.State)
-    load_trace: Callable  # app.load_trace(file, layer, head, temperature, top_k, top_p) -> {component: value}
+    load_trace: Callable  # ui/listeners.py's load_trace(file, layer, head, temperature, top_k, top_p) -> {component: value}
     load_outputs: list  # its outputs, as the "Load trace" button lists them
-    view: Callable  # app._view(trace, step, layer, head, temperature, top_k, top_p, only=...) -> {component: value}
-    slider: Callable  # app._slider(trace, step) -> the step slider's update
+    view: Callable  # ui/views.py's panels_of_values, C given: (trace, step, layer, head, temperature, top_k, top_p, only=...) -> {component: value}
+    slider: Callable  # ui/views.py's slider(trace, step) -> the step slider's update
     send_bundle: tuple  # (fn, inputs, output): the viewer bundle of the trace on screen, for the page
     inside: tuple  # (fn, inputs, outputs, kwargs): the open "inside the model" tab
 

@@ -47,7 +47,7 @@ def wait_stopped(page, timeout_ms=180_000):
 def wait_viewer(page, timeout_ms=300_000):
     """Until the page's step viewer holds the trace on screen (its bundle follows a run's end): from then
     on the step and sampling sliders redraw the step panels in the page."""
-    # one step (e.g. an end of sequence at once): the slider shows 0..1, locked (app._slider), so its max is no count
+    # one step (e.g. an end of sequence at once): the slider shows 0..1, locked (ui/views.py's slider), so its max is no count
     page.wait_for_function(
         "() => { const r = document.querySelector('#step-slider input[type=range]');"
         " const n = r.disabled ? 1 : Number(r.max) + 1;"

@@ -11,7 +11,7 @@ from .test_app import mark_stale, wait_stopped
 
 pytestmark = pytest.mark.browser
 
-GENERATE_SLOTS = 4  # app.py: concurrency_limit of the "generate" events
+GENERATE_SLOTS = 4  # ui/wiring.py: concurrency_limit of the "generate" events
 
 
 def _set(page, prompt: str, max_new: int, *, temperature: float = 0, mode: str = "Raw text"):

@@ -146,11 +146,11 @@ def test_the_head_holds_top_k_ties_and_every_recorded_candidate():
 
 
 def test_the_grids_are_the_apps_sliders():
-    src = (ROOT / "app.py").read_text(encoding="utf-8")
+    src = (ROOT / "ui" / "layout.py").read_text(encoding="utf-8")
 
     def slider(elem_id):
         m = re.search(r"gr\.Slider\((.*)elem_id=\"" + elem_id + "\"", src)  # on one line
-        assert m, f"app.py has no slider {elem_id}"
+        assert m, f"ui/layout.py has no slider {elem_id}"
         lo, hi = (float(v) for v in m.group(1).split(",")[:2])
         return lo, hi, float(re.search(r"step=([0-9.]+)", m.group(1)).group(1))
 

@@ -1,0 +1,163 @@
+"""The listeners of a run: Generate, +1 token, re-sample, branch (streamed), the drawing after it ends
+(`finish`), and the branches kept and shown.
+
+A Generation holds the page's components (ui/layout.py's Page); its methods are the functions the
+events call (ui/wiring.py), with the values of their inputs in order.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import gradio as gr
+
+from pipeline import session
+from pipeline.errors import SettingsError
+from pipeline.records import Trace
+from viz import branches as branches_viz
+from viz import page
+from ui import model
+from ui import viewer_wiring as viewer
+from ui.layout import DOWNLOAD, Page
+from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged
+
+# While streaming, the figures refresh at most this often (seconds): the distribution, and the
+# heavy ones (attention, embeddings, KV). Text and token chips follow every token.
+DIST_EVERY_S = float(os.environ.get("LLM_VIZ_DIST_EVERY_S", 1.0))
+HEAVY_EVERY_S = float(os.environ.get("LLM_VIZ_HEAVY_EVERY_S", 4.0))
+
+
+class Generation:
+    def __init__(self, p: Page):
+        self.p, self.C = p, p.C
+
+    def _streamed(self, trace: Trace, i: int, opts: ViewOptions, live: bool, clock: dict) -> dict:
+        """The update for step `i` while streaming: the text and the token chips every token, figures at
+        a bounded rate (drawing them costs the browser far more than the model's step)."""
+        C = self.C
+        now = time.perf_counter()
+        out = {self.p.state: trace, C["output"]: page.output_only(trace, step=i), C["tokens"]: page.tokens_only(trace, step=i),
+               C["slider"]: slider(trace)}
+        if trace.speculative:
+            out[C["spec"]] = page.speculative.rounds_html(trace.rounds, step=i, pieces=page.context_pieces(trace))
+        if not live:  # text only while generating: the model runs at full speed on a small machine
+            pass
+        elif now - clock["heavy"] >= HEAVY_EVERY_S:
+            clock["heavy"] = clock["dist"] = now
+            out.update(panels(C, trace, i, opts, heavy=True))
+        elif now - clock["dist"] >= DIST_EVERY_S:
+            clock["dist"] = now
+            out[C["dist"]] = page.distribution_only(trace, step=i, temperature=opts.temperature, top_k=opts.top_k, top_p=opts.top_p)
+        return out
+
+    def stream(self, prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, live, spec_on, spec_k, spec_draft,
+               state, cont: dict | None = None, one_step=False):
+        """Generate and stream: cheap panels every token, heavy ones at a bounded rate, `finish` draws all
+        at the end. `cont`: go on from the trace on screen, as pipeline.continuation.continue_generation's
+        keywords ({"start_step": None} after its last step; a step to re-sample from; with "force_rank",
+        a branch); `one_step`: one token."""
+        C, prev = self.C, state
+        opts = ViewOptions(layer, head, temperature, top_k, top_p)
+        try:
+            settings = session.settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new)
+            n_new = 1 if one_step else session.tokens_to_make(prev, cont, settings.max_new_tokens)
+            spec = (bool(spec_on) and cont is None and not one_step, spec_k, spec_draft)  # +1 token and re-sample stay plain
+            lm, gen = model.start_run(prompt, settings, prev, cont, n_new, spec)
+        except SettingsError as e:
+            # a warning, not an error: the panels keep what they show, and nothing typed is touched
+            yield self._refused(e)
+            return
+        trace, kept = gen.trace(), getattr(gen, "kept", ())
+        layers, heads = layer_head_choices(trace)  # (after a loaded trace of another model)
+        first = {C["ran"]: True, self.p.state: trace, C["viewer_data"]: viewer.live_message(), C["download"]: gr.Button(DOWNLOAD, interactive=False),
+                 C["info"]: model.HOLDER.status, C["layer"]: layers, C["head"]: heads,
+                 C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(())}
+        if kept:  # continuing: the kept steps stay on screen
+            first.update(panels(C, trace, len(kept) - 1, opts))
+            first[C["slider"]] = slider(trace)
+        else:
+            first.update({C["output"]: page.output_only(trace), C["tokens"]: page.tokens_only(trace)})
+        yield first
+        if kept and kept[-1].stop_reason == "eos":  # a forced end of sequence: nothing follows
+            return
+        clock = dict(dist=time.perf_counter(), heavy=time.perf_counter())  # the first token goes out as text, at once
+        for _ in gen:  # a plain generation yields steps; a speculative one rounds of 1 to k+1 steps
+            trace = gen.trace()
+            yield self._streamed(trace, len(trace.steps) - 1, opts, live, clock)
+        if trace.speculative and trace.steps:
+            yield {C["spec_summary"]: page.speculative_summary_html(trace) + "<p><i>Measuring plain decoding of the same prompt and "
+                   "settings, for the speed-up …</i></p>"}
+            speed = session.speed_against_plain(lm, trace)
+            yield {C["spec_summary"]: page.speculative_summary_html(trace, speed)}
+
+    def _refused(self, e: Exception) -> dict:
+        """A refused run: the warning, and one update that changes nothing but the `ran` flag. (A
+        generator that yields nothing makes Gradio set every output to None: an empty step slider.)"""
+        gr.Warning(session.sentence(e))
+        return {self.C["ran"]: False}
+
+    def finish(self, ran, trace, step, layer, head, temperature, top_k, top_p):
+        """After streaming ends or is stopped: every panel for the last step. Nothing when the run was refused."""
+        C = self.C
+        if not ran or trace is None:
+            return unchanged(C)
+        step = len(trace.steps) - 1
+        return {**panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p)), C["slider"]: slider(trace, step),
+                C["download"]: gr.Button(DOWNLOAD, interactive=bool(trace.steps)), C["bundle_req"]: f"{id(trace)}:{time.time()}"}
+
+    # -- the buttons that start a run (their inputs: the stream's, some with one before) ----------
+    def gen_fn(self, *a):
+        yield from self.stream(*a)
+
+    def step_fn(self, *a):
+        trace = a[-1]
+        # the trace on screen goes on when the prompt box still holds its prompt (continue_generation
+        # refuses one of another model, with the reason); a new prompt starts afresh
+        cont = trace is not None and trace.steps and trace.prompt.text == a[0] and trace.steps[-1].stop_reason in (None, "max_new_tokens")
+        yield from self.stream(*a, cont={"start_step": None} if cont else None, one_step=True)
+
+    def resample_fn(self, step, *a):
+        yield from self.stream(*a, cont={"start_step": step})
+
+    # -- branches --------------------------------------------------------------------------------
+    def branch_fn(self, rank, step, *a):
+        prev = a[-1]
+        try:
+            k, s = int(rank), int(step)
+        except (TypeError, ValueError):
+            yield self._refused(SettingsError("pick a candidate to branch: click its bar in the distribution, or type its rank"))
+            return
+        pend = None
+        if prev is not None and 0 <= s < len(prev.steps) and 0 <= k < len(prev.steps[s].top_ids):
+            base = prev.steps[s]
+            pend = dict(parent=prev, fork=s, token_id=int(base.top_ids[k]), forced=base.top_pieces[k], model=base.piece)
+        for n, out in enumerate(self.stream(*a, cont={"start_step": s, "force_rank": k})):
+            yield {**out, self.p.pending: pend} if n == 0 else out
+
+    def branch_click(self, req, *a):  # "rank|nonce" from the page's script (0-based rank)
+        yield from self.branch_fn(str(req or "").split("|")[0], *a)
+
+    def branch_typed(self, rank, *a):  # the rank a person typed (1-based)
+        yield from self.branch_fn(int(rank) - 1 if rank else None, *a)
+
+    def record_branch(self, trace, branches, pend):
+        """After a branch ran: keep its parent and it in the list (same prompt and model only)."""
+        same = [b for b in branches if trace is not None and b.trace.prompt.rendered == trace.prompt.rendered
+                and b.trace.model.id == trace.model.id]
+        if pend and trace is not None and trace is not pend["parent"] and len(trace.steps) > pend["fork"] \
+                and trace.steps[pend["fork"]].token_id == pend["token_id"]:
+            if not any(b.trace is pend["parent"] for b in same):
+                same.append(branches_viz.Branch(branches_viz.branch_label(len(same)), pend["parent"], None))
+            same.append(branches_viz.Branch(branches_viz.branch_label(len(same)), trace, pend["fork"], pend["forced"], pend["model"]))
+        labels = [b.label for b in same]
+        on = next((b.label for b in same if b.trace is trace), None)
+        return same, branches_viz.branches_html(same, trace), gr.Radio(choices=labels, value=on), None
+
+    def show_branch(self, label, branches, layer, head, temperature, top_k, top_p):
+        C = self.C
+        b = next((b for b in branches if b.label == label), None)
+        if b is None:
+            return unchanged(C)
+        t = b.trace
+        return {self.p.state: t, **panels(C, t, len(t.steps) - 1, ViewOptions(layer, head, temperature, top_k, top_p)),
+                C["slider"]: slider(t), C["branches_html"]: branches_viz.branches_html(branches, t)}

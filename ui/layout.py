@@ -1,0 +1,234 @@
+"""Where each panel is laid out: every component of the page, by name, and nothing about events.
+
+layout() runs inside the page's gr.Blocks and returns a Page: `C` (name -> component, the names
+the listeners and ui/links.py use), the session's trace (`state`), the "Inside the model" tabs and
+the few per-session values the events keep. The events are in ui/wiring.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gradio as gr
+
+from pipeline.records import Trace
+from viz import branches as branches_viz
+from viz import page
+from viz.captions import CAPTIONS
+from ui import links
+from ui.model import DRAFT_MODEL, MAX_NEW_TOKENS
+from ui.step_slider import StepSlider
+
+DOWNLOAD = "Download trace"  # the download button's label (it reads otherwise while the file is made)
+SAMPLING_ROWS = ((1.0, 0, 1.0), (0.7, 0, 0.9), (0.3, 0, 1.0))  # temperature, top-k, top-p of the side-by-side columns
+
+
+@dataclass
+class Page:
+    """The page's components. `state`: each session's trace; `branches`, `pending`, `tour_i`, `tab`:
+    the branches made, a branch being run, the tour's stage, the open "inside" tab."""
+    C: dict = field(default_factory=dict)
+    tabs: dict = field(default_factory=dict)
+    state: gr.State | None = None
+    branches: gr.State | None = None
+    pending: gr.State | None = None
+    tour_i: gr.State | None = None
+    tab: gr.State | None = None
+
+
+def layout(example: Trace | None, status: str, spec_cost) -> Page:
+    """Every component, in page order (inside the open gr.Blocks)."""
+    p = Page()
+    C = p.C
+    # Each session's trace. It starts empty and gets the example on page load: Gradio would
+    # otherwise deep-copy the example per session and re-serialise it on every update.
+    p.state = gr.State(None)
+    C["ran"] = gr.State(False)  # whether the last Generate (or +1, re-sample, branch) ran, or was refused
+    gr.Markdown("# Watch a language model think, one token at a time\n" + CAPTIONS["intro"], elem_id="intro")
+    C["info"] = gr.Markdown(status, elem_id="model-info")
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=4, min_width=320):
+            _settings(C, example)
+        with gr.Column(scale=7, min_width=480):
+            _text_and_tokens(C)
+    with gr.Row(equal_height=False):
+        with gr.Column(elem_id="panel-distribution"):
+            gr.Markdown("### 4 · Next-token distribution\n" + CAPTIONS["distribution"], elem_classes="caption")
+            C["dist"] = gr.Plot(show_label=False, elem_id="dist-plot")
+        with gr.Column(elem_id="panel-embeddings"):
+            gr.Markdown("### 2 · Embeddings\n" + CAPTIONS["embeddings"], elem_classes="caption")
+            C["emb"] = gr.Plot(show_label=False, elem_id="emb-plot")
+    _attention_and_kv(C, example)
+    with gr.Column(elem_id="panel-inside"):
+        gr.Markdown("### 6 · Inside the model\n" + CAPTIONS["inside"], elem_classes="caption")
+        with gr.Tabs(elem_id="inside-tabs"):
+            _inside_tabs(C, p.tabs)
+    _speculative(C, spec_cost)
+    _hidden(C)
+    p.branches, p.pending, p.tour_i, p.tab = gr.State([]), gr.State(None), gr.State(0), gr.State("lens")
+    return p
+
+
+def _settings(C: dict, example: Trace | None) -> None:
+    """The left column: prompt, buttons, sampling, speculative decoding, files, links."""
+    from pipeline.draft import DEFAULT_DRAFT, draft_choices
+
+    C["mode"] = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode")
+    # one line that grows as text is pasted in: Enter generates (Gradio's multi-line boxes take Enter as a newline)
+    C["prompt"] = gr.Textbox(label="Prompt (Enter generates)", value="Why is the sky blue?", lines=1, max_lines=12, elem_id="prompt",
+                             placeholder="Type a prompt and press Enter")
+    C["system"] = gr.Textbox(label="System prompt (chat mode; empty: the template's own default)", lines=2, elem_id="system-prompt")
+    with gr.Row():
+        C["generate"] = gr.Button("Generate", variant="primary", elem_id="generate")
+        C["step"] = gr.Button("+1 token", elem_id="step")
+        C["stop"] = gr.Button("Stop", variant="stop", elem_id="stop")
+    C["live"] = gr.Checkbox(value=True, label="Redraw the figures while generating (off: text only until the end, fastest)",
+                            elem_id="live-figures")
+    with gr.Accordion("Sampling", open=True):
+        C["temperature"] = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature")
+        C["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k")
+        C["top_p"] = gr.Slider(0.01, 1, value=0.9, step=0.01, label="Top-p (1 = off)", elem_id="top-p")
+        with gr.Row():
+            # no minimum: a negative seed gets the pipeline's warning, which says what to type (Gradio's own
+            # check would be an error toast that names no field)
+            C["seed"] = gr.Number(value=0, precision=0, label="Seed", elem_id="seed")
+            C["max_new"] = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label="Max new tokens", elem_id="max-new-tokens")
+        C["resample"] = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm")
+    with gr.Accordion("Speculative decoding", open=False, elem_id="speculative-settings"):
+        C["spec_on"] = gr.Checkbox(value=False, label="Speculative decoding: a cheap draft proposes, the model checks",
+                                   elem_id="speculative")
+        C["spec_k"] = gr.Slider(1, 8, value=4, step=1, label="k: draft proposals per round", elem_id="spec-k")
+        C["spec_draft"] = gr.Dropdown(draft_choices(example.model.n_layers if example else 30, DRAFT_MODEL), value=DEFAULT_DRAFT,
+                                      allow_custom_value=True, label="Draft", elem_id="spec-draft",
+                                      info="ngram = copy from earlier in the text (no model: wins on this machine); "
+                                           "layers:N = this model's own first N layers; or the Hub id / local directory of a "
+                                           "smaller model with the same tokenizer")
+    with gr.Row():
+        C["download"] = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
+        # filled when Download is clicked, then clicked by the page's script (hidden)
+        C["download_file"] = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")
+        C["upload"] = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
+    links.layout(C)  # the gallery's dropdown and "Copy link" (ui/links.py)
+
+
+def _text_and_tokens(C: dict) -> None:
+    """The right column: the text, the step slider, the tour, panel 1 (tokens)."""
+    gr.Markdown(CAPTIONS["output"], elem_classes="caption")
+    C["output"] = gr.HTML(elem_id="output")
+    with gr.Row(equal_height=True):
+        C["slider"] = StepSlider(0, 1, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
+        C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm")  # played in the page (assets/app_viewer.js)
+        C["boundaries"] = gr.Checkbox(value=True, label="Show token boundaries", elem_id="boundaries", scale=1)
+        C["tour"] = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm")
+    with gr.Group(visible=False, elem_id="tour-panel") as C["tour_group"]:
+        C["tour_box"] = gr.HTML(elem_id="tour-box")
+        with gr.Row():
+            C["tour_back"] = gr.Button("‹ Back", elem_id="tour-back", size="sm")
+            C["tour_next"] = gr.Button("Next ›", elem_id="tour-next", size="sm", variant="primary")
+            C["tour_end"] = gr.Button("End the tour", elem_id="tour-end", size="sm")
+    with gr.Column(elem_id="panel-tokens"):
+        gr.Markdown("### 1 · Tokens\n" + CAPTIONS["tokens"], elem_classes="caption")
+        C["tokens"] = gr.HTML(elem_id="tokens-html")
+        C["compare"] = gr.HTML(elem_id="tokenizer-compare")
+
+
+def _attention_and_kv(C: dict, example: Trace | None) -> None:
+    """Panels 3 (attention, with its layer, head and overview metric) and 5 (KV cache and timing)."""
+    with gr.Column(elem_id="panel-attention"):
+        gr.Markdown("### 3 · Attention\n" + CAPTIONS["attention"], elem_classes="caption")
+        with gr.Row():
+            C["layer"] = gr.Dropdown(choices=list(range(example.model.n_layers if example else 1)), value=0, label="Layer", elem_id="layer", scale=1)
+            C["head"] = gr.Dropdown(choices=["all"] + list(range(example.model.n_heads if example else 1)), value="all", label="Head", elem_id="head", scale=1)
+            C["metric"] = gr.Radio(["entropy", "newest", "first"], value="entropy", label="Overview: per head", elem_id="overview-metric", scale=2)
+        with gr.Row(equal_height=False):
+            C["attn"] = gr.Plot(show_label=False, elem_id="attn-plot", scale=3)
+            C["overview"] = gr.Plot(show_label=False, elem_id="attn-overview", scale=2)
+    with gr.Column(elem_id="panel-kv"):
+        gr.Markdown("### 5 · KV cache and timing\n" + CAPTIONS["kv"], elem_classes="caption")
+        C["kv_text"] = gr.HTML(elem_id="kv-summary")
+        C["kv"] = gr.Plot(show_label=False, elem_id="kv-plot")
+
+
+def _inside_tabs(C: dict, tabs: dict) -> None:
+    """Panel 6's tabs (inside the open gr.Tabs), each kept in `tabs` by its id."""
+    with gr.Tab("Logit lens", id="lens", elem_id="tab-lens") as tabs["lens"]:
+        gr.Markdown(CAPTIONS["lens"], elem_classes="caption")
+        C["lens_html"] = gr.HTML(elem_id="lens-summary")
+        C["lens_plot"] = gr.Plot(show_label=False, elem_id="lens-plot")
+    with gr.Tab("Residual", id="residual", elem_id="tab-residual") as tabs["residual"]:
+        gr.Markdown(CAPTIONS["residual"], elem_classes="caption")
+        C["resid_plot"] = gr.Plot(show_label=False, elem_id="residual-plot")
+        gr.Markdown(CAPTIONS["contributions"], elem_classes="caption")
+        C["contrib_plot"] = gr.Plot(show_label=False, elem_id="contributions-plot")
+    with gr.Tab("Position", id="position", elem_id="tab-position") as tabs["position"]:
+        gr.Markdown(CAPTIONS["position"], elem_classes="caption")
+        C["pos_plot"] = gr.Plot(show_label=False, elem_id="position-plot")
+        with gr.Row(equal_height=True):
+            C["swap_i"] = gr.Number(value=None, precision=0, minimum=0, label="Swap prompt position (equal: two of your words)", elem_id="swap-i", scale=1)
+            C["swap_j"] = gr.Number(value=None, precision=0, minimum=0, label="with position", elem_id="swap-j", scale=1)
+            C["swap_btn"] = gr.Button("Swap them and compare attention", elem_id="swap-button", scale=2)
+        C["swap_plot"] = gr.Plot(show_label=False, elem_id="swap-plot")
+    with gr.Tab("KV cache", id="kvc", elem_id="tab-kvc") as tabs["kvc"]:
+        gr.Markdown(CAPTIONS["kv_compare"], elem_classes="caption")
+        C["kvc_btn"] = gr.Button("Recompute the step on screen without the cache", elem_id="kvc-button")
+        C["kvc_html"] = gr.HTML(elem_id="kvc-summary")
+        C["kvc_plot"] = gr.Plot(show_label=False, elem_id="kvc-plot")
+    with gr.Tab("Compute", id="accounting", elem_id="tab-accounting") as tabs["accounting"]:
+        gr.Markdown(CAPTIONS["accounting"], elem_classes="caption")
+        C["acc_html"] = gr.HTML(elem_id="accounting-summary")
+        C["acc_plot"] = gr.Plot(show_label=False, elem_id="accounting-plot")
+    _more_inside_tabs(C, tabs)
+
+
+def _more_inside_tabs(C: dict, tabs: dict) -> None:
+    """The last four tabs of panel 6: sampling side by side, branches, bytes, context."""
+    with gr.Tab("Sampling ×3", id="sampling", elem_id="tab-sampling") as tabs["sampling"]:
+        gr.Markdown(CAPTIONS["sampling_compare"], elem_classes="caption")
+        with gr.Row():
+            for n, (t, k, pp) in enumerate(SAMPLING_ROWS):
+                with gr.Group():
+                    C[f"cmp_t{n}"] = gr.Number(value=t, step=0.05, label=f"{n + 1}: temperature", elem_id=f"cmp-t{n}")
+                    C[f"cmp_k{n}"] = gr.Number(value=k, precision=0, label="top-k", elem_id=f"cmp-k{n}")
+                    C[f"cmp_p{n}"] = gr.Number(value=pp, step=0.01, label="top-p", elem_id=f"cmp-p{n}")
+        C["cmp_btn"] = gr.Button("Draw 1,000 tokens from each", elem_id="sampling-button")
+        C["cmp_plot"] = gr.Plot(show_label=False, elem_id="sampling-plot")
+    with gr.Tab("Branches", id="branches", elem_id="tab-branches") as tabs["branches"]:
+        gr.Markdown(CAPTIONS["branching"], elem_classes="caption")
+        C["branches_html"] = gr.HTML(branches_viz.branches_html([], None), elem_id="branches")
+        with gr.Row(equal_height=True):
+            C["branch_pick"] = gr.Radio([], label="Show branch", elem_id="branch-pick", scale=3)
+            C["branch_rank"] = gr.Number(value=2, precision=0, minimum=1, maximum=100, label="Candidate rank to force",
+                                         elem_id="branch-rank", scale=1)
+            C["branch_btn"] = gr.Button("Force it at the step on screen, generate on", elem_id="branch-button", scale=2)
+    with gr.Tab("Bytes", id="bytes", elem_id="tab-bytes") as tabs["bytes"]:
+        gr.Markdown(CAPTIONS["bytes"], elem_classes="caption")
+        C["bytes_html"] = gr.HTML(elem_id="bytes-html")
+    with gr.Tab("Context", id="context", elem_id="tab-context") as tabs["context"]:
+        gr.Markdown(CAPTIONS["context"], elem_classes="caption")
+        with gr.Row():
+            C["price_in"] = gr.Number(value=None, minimum=0, label="Price per million input tokens ($)", elem_id="price-in")
+            C["price_out"] = gr.Number(value=None, minimum=0, label="Price per million output tokens ($)", elem_id="price-out")
+        C["ctx_html"] = gr.HTML(elem_id="context-summary")
+        C["ctx_plot"] = gr.Plot(show_label=False, elem_id="context-plot")
+
+
+def _speculative(C: dict, spec_cost) -> None:
+    """Panel 7: the rounds of a speculative run, and this machine's cost curve when measured."""
+    with gr.Column(elem_id="panel-speculative"):
+        gr.Markdown("### 7 · Speculative decoding\n" + CAPTIONS["speculative"], elem_classes="caption")
+        C["spec_summary"] = gr.HTML(elem_id="spec-summary")
+        C["spec"] = gr.HTML(elem_id="spec-rounds")
+        if spec_cost is not None:
+            gr.HTML(page.speculative.cost_curve_html(spec_cost), elem_id="spec-cost-text")
+            gr.Plot(page.speculative.cost_curve_figure(spec_cost), show_label=False, elem_id="spec-cost-plot")
+
+
+def _hidden(C: dict) -> None:
+    """Hidden fields the page's scripts and the server talk through."""
+    # the step viewer's messages to the page (ui/viewer_wiring.py), and the page's "the step slider settled"
+    C["viewer_data"] = gr.Textbox(elem_id="viewer-data", elem_classes="hidden-input", container=False, lines=1, max_lines=1)
+    C["settled"] = gr.Button("settled", elem_id="step-settled", elem_classes="hidden-input")
+    C["bundle_req"] = gr.Textbox(elem_classes="hidden-input", container=False, lines=1, max_lines=1)
+    # set by the page's script: a click on a candidate bar ("rank|nonce"), the panel the tour points at
+    C["branch_req"] = gr.Textbox(elem_id="branch-request", elem_classes="hidden-input", container=False)
+    C["branch_go"] = gr.Button("branch", elem_id="branch-go", elem_classes="hidden-input")
+    C["tour_target"] = gr.Textbox(elem_id="tour-target", elem_classes="hidden-input", container=False)

@@ -1,0 +1,100 @@
+"""The page's other listeners: a trace file loaded or downloaded, the page opened, the tour, the
+model's status line.
+
+Environment: LLM_VIZ_DOWNLOAD_DIR=DIR holds the folder of trace files made for download (default:
+the system's temporary folder); that folder is removed at exit.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotations against this module's names)
+
+from pipeline import session, trace_io
+from pipeline.errors import SettingsError, TraceFormatError
+from pipeline.records import Trace
+from viz import page
+from viz import tour as tour_viz
+from ui import model
+from ui import viewer_wiring as viewer
+from ui.layout import DOWNLOAD, Page
+from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged
+
+# a folder of our own (inside LLM_VIZ_DOWNLOAD_DIR when set), removed at exit
+DOWNLOADS = Path(tempfile.mkdtemp(prefix="llm-viz-traces-", dir=os.environ.get("LLM_VIZ_DOWNLOAD_DIR") or None))
+atexit.register(shutil.rmtree, DOWNLOADS, ignore_errors=True)
+
+
+class Listeners:
+    def __init__(self, p: Page, example: Trace | None):
+        self.p, self.C, self.example = p, p.C, example
+
+    def download_click(self, trace: Trace | None, request: gr.Request = None):
+        """The trace file, built now that someone asked for it (the logit lens of every step is computed
+        here, not after every run), into the hidden download button that the page's script then clicks."""
+        C = self.C
+        if not trace or not trace.steps:
+            yield {C["download_file"]: None}
+            return
+        yield {C["download"]: gr.Button("Preparing the file …", interactive=False), C["download_file"]: None}
+        folder = DOWNLOADS / (getattr(request, "session_hash", None) or "shared")
+        try:
+            path = str(session.write_download(model.loaded(), trace, folder))
+        except (OSError, SettingsError) as e:
+            gr.Warning(f"Could not write the trace file: {session.sentence(e)}")
+            path = None
+        yield {C["download"]: gr.Button(DOWNLOAD, interactive=True), C["download_file"]: path}
+
+    def load_trace(self, file, layer, head, temperature, top_k, top_p, request: gr.Request = None):
+        """An uploaded trace file onto the page (or a Trace already read: a gallery one, shared by every session)."""
+        C = self.C
+        if file is None:
+            return unchanged(C)
+        if isinstance(file, Trace):
+            trace = file
+        else:
+            try:
+                trace = trace_io.load(file if isinstance(file, str) else getattr(file, "name", str(file)))  # .json(.gz), /1 or /2
+            except (OSError, EOFError, TraceFormatError) as e:
+                gr.Warning(f"Could not read that trace: {e}")
+                return unchanged(C)
+        if not trace.steps:
+            gr.Warning("That trace holds no generated steps.")
+            return unchanged(C)
+        L, H = layer_head_choices(trace)
+        s = trace.settings
+        return {
+            self.p.state: trace, **panels(C, trace, len(trace.steps) - 1, ViewOptions.of(trace)),
+            C["slider"]: slider(trace), C["layer"]: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
+            C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),
+            C["temperature"]: s.temperature, C["top_k"]: s.top_k, C["top_p"]: s.top_p, C["seed"]: s.seed,
+            C["info"]: page.model_markdown(session.known_weights(trace.model, model.loaded()), loaded_from_file=True),
+            C["download"]: gr.Button(DOWNLOAD, interactive=True), C["spec_summary"]: page.speculative_summary_html(trace),
+        }
+
+    def on_load(self):
+        C, t = self.C, self.example  # immutable: every session can share the one object
+        if t is None:
+            return {C["info"]: model.HOLDER.status}
+        # the five step panels come in the bundle, drawn by the page; the light ones from here
+        return {self.p.state: t, **panels(C, t, len(t.steps) - 1, ViewOptions.of(t), only=viewer.LIGHT),
+                C["slider"]: slider(t), C["info"]: model.HOLDER.status, C["spec_summary"]: page.speculative_summary_html(t)}
+
+    def tour_show(self, trace, step, i):
+        C = self.C
+        if trace is None or not trace.steps:
+            gr.Warning("Generate some text first: the tour walks through one step of it.")
+            return {C["tour_target"]: ""}
+        s = max(0, min(int(step), len(trace.steps) - 1))
+        stages = tour_viz.tour_stages(trace, s)
+        i = max(0, min(int(i), len(stages) - 1))
+        return {C["tour_group"]: gr.Group(visible=True), C["tour_box"]: tour_viz.tour_html(trace, s, i), self.p.tour_i: i,
+                C["tour_target"]: stages[i].target}
+
+
+def status_tick():  # until the model has loaded (or failed), then the timer stops
+    return model.HOLDER.status, gr.Timer(active=not model.HOLDER.ready.is_set())

@@ -1,0 +1,62 @@
+"""What several listeners draw alike: the panels of one step, the step slider, the layer and head choices.
+
+`C` is the page's components by name (ui/layout.py); the updates are {component: value}.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from pipeline.records import Trace
+from viz import page
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    """How a step's panels are drawn: the attention layer and head, and the sampling settings that
+    shape the distribution (the values of the page's fields, as Gradio passes them)."""
+    layer: object
+    head: object
+    temperature: object
+    top_k: object
+    top_p: object
+
+    @classmethod
+    def of(cls, trace: Trace) -> "ViewOptions":
+        """A trace as it was made: layer 0, every head, its own sampling settings."""
+        s = trace.settings
+        return cls(0, "all", s.temperature, s.top_k, s.top_p)
+
+
+def unchanged(C: dict) -> dict:
+    """An update that changes nothing (Gradio reads an empty dict as one missing value)."""
+    return {C["output"]: gr.skip()}
+
+
+def panels(C: dict, trace: Trace | None, step, opts: ViewOptions, *, heavy=True, only=None) -> dict:
+    """Every panel for one step of a trace (or the `only` ones), as {component: value}."""
+    if trace is None:
+        return {}
+    out = page.render(trace, step=step, layer=opts.layer, head=opts.head, temperature=opts.temperature, top_k=opts.top_k,
+                      top_p=opts.top_p, heavy=heavy, only=only)
+    return {C[k]: v for k, v in out.items()}
+
+
+def panels_of_values(C: dict, trace: Trace | None, step, layer, head, temperature, top_k, top_p, *, only=None) -> dict:
+    """panels() with the options as separate values (ui/links.py's Deps.view)."""
+    return panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p), only=only)
+
+
+def slider(trace: Trace | None, value=None):
+    n = len(trace.steps) if trace else 0
+    top = max(n - 1, 0)
+    v = top if value is None else max(0, min(int(value), top))
+    # a Gradio slider needs minimum < maximum: with one step or none it shows 0..1, locked
+    return gr.Slider(minimum=0, maximum=max(top, 1), value=v, step=1, interactive=n > 1)
+
+
+def layer_head_choices(trace: Trace | None):
+    L = trace.model.n_layers if trace else 1
+    H = trace.model.n_heads if trace else 1
+    return gr.Dropdown(choices=list(range(L))), gr.Dropdown(choices=["all"] + list(range(H)))

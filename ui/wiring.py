@@ -1,0 +1,186 @@
+"""The page's events: which listener runs when, on which inputs and outputs, and what follows it.
+
+wire() runs inside the page's gr.Blocks after ui/layout.py has laid it out, and wires the events
+in one fixed order (Gradio numbers them in that order). Every chain that changes the step or the
+trace on screen ends with the open "inside the model" tab drawn anew.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
+
+import gradio as gr
+
+from viz import page
+from ui import links
+from ui import viewer_wiring as viewer
+from ui.generation import Generation
+from ui.inside import INSIDE, Inside, kv_compare_click, swap_click
+from ui.layout import Page
+from ui.listeners import Listeners, status_tick
+from ui.views import panels_of_values, slider
+
+FOCUS_JS = ("(t) => { document.querySelectorAll('.tour-focus').forEach(e => e.classList.remove('tour-focus')); "
+            "const el = t ? document.getElementById(t) : null; "
+            "if (el) { el.classList.add('tour-focus'); el.scrollIntoView({behavior: 'smooth', block: 'center'}); } }")
+
+
+@dataclass
+class Wires:
+    """The listeners and the input and output lists several events share. Each listener is taken
+    once: Gradio puts the events of one function object in one concurrency group."""
+    p: Page
+    gen: Generation
+    other: Listeners
+    finish: Callable
+    inside: tuple  # (fn, inputs, outputs, kwargs): the open "inside the model" tab, drawn anew
+    send_bundle: tuple  # (fn, inputs, output): the viewer bundle of the trace on screen, for the page
+    view_in: list
+    gen_in: list
+    all_out: list
+    fin_in: list
+    fin_out: list
+    panels: list
+    load_out: list
+
+    @classmethod
+    def of(cls, p: Page, example) -> "Wires":
+        C, state = p.C, p.state
+        gen = Generation(p)
+        inside_in = [p.tab, state, C["slider"], *[C[f"cmp_{x}{n}"] for n in range(3) for x in "tkp"], C["price_in"], C["price_out"], C["seed"]]
+        inside_out = [C[k] for keys in INSIDE.values() for k in keys]
+        inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
+        panels = [C[k] for k in page.PANEL_KEYS]
+        view_in = [state, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
+        return cls(
+            p=p, gen=gen, other=Listeners(p, example), finish=gen.finish,
+            inside=(Inside(p).inside_view, inside_in, inside_out, inside_kw),
+            send_bundle=(viewer.bundle_message, [state, C["layer"], C["head"], C["metric"]], C["viewer_data"]),
+            view_in=view_in,
+            gen_in=[C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"],
+                    C["head"], C["live"], C["spec_on"], C["spec_k"], C["spec_draft"], state],
+            all_out=[C["ran"], state, *panels, C["slider"], C["download"], C["spec_summary"], C["info"], C["layer"], C["head"], C["viewer_data"]],
+            fin_in=[C["ran"], *view_in],
+            fin_out=[*panels, C["slider"], C["download"], C["bundle_req"]],
+            panels=panels,
+            load_out=[state, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"],
+                      C["download"], C["spec_summary"]],
+        )
+
+
+def wire(demo: gr.Blocks, p: Page, example) -> None:
+    """Every event of the page, in the order the page has always had them."""
+    w = Wires.of(p, example)
+    # the viewer's messages go to the page's script (assets/app_viewer.js)
+    p.C["viewer_data"].change(None, p.C["viewer_data"], None, js=viewer.INBOX_JS, api_visibility="private")
+    events = _generation(w) + _branches(w)
+    _tour(w)
+    _stop_and_files(w, events)
+    _inside_tabs(w)
+    _viewer_calls(w)
+    _upload(w)
+    _page_open(demo, w)
+
+
+def _generation(w: Wires) -> list:
+    """Generate (and Enter in the prompt), +1 token, re-sample: streamed, then `finish`, then the open tab."""
+    C, gen = w.p.C, w.gen
+    gen_fn, fin = gen.gen_fn, w.finish
+    events = []
+    for trigger, fn, extra, name in ((C["generate"].click, gen_fn, [], "generate"), (C["prompt"].submit, gen_fn, [], None),
+                                     (C["step"].click, gen.step_fn, [], "step"), (C["resample"].click, gen.resample_fn, [C["slider"]], "resample")):
+        ev = trigger(fn, extra + w.gen_in, w.all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden",
+                     api_name=name, api_visibility="public" if name else "private")
+        ev.then(fin, w.fin_in, w.fin_out, show_progress="hidden").then(*w.inside[:3], **w.inside[3])
+        events.append(ev)
+    return events
+
+
+def _branches(w: Wires) -> list:
+    """A branch (a candidate bar clicked, or a rank typed), kept in the list; a kept branch shown."""
+    C, gen, p = w.p.C, w.gen, w.p
+    record = gen.record_branch
+    branch_in = [C["slider"], *w.gen_in]
+    branch_out = [*w.all_out, p.pending]
+    events = []
+    for trigger, rank_in, fn in ((C["branch_go"].click, C["branch_req"], gen.branch_click), (C["branch_btn"].click, C["branch_rank"], gen.branch_typed)):
+        ev = trigger(fn, [rank_in, *branch_in], branch_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden")
+        ev.then(w.finish, w.fin_in, w.fin_out, show_progress="hidden").then(*w.inside[:3], **w.inside[3]).then(
+            record, [p.state, p.branches, p.pending], [p.branches, C["branches_html"], C["branch_pick"], p.pending], show_progress="hidden")
+        events.append(ev)
+    C["branch_pick"].input(gen.show_branch, [C["branch_pick"], p.branches, C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
+                           [p.state, *w.panels, C["slider"], C["branches_html"]], show_progress="hidden").then(
+        *w.send_bundle).then(*w.inside[:3], **w.inside[3])
+    return events
+
+
+def _tour(w: Wires) -> None:
+    """The tour's buttons: start, next, back, end; the page then points at the stage's panel."""
+    C, p, tour_show = w.p.C, w.p, w.other.tour_show
+    tour_out = [C["tour_group"], C["tour_box"], p.tour_i, C["tour_target"]]
+    for btn, delta in ((C["tour"], None), (C["tour_next"], 1), (C["tour_back"], -1)):
+        fn = (lambda d: (lambda t, s, i: tour_show(t, s, 0 if d is None else i + d)))(delta)
+        btn.click(fn, [p.state, C["slider"], p.tour_i], tour_out, show_progress="hidden").then(
+            None, [C["tour_target"]], None, js=FOCUS_JS)
+    C["tour_end"].click(lambda: {C["tour_group"]: gr.Group(visible=False), C["tour_target"]: ""}, None, tour_out,
+                        show_progress="hidden").then(None, [C["tour_target"]], None, js=FOCUS_JS)
+
+
+def _stop_and_files(w: Wires, events: list) -> None:
+    """Stop (cancels every run), the bundle `finish` asks for, and Download."""
+    C = w.p.C
+    C["stop"].click(w.finish, w.fin_in, w.fin_out, cancels=events, show_progress="hidden").then(*w.inside[:3], **w.inside[3])
+    # finish asks for the bundle through its own event: a run's chain (Generate, Stop) ends without
+    # waiting for it, so Generate, whose click is ignored while its chain is pending, can be clicked again
+    C["bundle_req"].change(*w.send_bundle, show_progress="hidden", api_visibility="private")
+    C["download"].click(w.other.download_click, w.p.state, [C["download"], C["download_file"]], show_progress="hidden").then(
+        None, None, None, js="() => document.querySelector('#download-file')?.click()")  # (no file: a click does nothing)
+
+
+def _inside_tabs(w: Wires) -> None:
+    """Panel 6: the open tab is drawn when opened and follows the step slider; its buttons and fields."""
+    C, p = w.p.C, w.p
+    inside_view, inside_in, inside_out, inside_kw = w.inside
+    for key, tab in p.tabs.items():
+        tab.select((lambda k: lambda: k)(key), None, p.tab, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
+    C["cmp_btn"].click(inside_view, inside_in, inside_out, **inside_kw)
+    for k in ("price_in", "price_out"):
+        C[k].input(inside_view, inside_in, inside_out, **inside_kw)
+    C["kvc_btn"].click(kv_compare_click, [p.state, C["slider"]], [C["kvc_html"], C["kvc_plot"]], show_progress="minimal")
+    C["swap_btn"].click(swap_click, [p.state, C["swap_i"], C["swap_j"]], [C["swap_plot"], C["swap_i"], C["swap_j"]], show_progress="minimal")
+
+
+def _viewer_calls(w: Wires) -> None:
+    """The server calls the page's step viewer still makes: one per change of layer, head or overview
+    metric, and one after the step slider settles (the light panels and the open inside tab); and the
+    text drawn with or without token boundaries."""
+    C, state = w.p.C, w.p.state
+    for k in ("layer", "head"):
+        C[k].input(viewer.attention_message, [state, C["layer"], C["head"]], C["viewer_data"], show_progress="hidden",
+                   concurrency_limit=None, trigger_mode="always_last")
+    C["metric"].input(viewer.overview_message, [state, C["metric"]], C["viewer_data"], show_progress="hidden", concurrency_limit=None)
+    settle_out = [C[k] for k in viewer.FIVE]
+    C["settled"].click(lambda *a: viewer.settled_view(C, *a), [*w.view_in, C["metric"]], settle_out, show_progress="hidden",
+                       concurrency_limit=None, trigger_mode="always_last").then(*w.inside[:3], **w.inside[3])
+    # the whole trace's text: the page's step viewer shows the step on screen
+    C["boundaries"].input(lambda t, b: page.output_only(t, boundaries=b) if t else gr.skip(),
+                          [state, C["boundaries"]], C["output"], show_progress="hidden")
+
+
+def _upload(w: Wires) -> None:
+    """A trace file loaded from disk."""
+    C = w.p.C
+    C["upload"].upload(w.other.load_trace, [C["upload"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]], w.load_out).then(
+        *w.send_bundle).then(*w.inside[:3], **w.inside[3])
+
+
+def _page_open(demo: gr.Blocks, w: Wires) -> None:
+    """The page opened: the example trace, then what a link asks for (ui/links.py); the model's status
+    line until it has loaded."""
+    C, p = w.p.C, w.p
+    opened = demo.load(w.other.on_load, None, [p.state, *w.panels, C["slider"], C["info"], C["spec_summary"]], show_progress="hidden").then(
+        *w.send_bundle).then(*w.inside[:3], **w.inside[3])
+    links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside), opened)
+    status_timer = gr.Timer(1.0)
+    status_timer.tick(status_tick, None, [C["info"], status_timer], show_progress="hidden")
