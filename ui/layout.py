@@ -18,7 +18,8 @@ from ui import links
 from ui.model import DRAFT_MODEL, MAX_NEW_TOKENS
 from ui.step_slider import StepSlider
 
-DOWNLOAD = "Download trace"  # the download button's label (it reads otherwise while the file is made)
+DOWNLOAD = "Download trace"  # the download buttons' labels (they read otherwise while the file is made)
+DOWNLOAD_PAGE = "Download as web page"
 SAMPLING_ROWS = ((1.0, 0, 1.0), (0.7, 0, 0.9), (0.3, 0, 1.0))  # temperature, top-k, top-p of the side-by-side columns
 
 
@@ -104,6 +105,7 @@ def _settings(C: dict, example: Trace | None) -> None:
                                            "smaller model with the same tokenizer")
     with gr.Row():
         C["download"] = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
+        C["download_page"] = gr.Button(DOWNLOAD_PAGE, elem_id="download-page", size="sm")  # one file that works offline
         # filled when Download is clicked, then clicked by the page's script (hidden)
         C["download_file"] = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")
         C["upload"] = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")

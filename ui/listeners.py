@@ -21,7 +21,7 @@ from viz import page
 from viz import tour as tour_viz
 from ui import model
 from ui import viewer_wiring as viewer
-from ui.layout import DOWNLOAD, Page
+from ui.layout import DOWNLOAD, DOWNLOAD_PAGE, Page
 from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged
 
 # a folder of our own (inside LLM_VIZ_DOWNLOAD_DIR when set), removed at exit
@@ -48,6 +48,23 @@ class Listeners:
             gr.Warning(f"Could not write the trace file: {session.sentence(e)}")
             path = None
         yield {C["download"]: gr.Button(DOWNLOAD, interactive=True), C["download_file"]: path}
+
+    def download_page_click(self, trace: Trace | None, layer, head, metric, request: gr.Request = None):
+        """The trace on screen as one web page that needs nothing else (viz.viewer_page), built from the
+        viewer bundle the page holds, into the hidden download button that the page's script clicks."""
+        C = self.C
+        if not trace or not trace.steps:
+            gr.Warning("There is no generation on screen to save: press Generate first.")
+            yield {C["download_file"]: None}
+            return
+        yield {C["download_page"]: gr.Button("Preparing the web page …", interactive=False), C["download_file"]: None}
+        folder = DOWNLOADS / (getattr(request, "session_hash", None) or "shared")
+        try:
+            path = str(viewer.web_page(trace, layer, head, metric, folder))
+        except (OSError, SettingsError) as e:
+            gr.Warning(f"Could not write the web page: {session.sentence(e)}")
+            path = None
+        yield {C["download_page"]: gr.Button(DOWNLOAD_PAGE, interactive=True), C["download_file"]: path}
 
     def load_trace(self, file, layer, head, temperature, top_k, top_p, request: gr.Request = None):
         """An uploaded trace file onto the page (or a Trace already read: a gallery one, shared by every session)."""

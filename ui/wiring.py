@@ -128,7 +128,7 @@ def _tour(w: Wires) -> None:
 
 
 def _stop_and_files(w: Wires, events: list) -> None:
-    """Stop (cancels every run), the bundle `finish` asks for, and Download."""
+    """Stop (cancels every run), the bundle `finish` asks for, and the two downloads."""
     C = w.p.C
     C["stop"].click(w.finish, w.fin_in, w.fin_out, cancels=events, show_progress="hidden").then(*w.inside[:3], **w.inside[3])
     # finish asks for the bundle through its own event: a run's chain (Generate, Stop) ends without
@@ -136,6 +136,8 @@ def _stop_and_files(w: Wires, events: list) -> None:
     C["bundle_req"].change(*w.send_bundle, show_progress="hidden", api_visibility="private")
     C["download"].click(w.other.download_click, w.p.state, [C["download"], C["download_file"]], show_progress="hidden").then(
         None, None, None, js="() => document.querySelector('#download-file')?.click()")  # (no file: a click does nothing)
+    C["download_page"].click(w.other.download_page_click, [w.p.state, C["layer"], C["head"], C["metric"]], [C["download_page"], C["download_file"]],
+                             show_progress="hidden").then(None, None, None, js="() => document.querySelector('#download-file')?.click()")
 
 
 def _inside_tabs(w: Wires) -> None:
@@ -153,7 +155,7 @@ def _inside_tabs(w: Wires) -> None:
 
 def _viewer_calls(w: Wires) -> None:
     """The server calls the page's step viewer still makes: one per change of layer, head or overview
-    metric, and one after the step slider settles (the light panels and the open inside tab); and the
+    metric, and one after the step slider settles (the open inside tab, when on screen); and the
     text drawn with or without token boundaries."""
     C, state = w.p.C, w.p.state
     for k in ("layer", "head"):

@@ -199,3 +199,33 @@ def test_the_text_chips_and_kv_summary_of_a_step_read_as_the_server_draws_them(b
         assert shown["kv"].split() == want["kv"].split(), s
     assert requests == [], requests
     assert not page.errors and not error_toasts(page)
+
+
+def test_download_as_web_page_gives_the_same_viewer_offline(browser, app_url, tmp_path):
+    """The example trace on screen, saved with "Download as web page" at once (a newcomer does not wait):
+    one file, which opens with nothing else, scrubs and plays."""
+    from .test_viewer_page import IDS, open_viewer, settle
+
+    page = new_page(browser)
+    page.goto(app_url)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=300_000)
+    page.locator("#head input").click()
+    page.get_by_role("option", name="2", exact=True).click()
+    page.wait_for_function("() => /head 2/.test(document.querySelector('#attn-plot .js-plotly-plot').layout.title.text)", timeout=60_000)
+    with page.expect_download(timeout=120_000) as dl:
+        page.click("#download-page")
+    path = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(path)
+    assert path.suffix == ".html" and 4_000_000 < path.stat().st_size < 20_000_000
+    assert page.locator("#download-page").inner_text() == "Download as web page"
+    view = open_viewer(browser, path)
+    n = len(load("assets/example_trace.json.gz").steps)
+    settle(view, 0)
+    assert "head 2" in view.evaluate("() => document.querySelector('#attn-plot .js-plotly-plot').layout.title.text")
+    view.evaluate("(v) => { const r = document.querySelector('#step-slider input[type=range]'); r.value = v;"
+                  " r.dispatchEvent(new Event('input', {bubbles: true})); }", 9)
+    settle(view, 9)
+    view.click("#play")
+    settle(view, n - 1)
+    assert view.requests == [path.as_uri()] and not view.errors, (view.requests, view.errors)
+    assert not page.errors and not error_toasts(page)
