@@ -273,6 +273,6 @@
   document.addEventListener('input', onInput, true);
   document.addEventListener('change', onInput, true);
   document.addEventListener('click', (e) => { if (e.target.closest && e.target.closest('#play')) togglePlay(); }, true);
-  root.LLMApp = { state: st, drain, settled, mounted: () => st.bundle !== null, playing: () => st.playTimer !== null };
+  root.LLMApp = { state: st, drain, settled, mounted: () => st.bundle !== null, render, playing: () => st.playTimer !== null };
   drain();
 })(window);
