@@ -6,18 +6,23 @@
 It starts the app itself on a free port, then measures, in one run:
   1. alone: 4 sessions generate at once with nobody else on the server;
   2. class: the same 4 generations while 30 viewers do what a page does: open the page (GET /,
-     the app's config, its load event), fetch a gallery trace, and now and then ask the server
-     for one redraw (a layer change), pausing a few seconds between actions like a student;
+     then the page-open events the page's script calls: the example trace, its viewer bundle, the
+     open "Inside the model" tab, the link check), fetch a gallery trace, and now and then make the
+     one server call a layer change makes, pausing a few seconds between actions like a student
+     (scrubbing and the sampling sliders cost the server nothing: the page does them);
   3. alone again, to see how much the machine itself drifted.
 It prints each phase's tokens/s (per generating session), the class against alone, the errors
 seen, and the server's resident memory before and after. Timings are this machine's, with
 whatever else runs on it; nothing here asserts them.
 
-Viewers use plain HTTP (httpx) for files and gradio_client for events, as the page does.
+Viewers use plain HTTP (httpx): files by GET, the page's events by Gradio's queue protocol (join,
+then the session's event stream), as the page's script does; generating sessions call /trace
+through gradio_client.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import socket
 import statistics
@@ -75,11 +80,24 @@ def count_tokens(result) -> int:
     raise ValueError(f"cannot tell how many tokens this result holds: {str(result)[:200]}")
 
 
-def find_layer_endpoint(endpoints: dict) -> str | None:
-    """The endpoint a layer change calls: parameters Layer and Head, one plot returned."""
-    found = [n for n, e in endpoints.items() if {"Layer", "Head"} <= {p.get("label") for p in e.get("parameters", [])}
-             and len(e.get("returns", [])) == 1 and e["returns"][0].get("component") == "Plot"]
-    return found[-1] if found else None
+def page_events(config: dict) -> dict:
+    """What a page tab calls, from the app's /config: the page-open chain (the load event and the
+    events chained after it, in order, each with the values a fresh page sends), and the layer change.
+    {"open": [(fn_index, data)], "layer": fn_index or None}."""
+    comps = {c["id"]: c for c in config["components"]}
+    deps = config["dependencies"]
+
+    def fresh(ids):  # a fresh page's values; a State is kept by the server (the page sends null)
+        return [None if comps[i]["type"] == "state" else comps[i].get("props", {}).get("value") for i in ids]
+
+    def elem(t):
+        return comps.get(t[0], {}).get("props", {}).get("elem_id") if t[0] is not None else None
+
+    order = [i for i, d in enumerate(deps) if any(t[1] == "load" for t in d.get("targets") or ())]
+    for i in order:  # breadth-first along .then()
+        order += [j for j, d in enumerate(deps) if d.get("trigger_after") == deps[i].get("id", i) and j not in order]
+    layer = next((i for i, d in enumerate(deps) if any(elem(t) == "layer" and t[1] == "input" for t in d.get("targets") or ())), None)
+    return {"open": [(i, fresh(deps[i]["inputs"])) for i in order if deps[i].get("backend_fn", True)], "layer": layer}
 
 
 def rates(results: list[tuple[int, float]]) -> list[float]:
@@ -177,26 +195,46 @@ def fetch(http, path: str) -> int:
     return len(r.content)
 
 
-def viewer(url: str, stop: threading.Event, stats: Stats, layer_api: str | None, seed: int, a) -> None:
-    """One student: open the page, a gallery trace, then now and then a layer change or another trace."""
+class PageTab:
+    """One browser tab as the page drives the server: Gradio's queue protocol over plain HTTP (join an
+    event, read its result from the session's event stream), the calls the page's own script makes."""
+
+    def __init__(self, http, rng: random.Random):
+        self.http, self.session = http, f"{rng.getrandbits(48):012x}"
+
+    def call(self, fn_index: int, data: list) -> list:
+        r = self.http.post("/gradio_api/queue/join", json={"data": data, "event_data": None, "fn_index": fn_index,
+                                                            "trigger_id": None, "session_hash": self.session})
+        r.raise_for_status()
+        with self.http.stream("GET", "/gradio_api/queue/data", params={"session_hash": self.session}) as stream:
+            for line in stream.iter_lines():
+                msg = json.loads(line[5:]) if line.startswith("data:") else {}
+                if msg.get("msg") == "process_completed":
+                    if not msg.get("success"):
+                        raise RuntimeError(f"event {fn_index} failed: {str(msg.get('output'))[:120]}")
+                    return (msg.get("output") or {}).get("data") or []
+        raise RuntimeError(f"event {fn_index}: the stream ended with no result")
+
+
+def viewer(url: str, stop: threading.Event, stats: Stats, events: dict, seed: int, a) -> None:
+    """One student: open the page (its page-open events), a gallery trace, then now and then a layer
+    change (one server call, as the page makes it) or another gallery trace."""
     import httpx
-    from gradio_client import Client
 
     rng = random.Random(seed)
     files = sorted(p.name for p in GALLERY.glob("*.json.gz"))
     trace_url = lambda: f"/gradio_api/file={GALLERY / rng.choice(files)}"  # noqa: E731
     stop.wait(rng.uniform(0, a.stagger))  # a class opens the page over some seconds, not all at once
     with httpx.Client(base_url=url, timeout=120) as http:
+        tab = PageTab(http, rng)
         stats.call("page GET /", lambda: fetch(http, "/"))
         stats.call("gallery trace GET", lambda: fetch(http, trace_url()))
-        client = stats.call("client (config + API info)", lambda: Client(url, verbose=False))
-        steps = stats.call("page load event", lambda: client.predict(api_name="/on_load")) if client else None
+        opened = stats.call("page-open events", lambda: [tab.call(i, data) for i, data in events["open"]])
         stats.opened.release()
-        last = count_tokens(steps) - 1 if steps else 0
-        while client and not stop.wait(rng.uniform(a.think_min, a.think_max)):
-            if layer_api and rng.random() < a.layer_share:
+        while opened is not None and not stop.wait(rng.uniform(a.think_min, a.think_max)):
+            if events["layer"] is not None and rng.random() < a.layer_share:
                 layer = rng.randrange(30)
-                stats.call("layer change", lambda: client.predict(last, layer, "all", 0.7, 0, 0.9, api_name=layer_api))
+                stats.call("layer change", lambda: tab.call(events["layer"], [None, layer, "all"]))
             else:
                 stats.call("gallery trace GET", lambda: fetch(http, trace_url()))
 
@@ -238,12 +276,12 @@ def phase_line(name: str, results: list[tuple[int, float]]) -> str:
         else f"{name:<12} no generation finished"
 
 
-def class_phase(url: str, a, layer_api: str | None, stats: Stats) -> tuple[list, list[str], float]:
+def class_phase(url: str, a, events: dict, stats: Stats) -> tuple[list, list[str], float]:
     """The 4 generations while the viewers are on, started once every viewer has opened the
     page (today that burst is the heavy part): (results, errors, seconds the viewers ran)."""
     stop = threading.Event()
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=viewer, args=(url, stop, stats, layer_api, 1000 + i, a)) for i in range(a.viewers)]
+    threads = [threading.Thread(target=viewer, args=(url, stop, stats, events, 1000 + i, a)) for i in range(a.viewers)]
     for t in threads:
         t.start()
     for _ in threads:
@@ -266,20 +304,21 @@ def report(stats: Stats, viewer_s: float) -> None:
 
 
 def run(a) -> None:
-    from gradio_client import Client
-
     port = a.port or free_port()
     url = f"http://127.0.0.1:{port}/"
     log = Path(tempfile.mkdtemp(prefix="classroom-load-")) / "app.log"
     proc = start_app(port, log)
     try:
         print(f"app on {url} (log {log}); ready with the model in {wait_ready(url, proc, log):.0f} s")
-        layer_api = find_layer_endpoint(Client(url, verbose=False).view_api(print_info=False, return_format="dict")["named_endpoints"])
-        print(f"generation endpoint {GENERATE_API}; layer change endpoint {layer_api or 'none found: viewers only fetch files'}")
+        import httpx
+
+        events = page_events(httpx.get(url + "config", timeout=60).json())
+        print(f"generation endpoint {GENERATE_API}; page-open events {[i for i, _ in events['open']]}; "
+              f"layer change event {events['layer'] if events['layer'] is not None else 'none found: viewers only fetch files'}")
         rss0 = rss_mb(proc.pid)
         alone, e1 = generators(url, a.generators, a.new_tokens, a.seed)
         stats = Stats()
-        loaded, e2, viewer_s = class_phase(url, a, layer_api, stats)
+        loaded, e2, viewer_s = class_phase(url, a, events, stats)
         rss1 = rss_mb(proc.pid)
         again, e3 = generators(url, a.generators, a.new_tokens, a.seed)
         print(f"\n{a.generators} generating sessions, {a.new_tokens} new tokens each; {a.viewers} viewers in the class phase, "

@@ -7,11 +7,12 @@ events call (ui/wiring.py), with the values of their inputs in order.
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import gradio as gr
 
-from pipeline import session
+from pipeline import offheap, session
 from pipeline.errors import SettingsError
 from pipeline.records import Trace
 from viz import branches as branches_viz
@@ -102,7 +103,11 @@ class Generation:
         if not ran or trace is None:
             return unchanged(C)
         step = len(trace.steps) - 1
-        return {**panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p)), C["slider"]: slider(trace, step),
+        # the run's big arrays leave the heap for a mapped file (same bytes), beside the page's drawing
+        threading.Thread(target=offheap.move_off_heap, args=(trace,), daemon=True).start()
+        # the slider's range only: the last streamed token put it on the last step, and a person who has
+        # dragged it since (the moment the run ended) keeps the step they chose
+        return {**panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p)), C["slider"]: slider(trace, keep_value=True),
                 C["download"]: gr.Button(DOWNLOAD, interactive=bool(trace.steps)), C["bundle_req"]: f"{id(trace)}:{time.time()}"}
 
     # -- the buttons that start a run (their inputs: the stream's, some with one before) ----------

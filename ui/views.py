@@ -48,11 +48,15 @@ def panels_of_values(C: dict, trace: Trace | None, step, layer, head, temperatur
     return panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p), only=only)
 
 
-def slider(trace: Trace | None, value=None):
+def slider(trace: Trace | None, value=None, *, keep_value: bool = False):
+    """The step slider for `trace`, on step `value` (None: the last); `keep_value`: its range only,
+    the step a person may just have dragged to is left alone."""
     n = len(trace.steps) if trace else 0
     top = max(n - 1, 0)
     v = top if value is None else max(0, min(int(value), top))
     # a Gradio slider needs minimum < maximum: with one step or none it shows 0..1, locked
+    if keep_value:
+        return gr.Slider(minimum=0, maximum=max(top, 1), step=1, interactive=n > 1)
     return gr.Slider(minimum=0, maximum=max(top, 1), value=v, step=1, interactive=n > 1)
 
 

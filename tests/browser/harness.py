@@ -151,7 +151,7 @@ def output_text(page) -> str:
 
 
 def n_generated_chips(page) -> int:
-    return page.evaluate("() => document.querySelectorAll('#output span.step:not(.stale)').length")
+    return page.evaluate("() => document.querySelectorAll('#output span.step:not(.stale):not([hidden])').length")
 
 
 def wait_plot_step(page, elem_id: str, step: int, timeout_ms: int = 30_000):

@@ -50,13 +50,23 @@ def test_count_tokens_from_the_slider_or_a_trace_file(tmp_path):
     assert cl.count_tokens(str(f)) == 12
 
 
-def test_find_layer_endpoint():
-    plot = [{"component": "Plot"}]
-    eps = {"/generate": {"parameters": [{"label": "Layer"}, {"label": "Head"}], "returns": plot * 3},
-           "/lambda_16": {"parameters": [{"label": "Step"}, {"label": "Layer"}, {"label": "Head"}], "returns": plot},
-           "/reshape": {"parameters": [{"label": "Temperature"}], "returns": plot}}
-    assert cl.find_layer_endpoint(eps) == "/lambda_16"
-    assert cl.find_layer_endpoint({"/reshape": eps["/reshape"]}) is None
+def test_page_events_are_the_pages_own():
+    """The events a viewer calls are the page's: its load event and what is chained after it, with a
+    fresh page's values, and the layer dropdown's input event (state, layer, head)."""
+    import app
+    from pipeline import trace_io
+
+    cfg = app.build(trace_io.load(str(ROOT / "assets" / "example_trace.json.gz"))).get_config_file()
+    deps, comps = cfg["dependencies"], {c["id"]: c for c in cfg["components"]}
+    ev = cl.page_events(cfg)
+    first, data = ev["open"][0]
+    assert [t[1] for t in deps[first]["targets"]] == ["load"] and data == []
+    chained = [deps[i]["trigger_after"] for i, _ in ev["open"][1:]]
+    assert len(chained) >= 2 and all(c is not None for c in chained)
+    assert all(len(d) == len(deps[i]["inputs"]) for i, d in ev["open"])
+    layer = deps[ev["layer"]]
+    assert [comps[i]["type"] for i in layer["inputs"]] == ["state", "dropdown", "dropdown"]
+    assert comps[layer["targets"][0][0]]["props"]["elem_id"] == "layer"
 
 
 def test_rates_ratio_and_memory():
