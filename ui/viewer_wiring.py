@@ -33,7 +33,7 @@ import plotly
 from pipeline.errors import SettingsError
 from pipeline.records import Trace
 from viz import page
-from viz.viewer import MAX_FRAMES, _frame_steps, attention_panel, bundle_json, overview_panel, viewer_bundle
+from viz.viewer import MAX_FRAMES, attention_panel, frame_steps, bundle_json, overview_panel, viewer_bundle
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
@@ -41,7 +41,7 @@ SCRIPTS = (PLOTLY_JS, ASSETS / "viewer.js", ASSETS / "app_viewer.js")
 LIGHT = ("output", "tokens", "kv_text", "compare", "spec")  # drawn by the server for a whole trace; the page shows their steps
 FIVE = ("dist", "attn", "overview", "emb", "kv")  # the panels the page draws from the bundle
 INBOX_JS = "(s) => { (window.LLMAppInbox = window.LLMAppInbox || []).push(s); if (window.LLMApp) window.LLMApp.drain(); }"
-CACHE_SIZE = 6
+CACHE_BYTES = 192 << 20  # of JSON text kept: bundles (a few MB for a short trace) and single panels
 
 
 def static_paths() -> list[str]:
@@ -75,23 +75,29 @@ def _key(trace: Trace) -> str:
     return f"{id(trace)}:{len(trace.steps)}"
 
 
-# bundles as JSON text, by trace and view options; the trace is held weakly (a session's trace is big)
+# bundles and panels as JSON text, by trace and view options; the trace is held weakly (a session's
+# trace is big). A gallery trace is one object shared by every session: a class asking for the same
+# layer of it is served from here.
 _CACHE: OrderedDict = OrderedDict()
-_BUILDING = threading.Lock()  # one bundle at a time: a second ask for the same one waits, then finds it made
+_BUILDING = threading.Lock()  # one build at a time: a second ask for the same one waits, then finds it made
 
 
-def _bundle_text(trace: Trace, layer: int, head: int | None, metric: str) -> str:
-    key = (id(trace), len(trace.steps), layer, head, metric)
+def _cached(trace: Trace, key: tuple, make) -> str:
+    key = (id(trace), len(trace.steps), *key)
     with _BUILDING:
         hit = _CACHE.get(key)
         if hit is not None and hit[0]() is trace:
             _CACHE.move_to_end(key)
             return hit[1]
-        text = bundle_json(viewer_bundle(trace, layer=layer, head=head, metric=metric))
+        text = make()
         _CACHE[key] = (weakref.ref(trace), text)
-        while len(_CACHE) > CACHE_SIZE:
+        while len(_CACHE) > 1 and sum(len(t) for _, t in _CACHE.values()) > CACHE_BYTES:
             _CACHE.popitem(last=False)
         return text
+
+
+def _bundle_text(trace: Trace, layer: int, head: int | None, metric: str) -> str:
+    return _cached(trace, ("bundle", layer, head, metric), lambda: bundle_json(viewer_bundle(trace, layer=layer, head=head, metric=metric)))
 
 
 def warm(trace: Trace | None) -> None:
@@ -114,23 +120,25 @@ def bundle_message(trace: Trace | None, layer, head, metric="entropy"):
     return f'{{"kind":"bundle","t":{t!r},"key":"{_key(trace)}","bundle":{body}}}'
 
 
-def _panel_message(trace: Trace, elem_id: str, panel: dict) -> str:
-    return json.dumps({"kind": "panel", "t": time.time(), "key": _key(trace), "id": elem_id,
-                       "panel": json.loads(bundle_json(panel))}, separators=(",", ":"))
+def _panel_message(trace: Trace, elem_id: str, key: tuple, make) -> str:
+    """One panel's frames replaced, as the page's message (the panel's JSON made once per trace and key)."""
+    text = _cached(trace, (elem_id, *key), lambda: bundle_json(make()))
+    return f'{{"kind":"panel","t":{time.time()!r},"key":"{_key(trace)}","id":"{elem_id}","panel":{text}}}'
 
 
 def attention_message(trace: Trace | None, layer, head):
     """Layer or head changed: the attention panel's frames for the trace on screen."""
     if trace is None or not trace.steps:
         return gr.skip()
-    steps = _frame_steps(trace, MAX_FRAMES)
-    return _panel_message(trace, "attn-plot", attention_panel(trace, steps, layer=_layer(trace, layer), head=_head(trace, head)))
+    L, H = _layer(trace, layer), _head(trace, head)
+    return _panel_message(trace, "attn-plot", (L, H), lambda: attention_panel(trace, frame_steps(trace, MAX_FRAMES), layer=L, head=H))
 
 
 def overview_message(trace: Trace | None, metric):
     if trace is None or not trace.steps:
         return gr.skip()
-    return _panel_message(trace, "attn-overview", overview_panel(trace, _frame_steps(trace, MAX_FRAMES), metric=metric or "entropy"))
+    m = metric or "entropy"
+    return _panel_message(trace, "attn-overview", (m,), lambda: overview_panel(trace, frame_steps(trace, MAX_FRAMES), metric=m))
 
 
 def web_page(trace: Trace, layer, head, metric, folder: Path) -> Path:

@@ -84,7 +84,7 @@ def animated(figs: Sequence[dict], steps: Sequence[int]) -> dict:
     return {"data": base["data"], "layout": layout, "frames": frames}
 
 
-def _frame_steps(trace: Trace, max_frames: int) -> list[int]:
+def frame_steps(trace: Trace, max_frames: int) -> list[int]:
     return list(range(min(len(trace.steps), max_frames)))
 
 
@@ -170,7 +170,7 @@ def viewer_bundle(trace: Trace, *, layer: int = 0, head: int | None = 0, metric:
     assert trace.steps, "a trace with no steps has nothing to view"
     layer = max(0, min(int(layer), trace.model.n_layers - 1))
     head = None if head is None else max(0, min(int(head), trace.model.n_heads - 1))  # None: every head, in a grid
-    steps = _frame_steps(trace, max_frames)
+    steps = frame_steps(trace, max_frames)
     st = trace.settings
     return {
         "schema": SCHEMA,
