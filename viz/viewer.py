@@ -134,11 +134,12 @@ def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int | N
                                                    n_kv_heads=trace.model.n_kv_heads, pieces=pieces)) for s in steps]
     panel = animated(figs, steps)
     T = last.position + 1
-    if T <= w:
+    if T <= w:  # every head's axes (all heads: one subplot each, xaxis .. xaxisN)
         labels = figs[-1]["data"][0]["x"]
         lo = panel["layout"]
-        lo["xaxis"] = {**lo["xaxis"], "categoryorder": "array", "categoryarray": labels, "range": [-0.5, T - 0.5], "autorange": False}
-        lo["yaxis"] = {**lo["yaxis"], "categoryorder": "array", "categoryarray": labels, "range": [T - 0.5, -0.5], "autorange": False}
+        for k in [k for k in lo if k.startswith(("xaxis", "yaxis"))]:
+            span = [-0.5, T - 0.5] if k.startswith("x") else [T - 0.5, -0.5]
+            lo[k] = {**lo[k], "categoryorder": "array", "categoryarray": labels, "range": span, "autorange": False}
     return panel
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.synthetic import make_trace
-from viz import attention, distribution
+from viz import attention, distribution, viewer
 from viz.viewer import DIST_STYLE, bundle_json, sizes, viewer_bundle
 from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, head_size, sort_order, step_tables, unpacked
 
@@ -85,6 +85,11 @@ def test_only_what_changes_moves_and_ranges_stay_put(bundle, trace):
     xa = P["attn-plot"]["layout"]["xaxis"]
     assert xa["range"] == [-0.5, T - 0.5] and len(xa["categoryarray"]) == T and xa["autorange"] is False
     assert P["emb-plot"]["layout"]["xaxis"]["autorange"] is False
+    # every head's grid cell keeps the same fixed frame (not only the first subplot's axes)
+    grid = viewer.attention_panel(trace, viewer.frame_steps(trace, 99), layer=0, head=None)["layout"]
+    axes = [k for k in grid if k.startswith(("xaxis", "yaxis"))]
+    assert len(axes) == 2 * trace.model.n_heads
+    assert all(grid[k]["range"] == ([-0.5, T - 0.5] if k[0] == "x" else [T - 0.5, -0.5]) and grid[k]["autorange"] is False for k in axes)
     # the distribution panel is as tall as its tallest step: a frame never resizes it
     heights = [distribution.distribution_figure(s, temperature=0.8, top_p=0.9, vocab_size=50).layout.height for s in trace.steps]
     assert P["dist-plot"]["layout"]["height"] == max(heights)
