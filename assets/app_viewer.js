@@ -261,13 +261,21 @@
     st.playTimer = setTimeout(tick, 1000 / PLAY_FPS);
   }
 
-  function receive(text) {
+  // A message names its bundle or panel by URL (a file the server wrote once): fetched here, in order.
+  async function receive(text) {
     let m;
     try { m = JSON.parse(text); } catch (err) { return; }
     if (!m || typeof m !== 'object') return;
-    if (m.kind === 'live') { st.liveT = Math.max(st.liveT, m.t); unmount(); }
-    else if (m.kind === 'bundle' && m.t >= st.liveT) mount(m);
-    else if (m.kind === 'panel' && st.bundle && m.key === st.key) {
+    if (m.kind === 'live') { st.liveT = Math.max(st.liveT, m.t); unmount(); return; }
+    if (m.kind !== 'bundle' && m.kind !== 'panel') return;
+    if (m.kind === 'bundle' ? m.t < st.liveT : !(st.bundle && m.key === st.key)) return;
+    if (m.url) {
+      const r = await fetch(m.url);
+      if (!r.ok) throw new Error(`viewer data ${r.status}`);
+      m[m.kind] = await r.json();
+    }
+    if (m.kind === 'bundle') { if (m.t >= st.liveT) mount(m); } // (a run may have started meanwhile)
+    else if (st.bundle && m.key === st.key) {
       st.bundle.panels[m.id] = m.panel;
       delete st.drawn[m.id];
       render();

@@ -8,7 +8,8 @@ It starts the app itself on a free port, then measures, in one run:
   2. class: the same 4 generations while 30 viewers do what a page does: open the page (GET /,
      then the page-open events the page's script calls: the example trace, its viewer bundle, the
      open "Inside the model" tab, the link check), fetch a gallery trace, and now and then make the
-     one server call a layer change makes, pausing a few seconds between actions like a student
+     one server call a layer change makes (and fetch the file its message names, as the page does),
+     pausing a few seconds between actions like a student
      (scrubbing and the sampling sliders cost the server nothing: the page does them);
   3. alone again, to see how much the machine itself drifted.
 It prints each phase's tokens/s (per generating session), the class against alone, the errors
@@ -216,6 +217,17 @@ class PageTab:
         raise RuntimeError(f"event {fn_index}: the stream ended with no result")
 
 
+def fetch_named(http, outputs: list) -> int:
+    """What the page fetches after an event: the file each viewer message names (a bundle, a panel)."""
+    n = 0
+    for v in outputs:
+        if isinstance(v, str) and v.startswith('{"kind"'):
+            m = json.loads(v)
+            if m.get("url"):
+                n += fetch(http, "/" + m["url"])
+    return n
+
+
 def viewer(url: str, stop: threading.Event, stats: Stats, events: dict, seed: int, a) -> None:
     """One student: open the page (its page-open events), a gallery trace, then now and then a layer
     change (one server call, as the page makes it) or another gallery trace."""
@@ -229,12 +241,12 @@ def viewer(url: str, stop: threading.Event, stats: Stats, events: dict, seed: in
         tab = PageTab(http, rng)
         stats.call("page GET /", lambda: fetch(http, "/"))
         stats.call("gallery trace GET", lambda: fetch(http, trace_url()))
-        opened = stats.call("page-open events", lambda: [tab.call(i, data) for i, data in events["open"]])
+        opened = stats.call("page-open events", lambda: [fetch_named(http, tab.call(i, data)) for i, data in events["open"]])
         stats.opened.release()
         while opened is not None and not stop.wait(rng.uniform(a.think_min, a.think_max)):
             if events["layer"] is not None and rng.random() < a.layer_share:
                 layer = rng.randrange(30)
-                stats.call("layer change", lambda: tab.call(events["layer"], [None, layer, "all"]))
+                stats.call("layer change", lambda: fetch_named(http, tab.call(events["layer"], [None, layer, "all"])))
             else:
                 stats.call("gallery trace GET", lambda: fetch(http, trace_url()))
 

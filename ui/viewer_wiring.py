@@ -16,13 +16,20 @@ five figures and shows the text, chips and rounds of the step. The server is ask
 Messages go through one hidden textbox (`viewer-data`) as JSON: {"kind": "live"} when a generation
 starts (the page shows the server's streamed figures until the next bundle), {"kind": "bundle"},
 {"kind": "panel"} (one panel's frames replaced). Each carries the server time `t` it was made at,
-so a bundle made before the latest generation started is ignored.
+so a bundle made before the latest generation started is ignored. A bundle or panel is not in the
+message itself: it is written once, as a JSON file, and the message gives its `url`, which the page
+fetches. The server then sends a class's 30 copies of one gallery trace's bundle as files, never
+holding them as event outputs.
 """
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
+import tempfile
 import threading
 import time
+import uuid
 import weakref
 from collections import OrderedDict
 from pathlib import Path
@@ -41,12 +48,13 @@ SCRIPTS = (PLOTLY_JS, ASSETS / "viewer.js", ASSETS / "app_viewer.js")
 LIGHT = ("output", "tokens", "kv_text", "compare", "spec")  # drawn by the server for a whole trace; the page shows their steps
 FIVE = ("dist", "attn", "overview", "emb", "kv")  # the panels the page draws from the bundle
 INBOX_JS = "(s) => { (window.LLMAppInbox = window.LLMAppInbox || []).push(s); if (window.LLMApp) window.LLMApp.drain(); }"
-CACHE_BYTES = 192 << 20  # of JSON text kept: bundles (a few MB for a short trace) and single panels
+CACHE_BYTES = 1 << 30  # of bundle and panel files kept on disk (a few MB each for a short trace)
 
 
 def static_paths() -> list[str]:
-    """The files the page loads by URL (gr.set_static_paths: served as they are, never copied)."""
-    return [str(p) for p in SCRIPTS]
+    """The files the page loads by URL (gr.set_static_paths: served as they are, never copied): its
+    scripts, and the folder of bundle and panel files."""
+    return [str(p) for p in SCRIPTS] + [str(FILES)]
 
 
 def head_html() -> str:
@@ -75,28 +83,37 @@ def _key(trace: Trace) -> str:
     return f"{id(trace)}:{len(trace.steps)}"
 
 
-# bundles and panels as JSON text, by trace and view options; the trace is held weakly (a session's
+# bundles and panels as JSON files, by trace and view options; the trace is held weakly (a session's
 # trace is big). A gallery trace is one object shared by every session: a class asking for the same
-# layer of it is served from here.
-_CACHE: OrderedDict = OrderedDict()
+# layer of it is served the same file.
+FILES = Path(tempfile.mkdtemp(prefix="llm-viz-viewer-"))
+atexit.register(shutil.rmtree, FILES, ignore_errors=True)
+_CACHE: OrderedDict = OrderedDict()  # key -> (weak trace, path, bytes)
 _BUILDING = threading.Lock()  # one build at a time: a second ask for the same one waits, then finds it made
 
 
-def _cached(trace: Trace, key: tuple, make) -> str:
+def _cached(trace: Trace, key: tuple, make) -> Path:
+    """The file holding `make()`'s JSON text for `trace` and `key` (made once while it is kept)."""
     key = (id(trace), len(trace.steps), *key)
     with _BUILDING:
         hit = _CACHE.get(key)
-        if hit is not None and hit[0]() is trace:
+        if hit is not None and hit[0]() is trace and hit[1].exists():
             _CACHE.move_to_end(key)
             return hit[1]
         text = make()
-        _CACHE[key] = (weakref.ref(trace), text)
-        while len(_CACHE) > 1 and sum(len(t) for _, t in _CACHE.values()) > CACHE_BYTES:
-            _CACHE.popitem(last=False)
-        return text
+        path = FILES / f"{uuid.uuid4().hex}.json"
+        path.write_text(text, encoding="utf-8")
+        _CACHE[key] = (weakref.ref(trace), path, len(text))
+        while len(_CACHE) > 1 and sum(n for _, _, n in _CACHE.values()) > CACHE_BYTES:
+            _CACHE.popitem(last=False)[1][1].unlink(missing_ok=True)
+        return path
 
 
-def _bundle_text(trace: Trace, layer: int, head: int | None, metric: str) -> str:
+def _url(path: Path) -> str:
+    return f"gradio_api/file={path}"
+
+
+def _bundle_file(trace: Trace, layer: int, head: int | None, metric: str) -> Path:
     return _cached(trace, ("bundle", layer, head, metric), lambda: bundle_json(viewer_bundle(trace, layer=layer, head=head, metric=metric)))
 
 
@@ -116,14 +133,14 @@ def bundle_message(trace: Trace | None, layer, head, metric="entropy"):
     if trace is None or not trace.steps:
         return gr.skip()
     t = time.time()
-    body = _bundle_text(trace, _layer(trace, layer), _head(trace, head), metric or "entropy")
-    return f'{{"kind":"bundle","t":{t!r},"key":"{_key(trace)}","bundle":{body}}}'
+    path = _bundle_file(trace, _layer(trace, layer), _head(trace, head), metric or "entropy")
+    return json.dumps({"kind": "bundle", "t": t, "key": _key(trace), "url": _url(path)})
 
 
 def _panel_message(trace: Trace, elem_id: str, key: tuple, make) -> str:
     """One panel's frames replaced, as the page's message (the panel's JSON made once per trace and key)."""
-    text = _cached(trace, (elem_id, *key), lambda: bundle_json(make()))
-    return f'{{"kind":"panel","t":{time.time()!r},"key":"{_key(trace)}","id":"{elem_id}","panel":{text}}}'
+    path = _cached(trace, (elem_id, *key), lambda: bundle_json(make()))
+    return json.dumps({"kind": "panel", "t": time.time(), "key": _key(trace), "id": elem_id, "url": _url(path)})
 
 
 def attention_message(trace: Trace | None, layer, head):
@@ -148,7 +165,7 @@ def web_page(trace: Trace, layer, head, metric, folder: Path) -> Path:
 
     if not trace.steps:
         raise SettingsError("there is no generation on screen to save: press Generate first")
-    bundle = json.loads(_bundle_text(trace, _layer(trace, layer), _head(trace, head), metric or "entropy"))
+    bundle = json.loads(_bundle_file(trace, _layer(trace, layer), _head(trace, head), metric or "entropy").read_text(encoding="utf-8"))
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("page-*.html"):
         old.unlink(missing_ok=True)

@@ -85,3 +85,18 @@ def test_fill_args_fits_the_apps_trace_endpoint():
     assert cl.GENERATE_API == "/trace"
     args = cl.fill_args(params, dict(prompt="Hi", mode="RAW", seed=3, max_new_tokens=2))
     assert args == ["Hi", "raw", "", 0.7, 0, 0.9, 3, 2]
+
+
+def test_fetch_named_gets_the_files_viewer_messages_name():
+    class Http:
+        def __init__(self):
+            self.got = []
+
+        def get(self, path):
+            self.got.append(path)
+            return type("R", (), {"content": b"1234", "raise_for_status": lambda self: None})()
+
+    http = Http()
+    msg = '{"kind": "panel", "t": 1, "key": "k", "id": "attn-plot", "url": "gradio_api/file=/tmp/x.json"}'
+    assert cl.fetch_named(http, [msg, None, '{"kind": "live", "t": 2}', "<div>"]) == 4
+    assert http.got == ["/gradio_api/file=/tmp/x.json"]
