@@ -21,7 +21,8 @@
   const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
 
   const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, drawn: {}, busy: false, dirty: false,
-               settleTimer: null, playTimer: null, settleMs: 300, rendered: -1, insideStale: false, insideInView: false };
+               settleTimer: null, playTimer: null, settleMs: 300, rendered: -1, insideStale: false, insideInView: false,
+               textStep: -1 };
 
   const ready = () => new Promise((ok) => {
     const go = () => (root.Plotly && root.LLMViewer ? ok() : setTimeout(go, 30));
@@ -57,13 +58,23 @@
   // that panel arrives; only then does the panel show the server's plot. (Showing the server's old
   // plots at once redrew five figures in the very moment the first token should appear: measured
   // 0.6 s before the cleared text and 1 s before the first token showed, on this 2-core machine.)
+  // Observers of the page's blocks: each block observed once by each (again after Gradio re-creates one).
+  const observedBy = new WeakMap();
+  function observe(obs, id, opts) {
+    const el = document.getElementById(id);
+    if (!obs || !el) return;
+    if (!observedBy.has(obs)) observedBy.set(obs, new WeakSet());
+    if (!observedBy.get(obs).has(el)) { observedBy.get(obs).add(el); obs.observe(el, opts); }
+  }
+  const SUBTREE = { childList: true, subtree: true };
+
   function unmount() {
     stopPlay();
     st.bundle = null; st.key = null; st.drawn = {};
     IDS.forEach((id) => {
       const b = document.getElementById(id);
       if (!b) return;
-      watchServerPlot(b);
+      observe(plotWatch, id, SUBTREE);
       if (b.classList.contains('viewer-on')) b.classList.add('viewer-stale'); else reveal(b);
     });
   }
@@ -81,14 +92,12 @@
       if (b && !r.target.closest('.viewer-plot') && b.querySelector('.js-plotly-plot:not(.viewer-plot .js-plotly-plot)')) reveal(b);
     });
   });
-  const plotsSeen = new WeakSet();
-  function watchServerPlot(b) {
-    if (plotWatch && !plotsSeen.has(b)) { plotsSeen.add(b); plotWatch.observe(b, { childList: true, subtree: true }); }
-  }
 
   function mount(m) {
-    st.bundle = m.bundle; st.key = m.key; st.drawn = {};
-    watchText(); watchInside(); watchPanels();
+    st.bundle = m.bundle; st.key = m.key; st.drawn = {}; st.textStep = -1;
+    TEXT_IDS.forEach((id) => observe(textWatch, id, SUBTREE));
+    IDS.forEach((id) => observe(panelWatch, id));
+    observe(insideWatch, 'panel-inside');
     st.step = Math.round(numberOf('step-slider', m.bundle.n_steps - 1));
     st.t = numberOf('temperature', m.bundle.settings.temperature);
     st.k = Math.round(numberOf('top-k', m.bundle.settings.top_k));
@@ -100,10 +109,8 @@
   // HTML of the whole trace (viz.output, viz.tokens, viz.speculative mark each step's part) and the
   // bundle's per-step HTML. Nothing is shown while that HTML is not yet this whole trace's.
   const TEXT_IDS = ['output', 'tokens-html', 'kv-summary', 'spec-rounds'];
-  const textWatch = typeof MutationObserver === 'undefined' ? null : new MutationObserver(() => showText());
-  function watchText() { // (again after Gradio re-creates a block; observing one node twice is a no-op)
-    if (textWatch) TEXT_IDS.forEach((id) => { const el = document.getElementById(id); if (el) textWatch.observe(el, { childList: true, subtree: true }); });
-  }
+  // (the server redrew one of them: show the step on screen in it again)
+  const textWatch = typeof MutationObserver === 'undefined' ? null : new MutationObserver(() => { st.textStep = -1; showText(); });
 
   function showText() {
     const b = st.bundle;
@@ -111,6 +118,8 @@
     if (!b || !b.html || !gen) return;
     const n = b.n_steps_in_trace, s = Math.min(st.step, n - 1);
     if (Number(gen.dataset.steps) !== n || document.querySelectorAll('#tokens-html .tok[data-step]').length !== n) return;
+    if (s === st.textStep) return; // (already shown: a sampling slider moved, not the step)
+    st.textStep = s;
     gen.querySelectorAll('[data-step]').forEach((el) => { el.hidden = Number(el.dataset.step) > s; });
     const stop = document.querySelector('#output .stop-reason');
     if (stop) stop.hidden = s !== n - 1; // why it stopped: only with the last step on screen
@@ -143,29 +152,15 @@
   // Which step panels are on screen: those are drawn first, and the only ones drawn while Play runs
   // (the others catch up when Play stops or when they scroll into view).
   const inView = new Set(IDS);
-  const blocksSeen = new Set();
-  function watchPanels() {
-    if (typeof IntersectionObserver === 'undefined') return;
-    const seen = new IntersectionObserver((entries) => entries.forEach((e) => {
-      if (e.isIntersecting) { inView.add(e.target.id); if (st.bundle) render(); } else inView.delete(e.target.id);
-    }));
-    IDS.forEach((id) => {
-      const el = document.getElementById(id);
-      if (el && !blocksSeen.has(el)) { blocksSeen.add(el); seen.observe(el); }
-    });
-  }
+  const panelWatch = typeof IntersectionObserver === 'undefined' ? null : new IntersectionObserver((entries) => entries.forEach((e) => {
+    if (e.isIntersecting) { inView.add(e.target.id); if (st.bundle) render(); } else inView.delete(e.target.id);
+  }));
   const drawOrder = () => IDS.filter((id) => inView.has(id)).concat(st.playTimer === null ? IDS.filter((id) => !inView.has(id)) : []);
 
-  let insideSeen = null;
-  function watchInside() {
-    const el = document.getElementById('panel-inside');
-    if (!el || insideSeen === el || typeof IntersectionObserver === 'undefined') return;
-    insideSeen = el;
-    new IntersectionObserver((entries) => entries.forEach((e) => {
-      st.insideInView = e.isIntersecting;
-      if (e.isIntersecting) askServer();
-    })).observe(el);
-  }
+  const insideWatch = typeof IntersectionObserver === 'undefined' ? null : new IntersectionObserver((entries) => entries.forEach((e) => {
+    st.insideInView = e.isIntersecting;
+    if (e.isIntersecting) askServer();
+  }));
 
   const wanted = (id) => (id === 'dist-plot' ? `${st.step}|${st.t}|${st.k}|${st.p}` : String(st.step));
 
