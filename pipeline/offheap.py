@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import mmap
 import os
 import tempfile
@@ -84,11 +85,18 @@ def _copy(items: list, sizes: list[int], total: int, folder: str | None) -> None
         offset += size
 
 
+@functools.lru_cache(maxsize=1)
+def _malloc_trim():
+    """glibc's malloc_trim, or None (found once: find_library may run a subprocess)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+    except (OSError, AttributeError, TypeError):  # not glibc: nothing to do
+        return None
+
+
 def _trim() -> None:
     """Give the freed heap back to the system (glibc keeps it otherwise; measured: 400 tokens'
     187 MB of arrays left the server's anonymous memory only after this)."""
-    name = ctypes.util.find_library("c")
-    try:
-        ctypes.CDLL(name).malloc_trim(0)
-    except (OSError, AttributeError, TypeError):  # not glibc: nothing to do
-        pass
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)

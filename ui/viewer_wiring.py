@@ -104,6 +104,8 @@ def _cached(trace: Trace, key: tuple, make) -> Path:
         path = FILES / f"{uuid.uuid4().hex}.json"
         path.write_text(text, encoding="utf-8")
         _CACHE[key] = (weakref.ref(trace), path, len(text))
+        for k in [k for k, (ref, _, _) in _CACHE.items() if ref() is None]:  # a session's trace that is gone
+            _CACHE.pop(k)[1].unlink(missing_ok=True)
         while len(_CACHE) > 1 and sum(n for _, _, n in _CACHE.values()) > CACHE_BYTES:
             _CACHE.popitem(last=False)[1][1].unlink(missing_ok=True)
         return path

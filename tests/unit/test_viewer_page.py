@@ -102,3 +102,18 @@ def test_the_app_saves_the_trace_on_screen_as_one_page_from_its_own_bundle(trace
     with pytest.raises(Exception, match="press Generate"):
         viewer_wiring.web_page(make_trace(n_steps=0), 0, 0, None, tmp_path)
     assert first.name.startswith("page-")
+
+
+def test_viewer_files_of_a_trace_that_is_gone_are_removed():
+    """A session's trace goes (its session ended): the bundle and panel files made for it go too."""
+    import gc
+
+    from ui import viewer_wiring
+
+    old = make_trace(n_steps=3, prompt_len=5)
+    path = viewer_wiring._cached(old, ("test",), lambda: "{}")
+    assert path.exists() and path.parent == viewer_wiring.FILES
+    del old
+    gc.collect()
+    viewer_wiring._cached(make_trace(n_steps=2), ("test",), lambda: "{}")
+    assert not path.exists()
