@@ -33,38 +33,33 @@ class Listeners:
     def __init__(self, p: Page, example: Trace | None):
         self.p, self.C, self.example = p, p.C, example
 
-    def download_click(self, trace: Trace | None, request: gr.Request = None):
-        """The trace file, built now that someone asked for it (the logit lens of every step is computed
-        here, not after every run), into the hidden download button that the page's script then clicks."""
-        C = self.C
-        if not trace or not trace.steps:
-            yield {C["download_file"]: None}
-            return
-        yield {C["download"]: gr.Button("Preparing the file …", interactive=False), C["download_file"]: None}
-        folder = DOWNLOADS / (getattr(request, "session_hash", None) or "shared")
-        try:
-            path = str(session.write_download(model.loaded(), trace, folder))
-        except (OSError, SettingsError) as e:
-            gr.Warning(f"Could not write the trace file: {session.sentence(e)}")
-            path = None
-        yield {C["download"]: gr.Button(DOWNLOAD, interactive=True), C["download_file"]: path}
-
-    def download_page_click(self, trace: Trace | None, layer, head, metric, request: gr.Request = None):
-        """The trace on screen as one web page that needs nothing else (viz.viewer_page), built from the
-        viewer bundle the page holds, into the hidden download button that the page's script clicks."""
+    def _download(self, button: str, label: str, what: str, trace: Trace | None, request, write):
+        """A file made now that someone asked for it, `write(folder)`, into the hidden download button that
+        the page's script then clicks; `button` reads "Preparing …" meanwhile."""
         C = self.C
         if not trace or not trace.steps:
             gr.Warning("There is no generation on screen to save: press Generate first.")
             yield {C["download_file"]: None}
             return
-        yield {C["download_page"]: gr.Button("Preparing the web page …", interactive=False), C["download_file"]: None}
+        yield {C[button]: gr.Button(f"Preparing the {what} …", interactive=False), C["download_file"]: None}
         folder = DOWNLOADS / (getattr(request, "session_hash", None) or "shared")
         try:
-            path = str(viewer.web_page(trace, layer, head, metric, folder))
+            path = str(write(folder))
         except (OSError, SettingsError) as e:
-            gr.Warning(f"Could not write the web page: {session.sentence(e)}")
+            gr.Warning(f"Could not write the {what}: {session.sentence(e)}")
             path = None
-        yield {C["download_page"]: gr.Button(DOWNLOAD_PAGE, interactive=True), C["download_file"]: path}
+        yield {C[button]: gr.Button(label, interactive=True), C["download_file"]: path}
+
+    def download_click(self, trace: Trace | None, request: gr.Request = None):
+        """The trace file (the logit lens of every step is computed here, not after every run)."""
+        yield from self._download("download", DOWNLOAD, "trace file", trace, request,
+                                  lambda folder: session.write_download(model.loaded(), trace, folder))
+
+    def download_page_click(self, trace: Trace | None, layer, head, metric, request: gr.Request = None):
+        """The trace on screen as one web page that needs nothing else (viz.viewer_page), built from the
+        viewer bundle the page holds."""
+        yield from self._download("download_page", DOWNLOAD_PAGE, "web page", trace, request,
+                                  lambda folder: viewer.web_page(trace, layer, head, metric, folder))
 
     def load_trace(self, file, layer, head, temperature, top_k, top_p, request: gr.Request = None):
         """An uploaded trace file onto the page (or a Trace already read: a gallery one, shared by every session)."""
