@@ -179,24 +179,32 @@ def test_the_text_chips_and_kv_summary_of_a_step_read_as_the_server_draws_them(b
     page = new_page(browser)
     page.goto(app_url)
     page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=300_000)
-    wait_model_loaded(page)  # (until then a timer asks the server for the loading status every second)
-    page.wait_for_timeout(1500)  # the page-open chain's last calls
     ref = new_page(browser)
+    last = len(trace.steps) - 1
+    steps = (3, 0, last, 17)
+
+    def scrub_and_compare():
+        for s in steps:
+            page.evaluate("(v) => { const r = document.querySelector('#step-slider input[type=range]'); r.value = v;"
+                          " r.dispatchEvent(new Event('input', {bubbles: true})); return LLMApp.settled(); }", s)
+            shown = page.evaluate(TEXT)
+            ref.set_content(f"<div id='output'>{page_viz.output_only(trace, step=s)}</div>"
+                            f"<div id='tokens-html'>{page_viz.tokens_only(trace, step=s)}</div>"
+                            f"<div id='kv-summary'>{kv_summary_html(steps=trace.steps, step=s, model=trace.model)}</div>")
+            want = ref.evaluate(TEXT)
+            assert shown["output"] == want["output"] and shown["stop"] == want["stop"] == (s == last), s
+            assert shown["tokens"].split() == want["tokens"].split(), s
+            assert shown["hl"] == want["hl"] and len(shown["hl"]) == 1, s
+            assert shown["kv"].split() == want["kv"].split(), s
+
+    scrub_and_compare()  # at once, as a newcomer scrubs while the model still loads
+    # again with the server quiet, counting requests: until the model has loaded a timer asks it for the
+    # loading status every second, and the page-open chain makes its last calls
+    wait_model_loaded(page)
+    page.wait_for_timeout(1500)
     requests = []
     page.on("request", lambda r: requests.append(r.url))
-    last = len(trace.steps) - 1
-    for s in (3, 0, last, 17):
-        page.evaluate("(v) => { const r = document.querySelector('#step-slider input[type=range]'); r.value = v;"
-                      " r.dispatchEvent(new Event('input', {bubbles: true})); return LLMApp.settled(); }", s)
-        shown = page.evaluate(TEXT)
-        ref.set_content(f"<div id='output'>{page_viz.output_only(trace, step=s)}</div>"
-                        f"<div id='tokens-html'>{page_viz.tokens_only(trace, step=s)}</div>"
-                        f"<div id='kv-summary'>{kv_summary_html(steps=trace.steps, step=s, model=trace.model)}</div>")
-        want = ref.evaluate(TEXT)
-        assert shown["output"] == want["output"] and shown["stop"] == want["stop"] == (s == last), s
-        assert shown["tokens"].split() == want["tokens"].split(), s
-        assert shown["hl"] == want["hl"] and len(shown["hl"]) == 1, s
-        assert shown["kv"].split() == want["kv"].split(), s
+    scrub_and_compare()
     assert requests == [], requests
     assert not page.errors and not error_toasts(page)
 
