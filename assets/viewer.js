@@ -132,9 +132,27 @@
     return cut;
   }
 
+  // A frame's {zrows: n}: the figure's matrix with only its first n rows shown (viz.viewer.revealed_rows).
+  // Rows are made once per panel and trace and shared by every frame; blank cells are null (gaps).
+  function revealedRows(panel, i, n) {
+    panel._rows = panel._rows || {};
+    if (!panel._rows[i]) {
+      const spec = panel.data[i].z, flat = decode(spec);
+      const [T, W] = spec.shape ? String(spec.shape).split(',').map(Number) : [spec.length, (spec[0] || []).length];
+      const row = (r) => Array.from({ length: W }, (_, c) => { const v = spec.shape ? flat[r * W + c] : spec[r][c]; return v === null || Number.isNaN(v) ? null : v; });
+      panel._rows[i] = { rows: Array.from({ length: T }, (_, r) => row(r)), blank: new Array(W).fill(null) };
+    }
+    const { rows, blank } = panel._rows[i];
+    return rows.map((r, k) => (k < n ? r : blank));
+  }
+
   function merged(panel, s) {
     const fr = panel.frames[s], data = panel.data.slice();
-    fr.traces.forEach((i, j) => { data[i] = Object.assign({}, panel.data[i], fr.data[j]); }); // a frame holds what moves
+    fr.traces.forEach((i, j) => { // a frame holds what moves
+      const { zrows, ...moved } = fr.data[j];
+      data[i] = Object.assign({}, panel.data[i], moved);
+      if (zrows !== undefined) data[i].z = revealedRows(panel, i, zrows);
+    });
     return { data, layout: Object.assign({}, panel.layout, fr.layout) };
   }
 
@@ -206,7 +224,8 @@
     const ready = Promise.all(ids.map((id) => {
       els[id] = document.querySelector(`#${id} .plot`);
       key[id] = null;
-      return Plotly.newPlot(els[id], bundle.panels[id].data, clone(bundle.panels[id].layout), CONFIG);
+      const first = merged(bundle.panels[id], 0); // the first step: a panel's own figure may be another step's
+      return Plotly.newPlot(els[id], first.data, clone(first.layout), CONFIG);
     }));
     if (typeof IntersectionObserver !== 'undefined') {
       const seen = new IntersectionObserver((entries) => entries.forEach((e) => {

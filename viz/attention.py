@@ -58,6 +58,14 @@ def attention_figure(*, steps: Sequence[StepRecord], step: int, layer: int, head
 
     Upper triangle blank (a token never sees later ones); colour 0..1 fixed; the query row of
     steps[step] (row = its position) outlined; at most the last `max_tokens` positions."""
+    return go.Figure(attention_figure_dict(steps=steps, step=step, layer=layer, head=head, n_kv_heads=n_kv_heads,
+                                           pieces=pieces, max_tokens=max_tokens))
+
+
+def attention_figure_dict(*, steps: Sequence[StepRecord], step: int, layer: int, head: int | None, n_kv_heads: int,
+                          pieces: Sequence[str], max_tokens: int = MAX_TOKENS) -> dict:
+    """attention_figure as plain data ({"data", "layout"}, numpy z, the template by name), not yet
+    checked by Plotly: the step viewer builds one per step and checks only the one it ships whole."""
     st = steps[step]
     H = int(np.asarray(st.attention).shape[1])
     heads = list(range(min(H, MAX_GRID_HEADS))) if head is None else [int(head)]
@@ -84,9 +92,9 @@ def attention_figure(*, steps: Sequence[StepRecord], step: int, layer: int, head
         x0, y1 = c * (w + gap_x), 1 - r * (h_ + gap_y)
         layout[f"xaxis{sx}"] = dict(axis, domain=[max(x0, 0.0), min(x0 + w, 1.0)], anchor=f"y{sx}", tickangle=-60)
         layout[f"yaxis{sx}"] = dict(axis, domain=[max(y1 - h_, 0.0), min(y1, 1.0)], anchor=f"x{sx}", autorange="reversed")
-        traces.append(go.Heatmap(
-            z=z[h], x=labels, y=labels, coloraxis="coloraxis", hoverongaps=False, name=f"head {h}", xaxis=f"x{sx}", yaxis=f"y{sx}",
-            hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra>head " + str(h) + "</extra>",
+        traces.append(dict(
+            type="heatmap", z=z[h], x=labels, y=labels, coloraxis="coloraxis", hoverongaps=False, name=f"head {h}",
+            xaxis=f"x{sx}", yaxis=f"y{sx}", hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra>head " + str(h) + "</extra>",
         ))
         shapes.append(dict(type="rect", xref=f"x{sx}", yref=f"y{sx}", x0=-0.5, x1=n - 0.5, y0=row - 0.5, y1=row + 0.5,
                            line=dict(color=NEW_COLOR, width=2), fillcolor="rgba(0,0,0,0)", name=f"query row {st.position}"))
@@ -108,7 +116,7 @@ def attention_figure(*, steps: Sequence[StepRecord], step: int, layer: int, head
     layout.update(base_layout(title, height=height, margin=dict(l=40 if grid else 110, r=20, t=90 if notes else 70, b=30 if grid else 110)))
     layout.update(shapes=shapes, annotations=titles, coloraxis=dict(
         colorscale=WEIGHT_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text="weight"), thickness=12, len=0.6)))
-    return go.Figure(data=traces, layout=layout)
+    return {"data": traces, "layout": layout}
 
 
 def overview_values(attention: np.ndarray, metric: str) -> tuple[np.ndarray, float, str]:

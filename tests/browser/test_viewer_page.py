@@ -31,13 +31,19 @@ def html_file(trace, tmp_path_factory):
     return path
 
 
+def _the_pages(message) -> bool:
+    """A console error or warning of the page's own, not Chromium's software GL reporting a slow
+    pixel read-back (it does when a screenshot reads the WebGL vocabulary cloud)."""
+    return message.type in ("error", "warning") and "GL Driver Message" not in message.text
+
+
 def open_viewer(browser, path):
     """The file in a fresh page: every request recorded, any beyond the file itself refused."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     url = path.as_uri()
     page.errors, page.requests = [], []  # type: ignore[attr-defined]
     page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on("console", lambda m: page.errors.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("console", lambda m: page.errors.append(f"{m.type}: {m.text}") if _the_pages(m) else None)
     page.on("request", lambda r: page.requests.append(r.url))
     page.route("**/*", lambda route: route.continue_() if route.request.url == url else route.abort())
     page.goto(url)
@@ -129,4 +135,31 @@ def test_the_example_traces_page_replays_the_real_model(browser, tmp_path, shots
     title = page.evaluate("() => document.querySelector('#dist-plot .js-plotly-plot').layout.title.text")
     assert "(approximate)" in title  # no full-vocabulary logits in this trace: the panel says so
     page.screenshot(path=str(shots / "viewer_example_last.png"), full_page=True)
+    assert page.requests == [path.as_uri()] and not page.errors
+
+
+ATTN = """() => document.querySelector('#attn-plot .js-plotly-plot').data.map((t) => ({name: t.name,
+  z: Array.from(t.z, (row) => Array.from(row, (v) => (v === null || v === undefined ? null : v)))}))"""
+
+
+def test_every_heads_matrix_on_screen_is_the_one_viz_draws_for_the_step(browser, trace, tmp_path):
+    """The attention grid's frames name rows of the last step's matrices; what Plotly holds at each
+    step is viz.attention's own figure for that step: its cells, and blank everywhere else."""
+    from viz.attention import attention_figure
+
+    path = tmp_path / "grid.html"
+    write_html(trace, path, layer=1, head=None)
+    page = open_viewer(browser, path)
+    pieces = list(trace.steps[-1].context_pieces)
+    for s in (0, 11, 4):
+        page.evaluate(DRAG, ["step-slider", s])
+        settle(page, s)
+        want = attention_figure(steps=trace.steps, step=s, layer=1, head=None, n_kv_heads=trace.model.n_kv_heads, pieces=pieces)
+        got = page.evaluate(ATTN)
+        assert [g["name"] for g in got] == [t.name for t in want.data]
+        for g, t in zip(got, want.data):
+            z = np.array([[np.nan if v is None else v for v in row] for row in g["z"]])
+            n = len(t.z)
+            np.testing.assert_array_equal(z[:n, :n], np.asarray(t.z, np.float64), err_msg=f"step {s} {t.name}")
+            assert np.isnan(z[n:]).all() and np.isnan(z[:, n:]).all()
     assert page.requests == [path.as_uri()] and not page.errors

@@ -53,11 +53,14 @@ def test_frames_carry_the_steps_own_numbers(bundle, trace):
         np.testing.assert_allclose(arr(fin["x"])[:20], step.top_final_probs[:20], rtol=1e-6)
         assert f"position {step.position + 1} ·" in P["dist-plot"]["frames"][s]["layout"]["title"]["text"]
 
-        z = arr(P["attn-plot"]["frames"][s]["data"][0]["z"])  # (T, T) block 1, head 2
+        frame = P["attn-plot"]["frames"][s]["data"][0]  # block 1, head 2: the figure's matrix, its first rows shown
+        z = viewer.revealed_rows(arr(P["attn-plot"]["data"][0]["z"]), frame["zrows"])
         want = attention.attention_matrix(trace.steps, upto=s, layers=[1])[0, 2]
-        low = np.tril_indices(step.position + 1)
+        n = step.position + 1
+        low = np.tril_indices(n)
+        assert frame["zrows"] == n
         np.testing.assert_array_equal(z[low], want[low])
-        assert np.isnan(z[np.triu_indices(step.position + 1, 1)]).all()
+        assert np.isnan(z[np.triu_indices(n, 1)]).all() and np.isnan(z[n:]).all()
 
         ent, _, _ = attention.overview_values(step.attention, "entropy")
         np.testing.assert_allclose(arr(P["attn-overview"]["frames"][s]["data"][0]["z"]), ent, rtol=1e-6)
@@ -93,6 +96,24 @@ def test_only_what_changes_moves_and_ranges_stay_put(bundle, trace):
     # the distribution panel is as tall as its tallest step: a frame never resizes it
     heights = [distribution.distribution_figure(s, temperature=0.8, top_p=0.9, vocab_size=50).layout.height for s in trace.steps]
     assert P["dist-plot"]["layout"]["height"] == max(heights)
+
+
+def test_attention_frames_name_rows_only_when_that_is_exact(trace):
+    """Rows of the last step's matrix stand for every step's only when each step's matrix is their
+    top-left block; a trace where a later step rewrote a row gets every step's own matrices."""
+    steps = viewer.frame_steps(trace, 99)
+    grow = viewer.attention_panel(trace, steps, layer=0, head=None)
+    assert all(set(d) == {"type", "zrows"} for f in grow["frames"] for d in f["data"])
+    assert len(grow["frames"][0]["data"]) == trace.model.n_heads
+    bent = dataclasses.replace(trace, steps=list(trace.steps))
+    third = bent.steps[3]
+    L, H = np.asarray(third.attention).shape[:2]
+    zeros = np.zeros((L, H, third.position, third.position), np.float32)  # step 3 rewrites every earlier row
+    bent.steps[3] = dataclasses.replace(third, attention_matrix=zeros)
+    every = viewer.attention_panel(bent, steps, layer=0, head=2)
+    assert all("z" in f["data"][0] and "zrows" not in f["data"][0] for f in every["frames"])
+    low = np.tril_indices(third.position)
+    assert arr(every["frames"][3]["data"][0]["z"])[low].max() == 0 and arr(every["frames"][2]["data"][0]["z"])[low].max() > 0
 
 
 def test_frames_are_capped_and_the_bundle_says_so(trace):
