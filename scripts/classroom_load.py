@@ -4,6 +4,7 @@
     .venv/bin/python scripts/classroom_load.py --viewers 10 --new-tokens 16
 
 It starts the app itself on a free port, then measures, in one run:
+  0. warm-up: the same 4 generations, not counted (a process's first runs of each length are slower);
   1. alone: 4 sessions generate at once with nobody else on the server;
   2. class: the same 4 generations while 30 viewers do what a page does: open the page (GET /,
      then the page-open events the page's script calls: the example trace, its viewer bundle, the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import socket
 import statistics
@@ -121,6 +123,19 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, every thread) a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed_cpu(fn, pids: dict[str, int]):
+    """fn()'s result and the CPU seconds each named process used while it ran."""
+    before = {k: cpu_s(p) for k, p in pids.items()}
+    out = fn()
+    return out, {k: cpu_s(p) - before[k] for k, p in pids.items()}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -176,6 +191,7 @@ class Stats:
     errors: Counter = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
     opened: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))  # one release a viewer
+    cpu: dict = field(default_factory=dict)  # CPU seconds each process used while the class's generations ran
 
     def call(self, kind: str, fn):
         t0 = time.perf_counter()
@@ -299,7 +315,8 @@ def class_phase(url: str, a, events: dict, stats: Stats) -> tuple[list, list[str
     for _ in threads:
         stats.opened.acquire(timeout=300)
     print(f"the {a.viewers} viewers opened the page in {time.perf_counter() - t0:.0f} s; now {a.generators} sessions generate among them")
-    results, errors = generators(url, a.generators, a.new_tokens, a.seed)
+    (results, errors), cpu = timed_cpu(lambda: generators(url, a.generators, a.new_tokens, a.seed), a.pids)
+    stats.cpu = cpu
     stop.set()
     for t in threads:
         t.join()
@@ -327,18 +344,22 @@ def run(a) -> None:
         events = page_events(httpx.get(url + "config", timeout=60).json())
         print(f"generation endpoint {GENERATE_API}; page-open events {[i for i, _ in events['open']]}; "
               f"layer change event {events['layer'] if events['layer'] is not None else 'none found: viewers only fetch files'}")
+        generators(url, a.generators, a.new_tokens, a.seed)  # warm-up, not counted: a process's first runs of each length are slower
         rss0 = rss_mb(proc.pid)
-        alone, e1 = generators(url, a.generators, a.new_tokens, a.seed)
+        a.pids = {"server": proc.pid, "this script": os.getpid()}
+        (alone, e1), cpu1 = timed_cpu(lambda: generators(url, a.generators, a.new_tokens, a.seed), a.pids)
         stats = Stats()
         loaded, e2, viewer_s = class_phase(url, a, events, stats)
         rss1 = rss_mb(proc.pid)
-        again, e3 = generators(url, a.generators, a.new_tokens, a.seed)
+        (again, e3), cpu3 = timed_cpu(lambda: generators(url, a.generators, a.new_tokens, a.seed), a.pids)
         print(f"\n{a.generators} generating sessions, {a.new_tokens} new tokens each; {a.viewers} viewers in the class phase, "
               f"one action every {a.think_min:g}-{a.think_max:g} s, {a.layer_share:.0%} of them a layer change")
-        for name, res in (("alone", alone), ("class", loaded), ("alone again", again)):
-            print(phase_line(name, res))
+        for name, res, cpu in (("alone", alone, cpu1), ("class", loaded, stats.cpu), ("alone again", again, cpu3)):
+            print(phase_line(name, res) + "; CPU s used meanwhile: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()))
         if rates(alone + again) and rates(loaded):
             print(ratio_line(rates(alone + again), rates(loaded)))
+            print("  against each alone phase: " + ", ".join(
+                f"{statistics.mean(rates(loaded)) / statistics.mean(rates(r)) - 1:+.0%}" for r in (alone, again) if rates(r)))
         print(f"generation errors: {len(e1 + e2 + e3)}" + "".join(f"\n  {e}" for e in e1 + e2 + e3))
         report(stats, viewer_s)
         print(f"server resident memory: {rss0:.0f} MB before the runs (model loaded), {rss1:.0f} MB after the class, "
