@@ -16,12 +16,11 @@
 
   const IDS = ['dist-plot', 'attn-plot', 'attn-overview', 'emb-plot', 'kv-plot'];
   const CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ['lasso2d', 'select2d'] };
-  const PLAY_FPS = 12;
   const PLAY = '▶ Play', PAUSE = '⏸ Pause';
   const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
 
   const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, drawn: {}, busy: false, dirty: false,
-               settleTimer: null, playTimer: null, settleMs: 300, rendered: -1, insideStale: false, insideInView: false,
+               settleTimer: null, settleMs: 300, rendered: -1, insideStale: false, insideInView: false,
                textStep: -1 };
 
   const ready = () => new Promise((ok) => {
@@ -155,7 +154,7 @@
   const panelWatch = typeof IntersectionObserver === 'undefined' ? null : new IntersectionObserver((entries) => entries.forEach((e) => {
     if (e.isIntersecting) { inView.add(e.target.id); if (st.bundle) render(); } else inView.delete(e.target.id);
   }));
-  const drawOrder = () => IDS.filter((id) => inView.has(id)).concat(st.playTimer === null ? IDS.filter((id) => !inView.has(id)) : []);
+  const drawOrder = () => IDS.filter((id) => inView.has(id)).concat(playing() ? [] : IDS.filter((id) => !inView.has(id)));
 
   const insideWatch = typeof IntersectionObserver === 'undefined' ? null : new IntersectionObserver((entries) => entries.forEach((e) => {
     st.insideInView = e.isIntersecting;
@@ -230,30 +229,24 @@
 
   function playLabel(text) { const b = document.getElementById('play'); if (b) b.textContent = text; }
 
-  function stopPlay() {
-    if (st.playTimer === null) return;
-    clearTimeout(st.playTimer);
-    st.playTimer = null;
-    playLabel(PLAY);
-    render(); // the panels off screen catch up
-  }
+  // Play: viewer.js's player, paced by the panels on screen (the others catch up when it stops).
+  let play = null;
+  const playing = () => play !== null && play.playing();
+  function stopPlay() { if (play) play.stop(); }
 
-  // Play keeps time by the clock: PLAY_FPS steps a second even when drawing is slower (the panels then
-  // show the newest step they can); it stops at the last step or when a person moves the slider.
   function togglePlay() {
-    if (st.playTimer !== null) return stopPlay();
+    if (playing()) return stopPlay();
     const b = st.bundle;
     if (!b || b.n_steps < 2) return;
     const n = b.n_steps;
     if (st.step >= n - 1) setStep(0);
     playLabel(PAUSE);
-    const from = st.step, t0 = performance.now();
-    const tick = () => {
-      const s = Math.min(n - 1, from + Math.floor((performance.now() - t0) * PLAY_FPS / 1000));
-      if (s !== st.step) setStep(s);
-      if (s >= n - 1) stopPlay(); else st.playTimer = setTimeout(tick, 1000 / PLAY_FPS / 2);
-    };
-    st.playTimer = setTimeout(tick, 1000 / PLAY_FPS);
+    play = root.LLMViewer.player({
+      drawn: () => !st.busy && st.rendered === st.step && st.bundle === b,
+      advance: () => { if (st.bundle !== b) return false; setStep(st.step + 1); return st.step < n - 1; },
+      stopped: () => { playLabel(PLAY); render(); }, // the panels off screen catch up
+    });
+    play.start();
   }
 
   // A message names its bundle or panel by URL (a file the server wrote once): fetched here, in order.
@@ -301,6 +294,6 @@
   document.addEventListener('input', onInput, true);
   document.addEventListener('change', onInput, true);
   document.addEventListener('click', (e) => { if (e.target.closest && e.target.closest('#play')) togglePlay(); }, true);
-  root.LLMApp = { state: st, drain, settled, mounted: () => st.bundle !== null, render, playing: () => st.playTimer !== null };
+  root.LLMApp = { state: st, drain, settled, mounted: () => st.bundle !== null, render, playing };
   drain();
 })(window);

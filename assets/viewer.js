@@ -264,27 +264,36 @@
       (v) => { state.p = Ps[gridIndex(Ps, v)]; onChange(); });
   }
 
-  // Play keeps time by the clock: the step on screen moves PLAY_FPS times a second even when drawing is
-  // slower (the panels then show the newest step they can); it stops at the last step or when a person
-  // drags the step slider.
-  function playButton(stepSlider, state, n) {
+  /* Play, paced by drawing: the next step once the panels on screen show the one before, and no sooner
+   * than 1/PLAY_FPS after it. Every step is shown (a slower machine plays slower, never skipping).
+   * drawn(): the step on screen is drawn; advance(): move to the next step, false once that was the last. */
+  function player({ drawn, advance, stopped }) {
+    let timer = null, last = 0;
+    const stop = () => { if (timer === null) return; clearTimeout(timer); timer = null; stopped(); };
+    const tick = () => {
+      if (!drawn()) { timer = setTimeout(tick, 4); return; }
+      const wait = last + 1000 / PLAY_FPS - performance.now();
+      if (wait > 1) { timer = setTimeout(tick, wait); return; }
+      last = performance.now();
+      if (advance()) timer = setTimeout(tick, 0); else stop();
+    };
+    const start = () => { if (timer === null) { last = performance.now(); timer = setTimeout(tick, 0); } };
+    return { start, stop, playing: () => timer !== null };
+  }
+
+  // The page's Play button: from step 0 again once at the last step; it stops when a person drags the slider.
+  function playButton(stepSlider, state, n, drawn) {
     const play = document.getElementById('play');
-    let timer = null;
-    const stop = () => { clearTimeout(timer); timer = null; play.textContent = '▶ Play'; };
+    const p = player({ drawn, advance: () => { stepSlider.set(state.step + 1); return state.step < n - 1; },
+                       stopped: () => { play.textContent = '▶ Play'; } });
     play.addEventListener('click', () => {
-      if (timer) return stop();
+      if (p.playing()) return p.stop();
       if (state.step >= n - 1) stepSlider.set(0);
       play.textContent = '⏸ Pause';
-      const from = state.step, t0 = performance.now();
-      const tick = () => {
-        const s = Math.min(n - 1, from + Math.floor((performance.now() - t0) * PLAY_FPS / 1000));
-        if (s !== state.step) stepSlider.set(s);
-        if (s >= n - 1) stop(); else timer = setTimeout(tick, 1000 / PLAY_FPS / 2);
-      };
-      timer = setTimeout(tick, 1000 / PLAY_FPS);
+      p.start();
     });
-    document.querySelector('#step-slider input[type=range]').addEventListener('input', () => { if (timer) stop(); });
-    return () => timer !== null;
+    document.querySelector('#step-slider input[type=range]').addEventListener('input', (e) => { if (!e.llmPlay) p.stop(); });
+    return p.playing;
   }
 
   function mount(bundle) {
@@ -321,7 +330,7 @@
 
     const stepSlider = slider('step-slider', { min: 0, max: n - 1, step: 1, value: 0 }, (v) => { state.step = Math.round(v); render(); });
     samplingSliders(S, state, render);
-    const playing = playButton(stepSlider, state, n);
+    const playing = playButton(stepSlider, state, n, () => !busy && api.rendered === state.step);
     // settled(): resolves once every panel shows the step (and the settings) on screen
     const settled = () => new Promise((ok) => {
       const done = () => { if (!busy && api.rendered === state.step) { document.removeEventListener('viewer:rendered', done); ok(state.step); } };
@@ -334,5 +343,5 @@
     return api;
   }
 
-  root.LLMViewer = Object.assign(root.LLMViewer || {}, { decode, fixed, pct, gridIndex, reshape, distFigure, merged, cutText, figureFor, mount });
+  root.LLMViewer = Object.assign(root.LLMViewer || {}, { decode, fixed, pct, gridIndex, reshape, distFigure, merged, cutText, figureFor, player, mount });
 })(typeof window !== 'undefined' ? window : globalThis);
