@@ -132,26 +132,39 @@
     return cut;
   }
 
-  // A frame's {zrows: n}: the figure's matrix with only its first n rows shown (viz.viewer.revealed_rows).
-  // Rows are made once per panel and trace and shared by every frame; blank cells are null (gaps).
-  function revealedRows(panel, i, n) {
-    panel._rows = panel._rows || {};
-    if (!panel._rows[i]) {
-      const spec = panel.data[i].z, flat = decode(spec);
-      const [T, W] = spec.shape ? String(spec.shape).split(',').map(Number) : [spec.length, (spec[0] || []).length];
-      const row = (r) => Array.from({ length: W }, (_, c) => { const v = spec.shape ? flat[r * W + c] : spec[r][c]; return v === null || Number.isNaN(v) ? null : v; });
-      panel._rows[i] = { rows: Array.from({ length: T }, (_, r) => row(r)), blank: new Array(W).fill(null) };
+  // A frame's {zwin: [lo, n, size]}: its window of the attention band (viz/viewer_attention.py, windowed
+  // there too): rows lo .. lo+n-1 over keys lo .. lo+size-1, then size-n blank rows; labels from lo.
+  function windowed(panel, i, [lo, n, size]) {
+    panel._bands = panel._bands || {};
+    if (!panel._bands[i]) {
+      const spec = panel.data[i].z, [T, w] = String(spec.shape).split(',').map(Number);
+      panel._bands[i] = { flat: decode(spec), T, w, rows: new Map() };
     }
-    const { rows, blank } = panel._rows[i];
-    return rows.map((r, k) => (k < n ? r : blank));
+    const b = panel._bands[i], blank = new Array(size).fill(null), z = [];
+    for (let q = 0; q < size; q++) {
+      if (q >= n) { z.push(blank); continue; }
+      const r = lo + q, key = `${lo}|${size}|${r}`;
+      let row = b.rows.get(key);
+      if (!row) {
+        row = new Array(size).fill(null);
+        for (let j = 0; j <= q; j++) { // keys up to the row's own position
+          const k = lo + j - (r - b.w + 1), v = k >= 0 && k < b.w ? b.flat[r * b.w + k] : NaN;
+          row[j] = Number.isNaN(v) ? null : v;
+        }
+        if (b.rows.size > 4096) b.rows.clear();
+        b.rows.set(key, row);
+      }
+      z.push(row);
+    }
+    const labels = panel.data[i].x.slice(lo, lo + size);
+    return { z, x: labels, y: labels };
   }
 
   function merged(panel, s) {
     const fr = panel.frames[s], data = panel.data.slice();
     fr.traces.forEach((i, j) => { // a frame holds what moves
-      const { zrows, ...moved } = fr.data[j];
-      data[i] = Object.assign({}, panel.data[i], moved);
-      if (zrows !== undefined) data[i].z = revealedRows(panel, i, zrows);
+      const { zwin, ...moved } = fr.data[j];
+      data[i] = Object.assign({}, panel.data[i], moved, zwin ? windowed(panel, i, zwin) : {});
     });
     return { data, layout: Object.assign({}, panel.layout, fr.layout) };
   }

@@ -47,7 +47,7 @@ def kv_group(head: int, n_heads: int, n_kv_heads: int) -> int:
     return head // per
 
 
-def _labels(pieces: Sequence[str], lo: int, hi: int) -> list[str]:
+def position_labels(pieces: Sequence[str], lo: int, hi: int) -> list[str]:
     # unique category labels: the position keeps repeated pieces apart
     return [f"{k} {plot_piece(pieces[k], 10) if k < len(pieces) else '?'}" for k in range(lo, hi)]
 
@@ -63,20 +63,21 @@ def attention_figure(*, steps: Sequence[StepRecord], step: int, layer: int, head
 
 
 def attention_figure_dict(*, steps: Sequence[StepRecord], step: int, layer: int, head: int | None, n_kv_heads: int,
-                          pieces: Sequence[str], max_tokens: int = MAX_TOKENS) -> dict:
-    """attention_figure as plain data ({"data", "layout"}, numpy z, the template by name), not yet
-    checked by Plotly: the step viewer builds one per step and checks only the one it ships whole."""
+                          pieces: Sequence[str], max_tokens: int = MAX_TOKENS, matrix: np.ndarray | None = None) -> dict:
+    """attention_figure as plain data ({"data", "layout"}, numpy z), not yet checked by Plotly: the
+    step viewer builds one per step and checks only the one it ships whole. `matrix`: the layer's
+    attention_matrix up to `step` (H, T, T), when the caller has it."""
     st = steps[step]
     H = int(np.asarray(st.attention).shape[1])
     heads = list(range(min(H, MAX_GRID_HEADS))) if head is None else [int(head)]
     T = st.position + 1
     window = max_tokens if head is not None else min(max_tokens, int(math.sqrt(GRID_CELLS / len(heads))))
     lo = max(0, T - window)
-    m = attention_matrix(steps, upto=step, layers=[layer])[0]  # (H, T, T)
+    m = attention_matrix(steps, upto=step, layers=[layer])[0] if matrix is None else matrix  # (H, T, T)
     z = m[:, lo:, lo:].copy()  # (H, T-lo, T-lo)
     n = T - lo
     z[:, np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]] = np.nan  # causal mask: blank
-    labels = _labels(pieces, lo, T)
+    labels = position_labels(pieces, lo, T)
     row = st.position - lo  # the current query, as a row index within the window
 
     grid = head is None

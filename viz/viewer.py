@@ -16,19 +16,17 @@ import json
 import math
 from typing import Sequence
 
-import numpy as np
 import plotly.graph_objects as go
-from plotly.io.json import to_json_plotly
 
 from pipeline.records import Trace
 
 from . import attention, distribution, embeddings, kv, page
 from .style import MUTED, NEW_COLOR, PROMPT_COLOR, plot_piece
+from .viewer_attention import attention_panel
 from .viewer_sampling import sampling_bundle
 
 SCHEMA = "llm-viewer-bundle/1"
 MAX_FRAMES = 256  # steps a bundle holds frames for; a longer trace is cut (and says so)
-ATTN_CELLS = 1_000_000  # attention heatmap cells over all frames (4 bytes each); the window shrinks to fit
 N_CANDIDATES = 20  # bars of the distribution panel (viz.distribution's default)
 FIXED_LAYOUT = ("height", "margin")  # the largest over the steps, in the figure: a frame never resizes the panel
 
@@ -115,67 +113,6 @@ def distribution_panel(trace: Trace, steps: list[int], *, n: int = N_CANDIDATES)
     panel = animated(figs, steps)
     panel["candidates"] = plain
     return panel
-
-
-def attention_window(sizes: Sequence[int], *, budget: int = ATTN_CELLS, floor: int = 16) -> int:
-    """The heatmap window (last positions shown) keeping every frame's cells within the budget."""
-    w = attention.MAX_TOKENS
-    while w > floor and sum(min(T, w) ** 2 for T in sizes) > budget:
-        w = max(floor, int(w * 0.9))
-    return w
-
-
-def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int | None) -> dict:
-    """One layer and head: the causal matrix filling row by row, the step's query row outlined.
-    While the whole context fits the heatmap's window, both axes hold every position of the
-    trace, so the matrix grows into a fixed frame, and a frame names only how many of the last
-    step's rows it shows (`zrows`, see revealed_rows) instead of carrying its own matrix."""
-    last = trace.steps[steps[-1]]
-    pieces = list(last.context_pieces)
-    w = attention_window([trace.steps[s].position + 1 for s in steps])
-    figs = [attention.attention_figure_dict(steps=trace.steps, step=s, layer=layer, head=head, max_tokens=w,
-                                            n_kv_heads=trace.model.n_kv_heads, pieces=pieces) for s in steps]
-    T = last.position + 1
-    panel = _growing(figs, steps) if T <= w else None
-    if panel is None:
-        panel = animated([figure_json(go.Figure(f)) for f in figs], steps)
-    if T <= w:  # every head's axes (all heads: one subplot each, xaxis .. xaxisN)
-        labels = figs[-1]["data"][0]["x"]
-        lo = panel["layout"]
-        for k in [k for k in lo if k.startswith(("xaxis", "yaxis"))]:
-            span = [-0.5, T - 0.5] if k.startswith("x") else [T - 0.5, -0.5]
-            lo[k] = {**lo[k], "categoryorder": "array", "categoryarray": labels, "range": span, "autorange": False}
-    return panel
-
-
-def _growing(figs: list[dict], steps: list[int]) -> dict | None:
-    """The attention frames as rows of the last step's matrices, when that is exactly what each
-    step's figure shows: every step's matrix is the top-left block of the last one, and the rest
-    of its rows blank. None when it is not (the caller then ships every step's matrices)."""
-    last = figs[-1]["data"]
-    for f in figs:
-        for tr, end in zip(f["data"], last):
-            z, full = np.asarray(tr["z"]), np.asarray(end["z"])
-            n = z.shape[0]
-            if tr["x"] != end["x"][:n] or not np.array_equal(z, full[:n, :n], equal_nan=True) or not np.isnan(full[:n, n:]).all():
-                return None
-    changing = _changing([f["layout"] for f in figs], skip=(*FIXED_LAYOUT, "template", "meta"))
-    base = figure_json(go.Figure(figs[-1]))
-    base["layout"].update(_largest([f["layout"] for f in figs]), meta={"step": int(steps[0])})
-    frames = [{
-        "name": str(int(s)), "traces": list(range(len(last))),
-        "data": [{"type": "heatmap", "zrows": int(np.asarray(tr["z"]).shape[0])} for tr in f["data"]],
-        "layout": {**json.loads(to_json_plotly({k: f["layout"].get(k) for k in changing})), "meta": {"step": int(s)}},
-    } for s, f in zip(steps, figs)]
-    return {**base, "frames": frames}
-
-
-def revealed_rows(z: np.ndarray, n: int) -> np.ndarray:
-    """A `zrows` frame's matrix: the first n rows of the figure's, the others blank (assets/viewer.js
-    does the same in the browser)."""
-    out = np.full_like(z, np.nan)
-    out[:n] = z[:n]
-    return out
 
 
 def overview_panel(trace: Trace, steps: list[int], *, metric: str = "entropy") -> dict:

@@ -30,6 +30,7 @@ TOP_K_MAX = 200  # app.py: Slider(0, 200, step=1); 0 is off
 HEAD = 512  # logits shipped per step at least
 GUARD = 8  # nuclei within this many tokens of the head's end are taken from the table, not recomputed
 TOP_P_EPS = 1e-12  # pipeline.sampling.TopP's tolerance on the cumulative probability
+PREFIX = 4096  # sorted tokens a step's top-p tables start from (more when the nucleus reaches further)
 
 
 def packed(a: np.ndarray, dtype: str) -> dict:
@@ -80,30 +81,46 @@ def head_size(xs: np.ndarray, ranks: np.ndarray, *, head: int) -> int:
     return min(m, V)
 
 
-def _sums(x: np.ndarray, order: np.ndarray, t: float):
+def _sums(x: np.ndarray, order: np.ndarray, t: float, M: int):
     """At temperature t: (z, ed, e and d in sorted order, cumulative probability in sorted order),
-    with pipeline.sampling.softmax's own arithmetic (the same sum, the same cumsum as TopP)."""
+    with pipeline.sampling.softmax's own arithmetic (the same sum, the same cumsum as TopP).
+
+    The sorted values and their cumulative sum stop where it passes the largest top-p below 1 (at
+    least PREFIX tokens and the head): a cumsum adds in order, so its first values are the whole
+    cumsum's; top-p never looks further."""
     q = scaled(x, t).astype(np.float64)  # (V,) in vocabulary order, as the pipeline sums it
     m = q[order[0]]
     d = q - m
     e = np.exp(d)
     z = e.sum()
-    es, ds = e[order], d[order]
-    return float(z), float((e * d).sum()), es, ds, np.cumsum(es / z)  # (np.dot goes to BLAS threads: 300x slower here)
+    V, reach = x.size, TOP_PS[-2] - TOP_P_EPS
+    L = min(V, max(PREFIX, M + GUARD))
+    while True:
+        head = order[:L]
+        es = e[head]
+        cum = np.cumsum(es / z)  # (np.dot goes to BLAS threads: 300x slower here)
+        if L == V or cum[-1] >= reach:
+            break
+        L = min(V, 4 * L)
+    return float(z), float((e * d).sum()), es, d[head], cum
 
 
 def _tail(es, ds, cum, M: int, V: int) -> tuple[int, list, list, list]:
     """First top-p index whose nucleus (top-k off) ends within GUARD of the head or beyond, and per
-    top-p value from there: nucleus size, sum of e and of e*d over its part beyond the head."""
+    top-p value from there: nucleus size, sum of e and of e*d over its part beyond the head.
+    es, ds, cum: the sorted values as far as the largest nucleus (see _sums)."""
     ps = np.asarray(TOP_PS[:-1])  # 1.0 is off
     n = np.searchsorted(cum, ps - TOP_P_EPS, side="left") + 1
     n = np.minimum(np.maximum(n, 1), V)
     far = np.flatnonzero(n > M - GUARD)
     j0 = int(far[0]) if far.size else ps.size
-    ce = np.concatenate([[0.0], np.cumsum(es[M:])])  # ce[i]: sum of the first i tail values
-    ced = np.concatenate([[0.0], np.cumsum(es[M:] * ds[M:])])
     ns = n[j0:]
     beyond = np.maximum(ns - M, 0)
+    if not ns.size:
+        return j0, [], [], []
+    b = int(beyond.max())
+    ce = np.concatenate([[0.0], np.cumsum(es[M:M + b])])  # ce[i]: sum of the first i tail values
+    ced = np.concatenate([[0.0], np.cumsum(es[M:M + b] * ds[M:M + b])])
     return j0, ns.tolist(), ce[beyond].tolist(), ced[beyond].tolist()
 
 
@@ -123,7 +140,7 @@ def step_tables(step: StepRecord, *, penalty: float = 1.0, head: int = HEAD) -> 
         if t == 0:  # greedy needs no sums of its own
             z.append(0.0), ed.append(0.0), j0.append(len(TOP_PS) - 1)
             continue
-        zt_, ed_, es, ds, cum = _sums(x, order, t)
+        zt_, ed_, es, ds, cum = _sums(x, order, t, M)
         z.append(zt_), ed.append(ed_)
         j, n_, a, b = _tail(es, ds, cum, M, V)
         j0.append(j), n.extend(n_), zt.extend(a), edt.extend(b)

@@ -138,15 +138,18 @@ def test_the_example_traces_page_replays_the_real_model(browser, tmp_path, shots
     assert page.requests == [path.as_uri()] and not page.errors
 
 
-ATTN = """() => document.querySelector('#attn-plot .js-plotly-plot').data.map((t) => ({name: t.name,
+ATTN = """() => document.querySelector('#attn-plot .js-plotly-plot').data.map((t) => ({name: t.name, x: Array.from(t.x), y: Array.from(t.y),
   z: Array.from(t.z, (row) => Array.from(row, (v) => (v === null || v === undefined ? null : v)))}))"""
 
 
-def test_every_heads_matrix_on_screen_is_the_one_viz_draws_for_the_step(browser, trace, tmp_path):
-    """The attention grid's frames name rows of the last step's matrices; what Plotly holds at each
-    step is viz.attention's own figure for that step: its cells, and blank everywhere else."""
+@pytest.mark.parametrize("window", [128, 10])  # the whole context; a window that slides
+def test_every_heads_matrix_on_screen_is_the_one_viz_draws_for_the_step(browser, trace, tmp_path, monkeypatch, window):
+    """The attention grid's frames name windows of one band per head; what Plotly holds at each step
+    is viz.attention's own figure for that step: its cells, its labels, and blank everywhere else."""
+    from viz import attention
     from viz.attention import attention_figure
 
+    monkeypatch.setattr(attention, "MAX_TOKENS", window)
     path = tmp_path / "grid.html"
     write_html(trace, path, layer=1, head=None)
     page = open_viewer(browser, path)
@@ -154,7 +157,8 @@ def test_every_heads_matrix_on_screen_is_the_one_viz_draws_for_the_step(browser,
     for s in (0, 11, 4):
         page.evaluate(DRAG, ["step-slider", s])
         settle(page, s)
-        want = attention_figure(steps=trace.steps, step=s, layer=1, head=None, n_kv_heads=trace.model.n_kv_heads, pieces=pieces)
+        want = attention_figure(steps=trace.steps, step=s, layer=1, head=None, n_kv_heads=trace.model.n_kv_heads, pieces=pieces,
+                                max_tokens=window)
         got = page.evaluate(ATTN)
         assert [g["name"] for g in got] == [t.name for t in want.data]
         for g, t in zip(got, want.data):
@@ -162,4 +166,5 @@ def test_every_heads_matrix_on_screen_is_the_one_viz_draws_for_the_step(browser,
             n = len(t.z)
             np.testing.assert_array_equal(z[:n, :n], np.asarray(t.z, np.float64), err_msg=f"step {s} {t.name}")
             assert np.isnan(z[n:]).all() and np.isnan(z[:, n:]).all()
+            assert g["x"][:n] == list(t.x) and g["y"][:n] == list(t.y)
     assert page.requests == [path.as_uri()] and not page.errors

@@ -12,6 +12,7 @@ import pytest
 from tests.synthetic import make_trace
 from viz import attention, distribution, viewer
 from viz.viewer import DIST_STYLE, bundle_json, sizes, viewer_bundle
+from viz.viewer_attention import windowed
 from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, head_size, sort_order, step_tables, unpacked
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,12 +54,12 @@ def test_frames_carry_the_steps_own_numbers(bundle, trace):
         np.testing.assert_allclose(arr(fin["x"])[:20], step.top_final_probs[:20], rtol=1e-6)
         assert f"position {step.position + 1} ·" in P["dist-plot"]["frames"][s]["layout"]["title"]["text"]
 
-        frame = P["attn-plot"]["frames"][s]["data"][0]  # block 1, head 2: the figure's matrix, its first rows shown
-        z = viewer.revealed_rows(arr(P["attn-plot"]["data"][0]["z"]), frame["zrows"])
+        frame = P["attn-plot"]["frames"][s]["data"][0]  # block 1, head 2: the band, spread out over the step's window
+        z = windowed(arr(P["attn-plot"]["data"][0]["z"]), *frame["zwin"])
         want = attention.attention_matrix(trace.steps, upto=s, layers=[1])[0, 2]
         n = step.position + 1
         low = np.tril_indices(n)
-        assert frame["zrows"] == n
+        assert frame["zwin"] == [0, n, trace.steps[-1].position + 1]
         np.testing.assert_array_equal(z[low], want[low])
         assert np.isnan(z[np.triu_indices(n, 1)]).all() and np.isnan(z[n:]).all()
 
@@ -98,12 +99,12 @@ def test_only_what_changes_moves_and_ranges_stay_put(bundle, trace):
     assert P["dist-plot"]["layout"]["height"] == max(heights)
 
 
-def test_attention_frames_name_rows_only_when_that_is_exact(trace):
-    """Rows of the last step's matrix stand for every step's only when each step's matrix is their
-    top-left block; a trace where a later step rewrote a row gets every step's own matrices."""
+def test_attention_frames_name_windows_only_when_rows_are_written_once(trace):
+    """A band of the last step's matrices stands for every step's only when each row is written once;
+    a trace where a later step rewrote rows gets every step's own matrices."""
     steps = viewer.frame_steps(trace, 99)
     grow = viewer.attention_panel(trace, steps, layer=0, head=None)
-    assert all(set(d) == {"type", "zrows"} for f in grow["frames"] for d in f["data"])
+    assert all(set(d) == {"type", "zwin"} for f in grow["frames"] for d in f["data"])
     assert len(grow["frames"][0]["data"]) == trace.model.n_heads
     bent = dataclasses.replace(trace, steps=list(trace.steps))
     third = bent.steps[3]
@@ -111,9 +112,30 @@ def test_attention_frames_name_rows_only_when_that_is_exact(trace):
     zeros = np.zeros((L, H, third.position, third.position), np.float32)  # step 3 rewrites every earlier row
     bent.steps[3] = dataclasses.replace(third, attention_matrix=zeros)
     every = viewer.attention_panel(bent, steps, layer=0, head=2)
-    assert all("z" in f["data"][0] and "zrows" not in f["data"][0] for f in every["frames"])
+    assert all("z" in f["data"][0] and "zwin" not in f["data"][0] for f in every["frames"])
     low = np.tril_indices(third.position)
     assert arr(every["frames"][3]["data"][0]["z"])[low].max() == 0 and arr(every["frames"][2]["data"][0]["z"])[low].max() > 0
+
+
+@pytest.mark.parametrize("head", [None, 1])
+def test_a_sliding_window_is_each_steps_own_figure(monkeypatch, head):
+    """A context longer than the heatmap's window: each frame's window of the band, and its labels, are
+    exactly viz.attention's figure for that step (every head of the grid, or the one head)."""
+    monkeypatch.setattr(attention, "MAX_TOKENS", 12)
+    trace = make_trace(n_steps=20, prompt_len=8, n_heads=3, n_kv_heads=1, seed=4)
+    steps = viewer.frame_steps(trace, 99)
+    panel = viewer.attention_panel(trace, steps, layer=1, head=head)
+    pieces = list(trace.steps[-1].context_pieces)
+    bands = [arr(tr["z"]) for tr in panel["data"]]
+    for s in steps:
+        want = attention.attention_figure(steps=trace.steps, step=s, layer=1, head=head, n_kv_heads=1, pieces=pieces, max_tokens=12)
+        frame = panel["frames"][s]
+        assert frame["layout"]["title"]["text"] == want.layout.title.text
+        for k, t in enumerate(want.data):
+            lo, n, size = frame["data"][k]["zwin"]
+            np.testing.assert_array_equal(windowed(bands[k], lo, n, size), np.asarray(t.z, np.float32), err_msg=f"step {s} {t.name}")
+            assert panel["data"][k]["x"][lo:lo + size] == list(t.x)
+    assert panel["frames"][-1]["data"][0]["zwin"][0] > 0  # the window did slide
 
 
 def test_frames_are_capped_and_the_bundle_says_so(trace):
@@ -123,11 +145,13 @@ def test_frames_are_capped_and_the_bundle_says_so(trace):
 
 
 def test_long_contexts_shrink_the_attention_window_to_the_budget():
-    from viz.viewer import ATTN_CELLS, attention_window
+    from viz.viewer_attention import ATTN_CELLS, attention_window
 
     assert attention_window([40] * 24) == attention.MAX_TOKENS  # a short trace: the whole context
     w = attention_window(list(range(300, 556)))  # 256 steps of a long context
     assert 16 <= w < attention.MAX_TOKENS and 256 * w * w <= ATTN_CELLS
+    w9 = attention_window(list(range(300, 556)), heads=9)  # every head of a grid counts
+    assert w9 < w and 9 * 256 * w9 * w9 <= ATTN_CELLS
 
 
 def test_sizes_are_measured_and_the_json_is_safe_in_html(bundle):
@@ -171,6 +195,23 @@ def test_the_head_holds_top_k_ties_and_every_recorded_candidate():
     assert len(unpacked(d["head"])) == M and np.all(np.diff(unpacked(d["head"])) <= 0)
 
 
+def test_the_tables_are_the_same_from_a_short_prefix_of_the_sorted_vocabulary(monkeypatch):
+    """Top-p's tables start from a prefix of the sorted tokens and grow it until the largest nucleus
+    fits: the numbers are those of the whole vocabulary's cumulative sums, bit for bit."""
+    from viz import viewer_sampling as vs
+
+    trace = make_trace(vocab=6000, n_steps=2, top_n=50, seed=5)
+    monkeypatch.setattr(vs, "PREFIX", 10**9)
+    whole = [vs.step_tables(s) for s in trace.steps]
+    monkeypatch.setattr(vs, "PREFIX", 1)  # from the head's end: the flat temperatures make it grow
+    short = [vs.step_tables(s) for s in trace.steps]
+    assert short == whole
+    assert all(len(unpacked(t["tail"]["n"])) > 0 for t in whole)  # nuclei past the head: the tail tables are used
+    reach = [vs._sums(np.asarray(s.logits, np.float32), sort_order(np.asarray(s.logits, np.float32)), 2.0, 512)[4].size
+             for s in trace.steps]
+    assert min(reach) > 512 + vs.GUARD  # at temperature 2 the prefix had to grow
+
+
 def test_the_grids_are_the_apps_sliders():
     src = (ROOT / "ui" / "layout.py").read_text(encoding="utf-8")
 
@@ -183,3 +224,15 @@ def test_the_grids_are_the_apps_sliders():
     assert slider("temperature") == (TEMPERATURES[0], TEMPERATURES[-1], 0.05)
     assert slider("top-p") == (TOP_PS[0], TOP_PS[-1], 0.01)
     assert slider("top-k") == (0, TOP_K_MAX, 1)
+
+
+def test_every_panel_carries_the_white_template_and_no_frame_does(bundle):
+    """The template is plotly's default (viz.style), linked rather than copied per figure: each panel's
+    figure still carries all of it, as Plotly.js needs; frames never repeat it."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    want = json.loads(go.Figure(layout=dict(template=pio.templates["plotly_white"])).to_json())["layout"]["template"]
+    for pid, p in bundle["panels"].items():
+        assert p["layout"]["template"] == want, pid
+        assert all("template" not in f["layout"] for f in p["frames"]), pid
