@@ -146,6 +146,11 @@ _METRIC_TEXT = {
 
 
 def attention_overview_figure(*, step: StepRecord, n_kv_heads: int, metric: str = "entropy", zmax: float | None = None) -> go.Figure:
+    """attention_overview_figure_dict's figure, checked by Plotly."""
+    return go.Figure(attention_overview_figure_dict(step=step, n_kv_heads=n_kv_heads, metric=metric, zmax=zmax))
+
+
+def attention_overview_figure_dict(*, step: StepRecord, n_kv_heads: int, metric: str = "entropy", zmax: float | None = None) -> dict:
     """Layer x head heatmap of one number per head for the query of `step` (see overview_values).
 
     zmax: the top of the colour scale (default: the metric's own maximum at this step); one value
@@ -160,7 +165,7 @@ def attention_overview_figure(*, step: StepRecord, n_kv_heads: int, metric: str 
     fmt = ".2f" if unit == "bits" else ".3f"
     hover = (f"block %{{y}}, head %{{x}}<br>{name.lower()}: %{{z:{fmt}}} {unit}"
              + (f"<br>(uniform over all {K} keys: {math.log2(K):.2f} bits)" if unit == "bits" else "") + "<extra></extra>")
-    heat = go.Heatmap(
+    heat = dict(type="heatmap", 
         z=vals.astype(np.float32), x=xl, y=list(range(L)), zmin=0.0, zmax=vmax,
         colorscale="Viridis" if unit == "bits" else WEIGHT_SCALE, hovertemplate=hover,
         colorbar=dict(title=dict(text=unit), thickness=12),
@@ -173,4 +178,4 @@ def attention_overview_figure(*, step: StepRecord, n_kv_heads: int, metric: str 
                          height=max(360, 16 * L + 140), margin=dict(l=60, r=20, t=80, b=70), shapes=seps,
                          xaxis=dict(type="category", title=dict(text="head · its KV head"), tickangle=-45, tickfont=dict(size=11)),
                          yaxis=dict(title=dict(text="block"), dtick=max(1, L // 10)))
-    return go.Figure(data=[heat], layout=layout)
+    return {"data": [heat], "layout": layout}

@@ -113,6 +113,12 @@ def _cut_text(r: Reshaped) -> str:
 
 def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
                         repetition_penalty: float = 1.0, n: int = 20, vocab_size: int | None = None) -> go.Figure:
+    """distribution_figure_dict's figure, checked by Plotly."""
+    return go.Figure(distribution_figure_dict(step, temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=repetition_penalty, n=n, vocab_size=vocab_size))
+
+
+def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
+                        repetition_penalty: float = 1.0, n: int = 20, vocab_size: int | None = None) -> dict:
     """Top-n candidates by raw logit: probability at temperature 1 beside the final sampling
     probability under these settings; filtered tokens grey; the cut-off line; the sampled token
     marked; one bar for the rest of the vocabulary so the bars add up to 1."""
@@ -146,10 +152,10 @@ def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0,
     fin_col = [NEW_COLOR if k == rank else GEN_COLOR for k in range(n)] + ["#cbd5e0"]
     line_w = [2.5 if k == rank else 0 for k in range(n)] + [0]
     bars = [
-        go.Bar(y=labels, x=raw, orientation="h", name="probability at temperature 1 (raw)",
+        dict(type="bar", y=labels, x=raw, orientation="h", name="probability at temperature 1 (raw)",
                marker=dict(color=raw_col, line=dict(width=line_w, color=NEW_COLOR)),
                customdata=hover, hovertemplate="%{customdata}<br>raw probability %{x:.2%}<extra></extra>"),
-        go.Bar(y=labels, x=fin, orientation="h", name="probability sampled from (your settings)", marker=dict(color=fin_col),
+        dict(type="bar", y=labels, x=fin, orientation="h", name="probability sampled from (your settings)", marker=dict(color=fin_col),
                customdata=hover, hovertemplate="%{customdata}<br>sampling probability %{x:.2%}<extra></extra>",
                text=[f"{v:.0%}" if v >= 0.005 else "" for v in fin], textposition="outside", cliponaxis=False,
                constraintext="none", textfont=dict(size=11)),
@@ -184,4 +190,4 @@ def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0,
                          shapes=shapes, annotations=annotations,
                          xaxis=dict(range=[0, 1.08], autorange=False, tickformat=".0%", title=dict(text="probability"), fixedrange=True),
                          yaxis=dict(type="category", autorange="reversed", fixedrange=True, tickfont=dict(size=12)))
-    return go.Figure(data=bars, layout=layout)
+    return {"data": bars, "layout": layout}

@@ -42,8 +42,31 @@ def _labelled(ids: list[int], max_labels: int) -> set[int]:
     return out
 
 
+_CLOUDS: dict = {}  # id -> (cloud, its trace): a model's cloud is the same at every step of every trace
+
+
+def _cloud_trace(cloud: VocabCloud) -> dict:
+    """The grey vocabulary cloud as a trace (made once per cloud: its 1,500 hover texts)."""
+    hit = _CLOUDS.get(id(cloud))
+    if hit is None or hit[0] is not cloud:
+        if len(_CLOUDS) > 8:
+            _CLOUDS.clear()
+        hit = _CLOUDS[id(cloud)] = (cloud, dict(
+            type="scattergl", x=cloud.xy[:, 0], y=cloud.xy[:, 1], mode="markers", name="vocabulary (sample)",
+            marker=dict(size=4, color=MUTED, opacity=0.35),
+            hovertext=[f"{plot_piece(p)} · id {int(i)}" for p, i in zip(cloud.pieces, cloud.ids)],
+            hovertemplate="%{hovertext}<extra>vocabulary</extra>"))
+    return hit[1]
+
+
 def embeddings_figure(*, prompt: PromptRecord, steps: Sequence[StepRecord], step: int | None, cloud: VocabCloud | None,
                       max_labels: int = MAX_LABELS, keep_empty: bool = False) -> go.Figure:
+    """embeddings_figure_dict's figure, checked by Plotly."""
+    return go.Figure(embeddings_figure_dict(prompt=prompt, steps=steps, step=step, cloud=cloud, max_labels=max_labels, keep_empty=keep_empty))
+
+
+def embeddings_figure_dict(*, prompt: PromptRecord, steps: Sequence[StepRecord], step: int | None, cloud: VocabCloud | None,
+                      max_labels: int = MAX_LABELS, keep_empty: bool = False) -> dict:
     """Grey vocabulary cloud, prompt tokens (blue), generated tokens of steps[0..step] (orange),
     the newest (steps[step]) larger in red. Axis ranges are fixed over the whole trace.
 
@@ -54,18 +77,13 @@ def embeddings_figure(*, prompt: PromptRecord, steps: Sequence[StepRecord], step
     if cloud is not None and len(cloud.ids):
         # WebGL: the cloud never moves, and as SVG its 1,500 points were most of each step's redraw
         # (measured in Chromium: 62-69 ms a step as SVG, 25-34 ms as WebGL, 20 ms with no cloud)
-        traces.append(go.Scattergl(
-            x=cloud.xy[:, 0], y=cloud.xy[:, 1], mode="markers", name="vocabulary (sample)",
-            marker=dict(size=4, color=MUTED, opacity=0.35),
-            hovertext=[f"{plot_piece(p)} · id {int(i)}" for p, i in zip(cloud.pieces, cloud.ids)],
-            hovertemplate="%{hovertext}<extra>vocabulary</extra>",
-        ))
+        traces.append(_cloud_trace(cloud))
     shown = [] if step is None else list(steps[: step + 1])
     T0 = len(prompt.token_ids)
     labelled = _labelled(list(prompt.token_ids) + [s.token_id for s in shown], max_labels)  # context positions
 
     pxy = np.asarray(prompt.embed_2d, np.float32).reshape(-1, 2)  # (T0, 2)
-    traces.append(go.Scatter(
+    traces.append(dict(type="scatter", 
         x=pxy[:, 0], y=pxy[:, 1], mode="markers+text", name="prompt tokens",
         marker=dict(size=8, color=PROMPT_COLOR, opacity=0.85),
         text=[plot_piece(p, 12) if k in labelled else "" for k, p in enumerate(prompt.pieces)],
@@ -76,7 +94,7 @@ def embeddings_figure(*, prompt: PromptRecord, steps: Sequence[StepRecord], step
     if len(shown) > 1 or (keep_empty and shown):
         old = shown[:-1]
         gxy = np.asarray([s.embed_2d for s in old], np.float32).reshape(-1, 2)  # (step, 2)
-        traces.append(go.Scatter(
+        traces.append(dict(type="scatter", 
             x=gxy[:, 0], y=gxy[:, 1], mode="markers+text", name="generated tokens",
             marker=dict(size=9, color=GEN_COLOR, opacity=0.9, symbol="diamond"),
             text=[plot_piece(s.piece, 12) if T0 + i in labelled else "" for i, s in enumerate(old)],
@@ -86,7 +104,7 @@ def embeddings_figure(*, prompt: PromptRecord, steps: Sequence[StepRecord], step
         ))
     if shown:
         s = shown[-1]
-        traces.append(go.Scatter(
+        traces.append(dict(type="scatter", 
             x=[float(s.embed_2d[0])], y=[float(s.embed_2d[1])], mode="markers+text", name=f"newest (step {len(shown) - 1})",
             marker=dict(size=16, color=NEW_COLOR, symbol="star", line=dict(width=1, color="white")),
             text=[f"<b>{plot_piece(s.piece, 16)}</b>"], textposition="top center", textfont=dict(size=14, color=NEW_COLOR),
@@ -98,4 +116,4 @@ def embeddings_figure(*, prompt: PromptRecord, steps: Sequence[StepRecord], step
                          margin=dict(l=60, r=20, t=110, b=50),
                          xaxis=dict(range=xr, autorange=False, title=dict(text="direction 1 (PCA)"), zeroline=False),
                          yaxis=dict(range=yr, autorange=False, title=dict(text="direction 2 (PCA)"), zeroline=False))
-    return go.Figure(data=traces, layout=layout)
+    return {"data": traces, "layout": layout}

@@ -40,9 +40,9 @@ def _round_timing(rounds: Sequence[RoundRecord], cur: StepRecord) -> tuple[list,
              f" (steps {r.first_step}–{r.first_step + len(r.token_ids) - 1})" for r in rounds]
     line = dict(width=[2.5 if o else 0 for o in on], color=NEW_COLOR)
     bars = [
-        go.Bar(x=x, y=[r.draft_ms for r in rounds], name="draft", xaxis="x2", yaxis="y2", marker=dict(color="#2f9e5b", line=line),
+        dict(type="bar", x=x, y=[r.draft_ms for r in rounds], name="draft", xaxis="x2", yaxis="y2", marker=dict(color="#2f9e5b", line=line),
                customdata=words, hovertemplate="%{customdata}<extra>draft</extra>"),
-        go.Bar(x=x, y=[r.target_ms for r in rounds], name="verify (one target pass)", xaxis="x2", yaxis="y2",
+        dict(type="bar", x=x, y=[r.target_ms for r in rounds], name="verify (one target pass)", xaxis="x2", yaxis="y2",
                marker=dict(color=GEN_COLOR, line=line), customdata=words, hovertemplate="%{customdata}<extra>verify</extra>"),
     ]
     later = [r for r in rounds if r.index > 0]  # round 0's verify pass also reads the prompt
@@ -57,6 +57,11 @@ def _round_timing(rounds: Sequence[RoundRecord], cur: StepRecord) -> tuple[list,
 
 
 def kv_timing_figure(*, steps: Sequence[StepRecord], step: int, model: ModelInfo, rounds: Sequence[RoundRecord] = ()) -> go.Figure:
+    """kv_timing_figure_dict's figure, checked by Plotly."""
+    return go.Figure(kv_timing_figure_dict(steps=steps, step=step, model=model, rounds=rounds))
+
+
+def kv_timing_figure_dict(*, steps: Sequence[StepRecord], step: int, model: ModelInfo, rounds: Sequence[RoundRecord] = ()) -> dict:
     """Left: KV cache bytes after each step, measured and by formula, the step on screen marked.
     Right: milliseconds per step, the prefill bar coloured apart from the decode bars; for a
     speculative trace (`rounds`), milliseconds per round, draft and verify stacked."""
@@ -69,13 +74,13 @@ def kv_timing_figure(*, steps: Sequence[StepRecord], step: int, model: ModelInfo
                  for s in steps]
     traces = [
         # (a) cache size, on axes x / y
-        go.Scatter(x=x, y=[s.kv_cache_bytes for s in steps], mode="lines+markers", name="measured (cache tensors)",
+        dict(type="scatter", x=x, y=[s.kv_cache_bytes for s in steps], mode="lines+markers", name="measured (cache tensors)",
                    line=dict(color=PROMPT_COLOR, width=2), marker=dict(size=5), customdata=per_layer,
                    hovertemplate="%{customdata}<br>%{y:,} bytes<extra>measured</extra>"),
-        go.Scatter(x=x, y=[s.kv_cache_bytes_formula for s in steps], mode="lines", name="formula",
+        dict(type="scatter", x=x, y=[s.kv_cache_bytes_formula for s in steps], mode="lines", name="formula",
                    line=dict(color=GEN_COLOR, width=2, dash="dot"),
                    hovertemplate="formula: %{y:,} bytes<extra>2 × layers × KV heads × head size × positions × bytes</extra>"),
-        go.Scatter(x=[cur.index], y=[cur.kv_cache_bytes], mode="markers", name=f"step {cur.index} (on screen)",
+        dict(type="scatter", x=[cur.index], y=[cur.kv_cache_bytes], mode="markers", name=f"step {cur.index} (on screen)",
                    marker=dict(size=13, color=NEW_COLOR, symbol="circle-open", line=dict(width=3)),
                    hovertemplate="step on screen: %{y:,} bytes<extra></extra>"),
     ]
@@ -87,7 +92,7 @@ def kv_timing_figure(*, steps: Sequence[StepRecord], step: int, model: ModelInfo
         time_title = "Time per round: draft + verify"
     else:  # (b) timing, on axes x2 / y2: per step
         traces.append(
-            go.Bar(x=x, y=[s.ms for s in steps], name="ms per step", xaxis="x2", yaxis="y2", showlegend=False,
+            dict(type="bar", x=x, y=[s.ms for s in steps], name="ms per step", xaxis="x2", yaxis="y2", showlegend=False,
                    marker=dict(color=[PROMPT_COLOR if s.phase == "prefill" else GEN_COLOR for s in steps],
                                line=dict(width=[2.5 if s.index == cur.index else 0 for s in steps], color=NEW_COLOR)),
                    customdata=[f"step {s.index}: {s.phase}, {(s.position + 1) if s.phase == 'prefill' else 1} token(s) fed" for s in steps],
@@ -113,7 +118,7 @@ def kv_timing_figure(*, steps: Sequence[StepRecord], step: int, model: ModelInfo
         yaxis=dict(range=[0, ymax * 1.08], autorange=False, tickformat="~s", title=dict(text="bytes"), anchor="x"),
         yaxis2=dict(range=[0, tmax * 1.12], autorange=False, title=dict(text="milliseconds"), anchor="x2"),
     )
-    return go.Figure(data=traces, layout=layout)
+    return {"data": traces, "layout": layout}
 
 
 def kv_summary_html(*, steps: Sequence[StepRecord], step: int, model: ModelInfo) -> str:

@@ -17,6 +17,7 @@ import math
 from typing import Sequence
 
 import plotly.graph_objects as go
+from plotly.io.json import to_json_plotly
 
 from pipeline.records import Trace
 
@@ -44,6 +45,21 @@ DIST_STYLE = {
 def figure_json(fig: go.Figure) -> dict:
     """Plotly's own JSON of a figure (numpy arrays as typed arrays), as plain Python data."""
     return json.loads(fig.to_json())
+
+
+def plain_json(fig: dict) -> dict:
+    """Plotly's JSON of a figure given as plain data (viz's *_dict builders), unchecked: numpy as lists."""
+    return json.loads(to_json_plotly(fig))
+
+
+def animated_plain(figs: Sequence[dict], steps: Sequence[int]) -> dict:
+    """animated() for figures as plain data: only the first goes through Plotly's checks (the one
+    shipped whole, with its template); the frames hold the plain data's JSON. Checking every step's
+    figure cost most of a bundle's time (a 512-token run's KV panel: 7.4 s)."""
+    panel = animated([plain_json(f) for f in figs], steps)
+    base = figure_json(go.Figure(figs[0]))
+    kept = {k: panel["layout"][k] for k in (*FIXED_LAYOUT, "meta") if k in panel["layout"]}
+    return {**panel, "data": base["data"], "layout": {**base["layout"], **kept}}
 
 
 def _largest(layouts: list[dict]) -> dict:
@@ -103,14 +119,14 @@ def distribution_panel(trace: Trace, steps: list[int], *, n: int = N_CANDIDATES)
     figs, plain = [], []
     for s in steps:
         step = trace.steps[s]
-        fig = figure_json(distribution.distribution_figure(
-            step, temperature=st.temperature, top_k=st.top_k, top_p=st.top_p, repetition_penalty=st.repetition_penalty, n=n, vocab_size=V))
+        fig = distribution.distribution_figure_dict(
+            step, temperature=st.temperature, top_k=st.top_k, top_p=st.top_p, repetition_penalty=st.repetition_penalty, n=n, vocab_size=V)
         figs.append(fig)
         bars = fig["data"][0]
-        labels, hover = _unmarked(bars["y"], bars["customdata"], len(bars["y"]) - 1)
+        labels, hover = _unmarked(list(bars["y"]), list(bars["customdata"]), len(bars["y"]) - 1)
         rank = next((k for k, i in enumerate(step.top_ids) if int(i) == step.token_id), -1)  # the sampled token's bar
         plain.append({"labels": labels, "hover": hover, "position": step.position + 1, "entropy": step.entropy + 0.0, "rank": rank})
-    panel = animated(figs, steps)
+    panel = animated_plain(figs, steps)
     panel["candidates"] = plain
     return panel
 
@@ -119,17 +135,17 @@ def overview_panel(trace: Trace, steps: list[int], *, metric: str = "entropy") -
     """Per block and head, one number for the step's query; one colour scale for every step."""
     K = trace.steps[steps[-1]].position + 1
     zmax = max(math.log2(K), 1e-9) if metric == "entropy" else 1.0
-    return animated([figure_json(attention.attention_overview_figure(step=trace.steps[s], n_kv_heads=trace.model.n_kv_heads,
-                                                                    metric=metric, zmax=zmax)) for s in steps], steps)
+    return animated_plain([attention.attention_overview_figure_dict(step=trace.steps[s], n_kv_heads=trace.model.n_kv_heads,
+                                                                    metric=metric, zmax=zmax) for s in steps], steps)
 
 
 def embeddings_panel(trace: Trace, steps: list[int]) -> dict:
-    return animated([figure_json(embeddings.embeddings_figure(prompt=trace.prompt, steps=trace.steps, step=s, cloud=trace.vocab_cloud,
-                                                              keep_empty=True)) for s in steps], steps)
+    return animated_plain([embeddings.embeddings_figure_dict(prompt=trace.prompt, steps=trace.steps, step=s, cloud=trace.vocab_cloud,
+                                                             keep_empty=True) for s in steps], steps)
 
 
 def kv_panel(trace: Trace, steps: list[int]) -> dict:
-    return animated([figure_json(kv.kv_timing_figure(steps=trace.steps, step=s, model=trace.model)) for s in steps], steps)
+    return animated_plain([kv.kv_timing_figure_dict(steps=trace.steps, step=s, model=trace.model) for s in steps], steps)
 
 
 def step_labels(trace: Trace, steps: list[int]) -> list[dict]:
