@@ -11,17 +11,22 @@ the heap the same way: the same records, arrays and sizes as many generations of
 without the minutes of model time. It prints this process's memory after each stage, split as
 Linux counts it: anonymous (the heap: only freed when the session's trace goes) and file-backed
 (the mapped arrays: pages the system writes out and drops under pressure); then it drops every
-session and prints what is left.
+session and prints what is left. Before that it pages the sessions' mapped arrays out, as memory
+pressure would (Linux's MADV_PAGEOUT), to show how much of the resident memory the system can
+take back.
 """
 from __future__ import annotations
 
 import argparse
 import copy
 import gc
+import mmap
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -73,6 +78,27 @@ def as_the_app_finishes(trace, folder: Path) -> None:
           f"in {time.perf_counter() - t1:.1f} s")
 
 
+MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21)  # Linux 5.4+: write out and drop these pages now
+
+
+def page_out(traces) -> int:
+    """What memory pressure would do to the sessions' mapped arrays, done at once: each trace's
+    mapping written out to its (unlinked) file and dropped. Returns how many maps were paged out."""
+    n = 0
+    for trace in traces:
+        a = trace.steps[-1].attention
+        while isinstance(a, np.ndarray):
+            a = a.base.obj if isinstance(a.base, memoryview) else a.base
+        if isinstance(a, mmap.mmap):
+            try:
+                a.madvise(MADV_PAGEOUT)
+                n += 1
+            except OSError as e:  # an older kernel
+                print(f"  (pages not written out: {e})")
+                return 0
+    return n
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions", type=int, default=30)
@@ -104,6 +130,9 @@ def main(argv=None) -> None:
           f"(the first alone: anonymous {one['RssAnon'] - base['RssAnon']:.0f} MB)")
     print(f"{a.sessions} sessions: {every['RssAnon'] - base['RssAnon']:.0f} MB anonymous on top of the model, "
           f"{every['RssFile'] - base['RssFile']:.0f} MB file-backed (reclaimable)")
+    paged = page_out(sessions)
+    if paged:
+        line(f"the same, their mapped pages written out ({paged} maps)", base)
     del sessions, trace, twin
     gc.collect()
     offheap._trim()
