@@ -248,7 +248,7 @@
       ids.forEach((id) => seen.observe(els[id]));
     }
     const order = () => ids.filter((id) => inView.has(id)).concat(ids.filter((id) => !inView.has(id)));
-    return { ids, els, key, ready, order };
+    return { ids, els, key, ready, order, inView };
   }
 
   // The generated text with the step on screen highlighted, later steps dimmed, and a line naming the step.
@@ -295,10 +295,11 @@
   }
 
   // The page's Play button: from step 0 again once at the last step; it stops when a person drags the slider.
-  function playButton(stepSlider, state, n, drawn) {
+  // While it plays only the panels on screen are drawn; `caughtUp` draws the others once it stops.
+  function playButton(stepSlider, state, n, drawn, caughtUp) {
     const play = document.getElementById('play');
     const p = player({ drawn, advance: () => { stepSlider.set(state.step + 1); return state.step < n - 1; },
-                       stopped: () => { play.textContent = '▶ Play'; } });
+                       stopped: () => { play.textContent = '▶ Play'; caughtUp(); } });
     play.addEventListener('click', () => {
       if (p.playing()) return p.stop();
       if (state.step >= n - 1) stepSlider.set(0);
@@ -331,7 +332,7 @@
         drawText(state.step);
         for (const id of P.order()) {
           if (dirty) break;
-          if (P.key[id] === wanted(id)) continue;
+          if (P.key[id] === wanted(id) || (playing() && !P.inView.has(id))) continue;
           await draw(id);
           await pause();
         }
@@ -343,7 +344,7 @@
 
     const stepSlider = slider('step-slider', { min: 0, max: n - 1, step: 1, value: 0 }, (v) => { state.step = Math.round(v); render(); });
     samplingSliders(S, state, render);
-    const playing = playButton(stepSlider, state, n, () => !busy && api.rendered === state.step);
+    const playing = playButton(stepSlider, state, n, () => !busy && api.rendered === state.step, render);
     // settled(): resolves once every panel shows the step (and the settings) on screen
     const settled = () => new Promise((ok) => {
       const done = () => { if (!busy && api.rendered === state.step) { document.removeEventListener('viewer:rendered', done); ok(state.step); } };
