@@ -227,6 +227,18 @@
     r.dispatchEvent(ev);
   }
 
+  // While playing, the slider's thumb and number move without Gradio's slider hearing of each step (its
+  // update cost Play a step in ten); setStep tells it once Play stops.
+  function showStep(s) {
+    const box = document.getElementById('step-slider');
+    if (!box) return;
+    box.querySelectorAll('input').forEach((el) => { el.value = s; });
+    const r = box.querySelector('input[type=range]'), lo = Number(r?.min), hi = Number(r?.max);
+    if (r && hi > lo) r.style.setProperty('--range_progress', `${((s - lo) / (hi - lo)) * 100}%`); // the track's fill, as Gradio draws it
+    st.step = s;
+    render();
+  }
+
   function playLabel(text) { const b = document.getElementById('play'); if (b) b.textContent = text; }
 
   // Play: viewer.js's player, paced by the panels on screen (the others catch up when it stops).
@@ -243,8 +255,8 @@
     playLabel(PAUSE);
     play = root.LLMViewer.player({
       drawn: () => !st.busy && st.rendered === st.step && st.bundle === b,
-      advance: () => { if (st.bundle !== b) return false; setStep(st.step + 1); return st.step < n - 1; },
-      stopped: () => { playLabel(PLAY); render(); }, // the panels off screen catch up
+      advance: () => { if (st.bundle !== b) return false; showStep(st.step + 1); return st.step < n - 1; },
+      stopped: () => { playLabel(PLAY); setStep(st.step); }, // Gradio's slider told once; the panels off screen catch up
     });
     play.start();
   }
@@ -294,6 +306,12 @@
   document.addEventListener('input', onInput, true);
   document.addEventListener('change', onInput, true);
   document.addEventListener('click', (e) => { if (e.target.closest && e.target.closest('#play')) togglePlay(); }, true);
+  // Any other control pressed during Play stops it first, so Gradio's slider holds the step on screen
+  // before the control's event reads it (re-sample from this step, a branch, a link).
+  document.addEventListener('pointerdown', (e) => {
+    const el = e.target.closest && e.target.closest('button, input, textarea, select, [role=option]');
+    if (playing() && el && !el.closest('#play')) stopPlay();
+  }, true);
   root.LLMApp = { state: st, drain, settled, mounted: () => st.bundle !== null, render, playing };
   drain();
 })(window);
