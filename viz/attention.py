@@ -165,8 +165,8 @@ def attention_overview_figure_dict(*, step: StepRecord, n_kv_heads: int, metric:
     fmt = ".2f" if unit == "bits" else ".3f"
     hover = (f"block %{{y}}, head %{{x}}<br>{name.lower()}: %{{z:{fmt}}} {unit}"
              + (f"<br>(uniform over all {K} keys: {math.log2(K):.2f} bits)" if unit == "bits" else "") + "<extra></extra>")
-    heat = dict(type="heatmap", 
-        z=vals.astype(np.float32), x=xl, y=list(range(L)), zmin=0.0, zmax=vmax,
+    heat = dict(
+        type="heatmap", z=vals.astype(np.float32), x=xl, y=list(range(L)), zmin=0.0, zmax=vmax,
         colorscale="Viridis" if unit == "bits" else WEIGHT_SCALE, hovertemplate=hover,
         colorbar=dict(title=dict(text=unit), thickness=12),
     )

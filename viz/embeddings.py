@@ -66,7 +66,7 @@ def embeddings_figure(*, prompt: PromptRecord, steps: Sequence[StepRecord], step
 
 
 def embeddings_figure_dict(*, prompt: PromptRecord, steps: Sequence[StepRecord], step: int | None, cloud: VocabCloud | None,
-                      max_labels: int = MAX_LABELS, keep_empty: bool = False) -> dict:
+                           max_labels: int = MAX_LABELS, keep_empty: bool = False) -> dict:
     """Grey vocabulary cloud, prompt tokens (blue), generated tokens of steps[0..step] (orange),
     the newest (steps[step]) larger in red. Axis ranges are fixed over the whole trace.
 
@@ -83,8 +83,8 @@ def embeddings_figure_dict(*, prompt: PromptRecord, steps: Sequence[StepRecord],
     labelled = _labelled(list(prompt.token_ids) + [s.token_id for s in shown], max_labels)  # context positions
 
     pxy = np.asarray(prompt.embed_2d, np.float32).reshape(-1, 2)  # (T0, 2)
-    traces.append(dict(type="scatter", 
-        x=pxy[:, 0], y=pxy[:, 1], mode="markers+text", name="prompt tokens",
+    traces.append(dict(
+        type="scatter", x=pxy[:, 0], y=pxy[:, 1], mode="markers+text", name="prompt tokens",
         marker=dict(size=8, color=PROMPT_COLOR, opacity=0.85),
         text=[plot_piece(p, 12) if k in labelled else "" for k, p in enumerate(prompt.pieces)],
         textposition="top center", textfont=dict(size=11, color=PROMPT_COLOR),
@@ -94,8 +94,8 @@ def embeddings_figure_dict(*, prompt: PromptRecord, steps: Sequence[StepRecord],
     if len(shown) > 1 or (keep_empty and shown):
         old = shown[:-1]
         gxy = np.asarray([s.embed_2d for s in old], np.float32).reshape(-1, 2)  # (step, 2)
-        traces.append(dict(type="scatter", 
-            x=gxy[:, 0], y=gxy[:, 1], mode="markers+text", name="generated tokens",
+        traces.append(dict(
+            type="scatter", x=gxy[:, 0], y=gxy[:, 1], mode="markers+text", name="generated tokens",
             marker=dict(size=9, color=GEN_COLOR, opacity=0.9, symbol="diamond"),
             text=[plot_piece(s.piece, 12) if T0 + i in labelled else "" for i, s in enumerate(old)],
             textposition="top center", textfont=dict(size=11, color=GEN_COLOR),
@@ -104,8 +104,8 @@ def embeddings_figure_dict(*, prompt: PromptRecord, steps: Sequence[StepRecord],
         ))
     if shown:
         s = shown[-1]
-        traces.append(dict(type="scatter", 
-            x=[float(s.embed_2d[0])], y=[float(s.embed_2d[1])], mode="markers+text", name=f"newest (step {len(shown) - 1})",
+        traces.append(dict(
+            type="scatter", x=[float(s.embed_2d[0])], y=[float(s.embed_2d[1])], mode="markers+text", name=f"newest (step {len(shown) - 1})",
             marker=dict(size=16, color=NEW_COLOR, symbol="star", line=dict(width=1, color="white")),
             text=[f"<b>{plot_piece(s.piece, 16)}</b>"], textposition="top center", textfont=dict(size=14, color=NEW_COLOR),
             hovertext=[f"newest, step {len(shown) - 1}: {plot_piece(s.piece)} · id {s.token_id}"],

@@ -14,11 +14,9 @@ app, but a trace file can say anything) gets every step's own matrices instead, 
 """
 from __future__ import annotations
 
-import json
 from typing import Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
 from pipeline.records import Trace
 
@@ -68,7 +66,7 @@ def _band(m: np.ndarray, w: int) -> np.ndarray:
 
 def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int | None) -> dict:
     """One layer and head (None: every head, in a grid) at each step (see the module doc)."""
-    from .viewer import animated, figure_json
+    from .viewer import animated_plain
 
     last = trace.steps[steps[-1]]
     pieces, T = list(last.context_pieces), last.position + 1
@@ -77,11 +75,11 @@ def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int | N
         full = attention.attention_matrix(trace.steps, upto=steps[-1], layers=[layer])[0]  # (H, T, T)
         figs = [attention.attention_figure_dict(step=s, matrix=full[:, :trace.steps[s].position + 1, :trace.steps[s].position + 1],
                                                 max_tokens=attention.MAX_TOKENS, **kw) for s in steps]
-        panel = _banded(figs, steps, full, pieces)
+        panel = _banded(trace, figs, steps, full[[head] if head is not None else slice(None)], pieces)
     else:
         w = attention_window([trace.steps[s].position + 1 for s in steps], heads=attention.MAX_GRID_HEADS if head is None else 1)
-        panel = animated([figure_json(go.Figure(attention.attention_figure_dict(step=s, max_tokens=w, **kw))) for s in steps], steps)
-        figs = [{"data": panel["data"]}]
+        figs = [attention.attention_figure_dict(step=s, max_tokens=w, **kw) for s in steps]
+        panel = animated_plain(figs, steps)
     if len(figs[-1]["data"][0]["x"]) == T:  # the whole context fits: every head's axes hold every position
         labels = attention.position_labels(pieces, 0, T)
         lo = panel["layout"]
@@ -91,29 +89,23 @@ def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int | N
     return panel
 
 
-def _banded(figs: list[dict], steps: list[int], full: np.ndarray, pieces: list[str]) -> dict:
-    """The figure (the last step's, its matrices replaced by bands) and a `zwin` frame per step."""
-    from plotly.io.json import to_json_plotly
-
-    from .viewer import FIXED_LAYOUT, _changing, _largest, figure_json
+def _banded(trace: Trace, figs: list[dict], steps: list[int], full: np.ndarray, pieces: list[str]) -> dict:
+    """viewer.animated_plain's panel of the figures without their matrices and labels (so its frames
+    hold the layout that moves: title, outline), each trace given its band and every label, and
+    each frame a `zwin` per trace. full: (heads, T, T), the figures' traces in order (a grid's first heads)."""
+    from .viewer import animated_plain
     from .viewer_sampling import packed
 
     T = full.shape[-1]
-    sizes = [len(f["data"][0]["x"]) for f in figs]
+    sizes = [len(f["data"][0]["x"]) for f in figs]  # each step's window
     w = max(sizes)
     fixed = sizes[-1] == T  # the window holds the whole context: the frame stays put, rows fill in
-    H = [int(tr["name"].split()[-1]) for tr in figs[-1]["data"]]  # each trace's head ("head 3")
-    band = _band(full[H], w)
-    base = figure_json(go.Figure(figs[-1]))
+    panel = animated_plain([{**f, "data": [{k: v for k, v in tr.items() if k not in ("z", "x", "y")} for tr in f["data"]]}
+                            for f in figs], steps)
     labels = attention.position_labels(pieces, 0, T)
-    for tr, b in zip(base["data"], band):
+    for tr, b in zip(panel["data"], _band(full[:len(panel["data"])], w)):
         tr.update(z={**packed(b, "f4"), "shape": f"{T}, {w}"}, x=labels, y=labels)
-    changing = _changing([f["layout"] for f in figs], skip=(*FIXED_LAYOUT, "template", "meta"))
-    base["layout"].update(_largest([f["layout"] for f in figs]), meta={"step": int(steps[0])})
-    frames = []
-    for s, f, n in zip(steps, figs, sizes):
-        lo = 0 if fixed else int(f["data"][0]["x"][0].split()[0])  # the window's first position ("12 piece")
-        win = [lo, n, T if fixed else n]
-        frames.append({"name": str(int(s)), "traces": list(range(len(H))), "data": [{"type": "heatmap", "zwin": win} for _ in H],
-                       "layout": {**json.loads(to_json_plotly({k: f["layout"].get(k) for k in changing})), "meta": {"step": int(s)}}})
-    return {**base, "frames": frames}
+    for fr, s, n in zip(panel["frames"], steps, sizes):
+        lo = 0 if fixed else trace.steps[s].position + 1 - n  # the window: the step's last n positions
+        fr.update(traces=list(range(len(panel["data"]))), data=[{"type": "heatmap", "zwin": [lo, n, T if fixed else n]} for _ in panel["data"]])
+    return panel

@@ -241,18 +241,20 @@ def test_download_as_web_page_gives_the_same_viewer_offline(browser, app_url, tm
 
 def test_a_control_pressed_during_play_stops_it_with_the_slider_on_that_step(browser, app_url):
     """While Play runs the page moves the slider itself; a person pressing another control stops Play
-    first, so what that control sends the server (here the Residual tab, computed for the slider's
-    step) is the step on screen, not the one Play started from."""
+    first, so Gradio's slider holds the step on screen, not the one Play started from: a tab opened
+    afterwards (computed by the model for the slider's step) shows that step. Play and the click come
+    at once, on the example trace, whether or not the model has loaded."""
     page = new_page(browser)
     page.goto(app_url)
     page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=300_000)
-    wait_model_loaded(page)
     page.locator("#panel-inside").scroll_into_view_if_needed()
     page.click("#play")
     page.wait_for_function("() => LLMApp.state.step >= 6", timeout=60_000)
-    page.get_by_role("tab", name="Residual").click()
+    page.get_by_role("tab", name="Position").click()
     assert not page.evaluate("() => LLMApp.playing()")
     step = page.evaluate("() => LLMApp.state.step")
     assert step >= 6 and slider_value(page) == step
+    wait_model_loaded(page)  # the tab's figure needs the model: what it computes is for Gradio's slider value
+    page.get_by_role("tab", name="Residual").click()
     wait_plot_step(page, "residual-plot", step, timeout_ms=120_000)
     assert not page.errors and not error_toasts(page)
