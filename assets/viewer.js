@@ -120,16 +120,15 @@
   }
 
   // 4. The distribution figure of a step under a reshaping: viz.distribution's figure, patched.
-  function cutText(r, n) {
+  function cutText(r, n) { // one line per filtering stage
     const parts = [];
     for (const st of r.stages) {
       if (st.name === 'top_p') parts.push(`top-p ${st.param} keeps ${tokens(st.kept)} holding ${pct(st.mass, 1)} of the probability`);
       else if (st.name === 'top_k') parts.push(`top-k ${st.param} keeps ${tokens(st.kept)} (${pct(st.mass, 1)})`);
       else if (st.name === 'temperature' && st.param === 0) parts.push('temperature 0: greedy, only the most likely token');
     }
-    let cut = parts.join('; ');
-    if (r.cutoff >= n && cut) cut += ` (more than the ${n} shown)`;
-    return cut;
+    if (r.cutoff >= n && parts.length) parts[parts.length - 1] += ` (more than the ${n} shown)`;
+    return parts;
   }
 
   // A frame's {zwin: [lo, n, size]}: its window of the attention band (viz/viewer_attention.py, windowed
@@ -189,10 +188,9 @@
       shapes.push(Object.assign({}, st.cut_line, { y0: y, y1: y }));
       annotations.push(Object.assign({}, st.cut_label, { y }));
     }
-    const cut = cutText(r, n);
-    let title = `Next token at position ${c.position} · entropy ${fixed(c.entropy, 2)} bits raw → ${fixed(r.entropy, 2)} bits sampled from`
-      + (r.exact ? '' : ' (approximate)');
-    if (cut) title += `<br><sup>${cut}</sup>`;
+    const lines = [`entropy ${fixed(c.entropy, 2)} bits raw → ${fixed(r.entropy, 2)} bits sampled from` + (r.exact ? '' : ' (approximate)')]
+      .concat(cutText(r, n));
+    const title = `Next token at position ${c.position}` + lines.map((line) => `<br><sup>${line}</sup>`).join('');
     const out = Object.assign({}, layout, { shapes, annotations: annotations.concat(notes),
       title: Object.assign({}, layout.title, { text: title }), datarevision: `${s}|${r.key}` });
     return { data: [raw, bar].concat(data.slice(2)), layout: out };

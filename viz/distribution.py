@@ -16,6 +16,10 @@ from pipeline.records import StepRecord
 
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
 
+# the title (position, entropies, up to two filtering stages) and the legend above the bars: the same
+# for any settings, so moving a sampling slider in the page never moves the bars
+TOP_MARGIN = 155
+
 
 @dataclass(frozen=True)
 class Reshaped:
@@ -98,8 +102,8 @@ def _tokens(k: int) -> str:
     return f"{k:,} token" + ("" if k == 1 else "s")
 
 
-def _cut_text(r: Reshaped) -> str:
-    """What the filtering stages did, in words, from the stage records."""
+def _cut_text(r: Reshaped) -> list[str]:
+    """What the filtering stages did, in words, from the stage records: one line per stage."""
     parts = []
     for name, param, k, m in zip(r.stage_names, r.stage_params, r.stage_kept, r.stage_mass):
         if name == "top_p":
@@ -108,7 +112,7 @@ def _cut_text(r: Reshaped) -> str:
             parts.append(f"top-k {int(param)} keeps {_tokens(k)} ({m:.1%})")
         elif name == "temperature" and param == 0:
             parts.append("temperature 0: greedy, only the most likely token")
-    return "; ".join(parts)
+    return parts
 
 
 def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
@@ -168,7 +172,7 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
         annotations.append(dict(xref="paper", x=1, xanchor="left", yref="y", y=r.cutoff - 0.5, yanchor="middle", showarrow=False,
                                 text="cut-off", font=dict(size=11, color=NEW_COLOR), name="cut-off"))
     if r.cutoff >= n and cut:
-        cut += f" (more than the {n} shown)"
+        cut[-1] += f" (more than the {n} shown)"
     what = "forced token (a branch, not drawn by the model)" if step.forced else "sampled token"
     if rank is None:
         notes.append(f"{what} {plot_piece(step.piece)} is not among the top {N} (p={step.chosen_prob:.2e})")
@@ -180,12 +184,12 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
         annotations.append(dict(xref="paper", yref="paper", x=0, y=0, yshift=-48, xanchor="left", yanchor="top", showarrow=False,
                                 align="left", text="<br>".join(notes), font=dict(size=12, color="#4a5568"), name="notes"))
     # entropies are never negative; + 0.0 turns a -0.0 into 0.0 for display
-    title = (f"Next token at position {step.position + 1} · entropy {step.entropy + 0.0:.2f} bits raw → "
-             f"{r.final_entropy + 0.0:.2f} bits sampled from" + (" (approximate)" if not r.exact else ""))
-    if cut:
-        title += f"<br><sup>{cut}</sup>"
-    layout = base_layout(title, height=max(420, 24 * (n + 1) + 175 + 18 * len(notes)),
-                         margin=dict(l=160, r=60, t=125, b=60 + 18 * len(notes)),
+    # short lines: the panel is half the page wide, and a title line longer than the figure is cut off
+    lines = [f"entropy {step.entropy + 0.0:.2f} bits raw → {r.final_entropy + 0.0:.2f} bits sampled from"
+             + (" (approximate)" if not r.exact else ""), *cut]
+    title = f"Next token at position {step.position + 1}" + "".join(f"<br><sup>{line}</sup>" for line in lines)
+    layout = base_layout(title, height=max(420, 24 * (n + 1) + 200 + 18 * len(notes)),
+                         margin=dict(l=160, r=60, t=TOP_MARGIN, b=60 + 18 * len(notes)),
                          barmode="group", bargap=0.25, bargroupgap=0.05, legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
                          shapes=shapes, annotations=annotations,
                          xaxis=dict(range=[0, 1.08], autorange=False, tickformat=".0%", title=dict(text="probability"), fixedrange=True),
