@@ -72,7 +72,8 @@ class Generation:
         layers, heads = layer_head_choices(trace)  # (after a loaded trace of another model)
         first = {C["ran"]: True, self.p.state: trace, C["viewer_data"]: viewer.live_message(), C["download"]: gr.Button(DOWNLOAD, interactive=False),
                  C["info"]: model.HOLDER.status, C["layer"]: layers, C["head"]: heads,
-                 C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(())}
+                 C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(()),
+                 C["example"]: gr.Dropdown(value=None), C["example_look"]: ""}  # (the page no longer shows a gallery trace)
         if kept:  # continuing: the kept steps stay on screen
             first.update(panels(C, trace, len(kept) - 1, opts))
             first[C["slider"]] = slider(trace)

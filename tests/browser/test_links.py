@@ -48,6 +48,19 @@ def test_example_link_opens_the_trace_at_its_step(browser, app_url, shots):
     assert not error_toasts(page) and not page.errors
 
 
+def test_a_new_run_clears_the_gallery_choice(browser, app_url):
+    """Once a run replaces a gallery trace on the page, the dropdown and its sentence no longer name it."""
+    e = gallery.entry("confident")
+    page = new_page(browser)
+    page.goto(app_url + "/?example=confident&temperature=0&max_new_tokens=3&run=1")
+    page.wait_for_function("(t) => document.querySelector('#example-traces input')?.value === t", arg=e.title, timeout=120_000)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === 3"
+                           " && document.querySelector('#output .stop-reason')", timeout=300_000)
+    assert page.input_value("#example-traces input") == ""
+    assert e.look[:30] not in page.inner_text("#example-look")
+    assert not error_toasts(page) and not page.errors
+
+
 def test_copy_link_reproduces_fields_and_step(browser, app_url):
     page = new_page(browser)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
