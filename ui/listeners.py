@@ -79,7 +79,9 @@ class Listeners:
             return unchanged(C)
         L, H = layer_head_choices(trace)
         s = trace.settings
-        return {
+        # a file from disk is not the gallery's (a gallery trace comes here as a Trace, and names itself after)
+        gallery = {} if isinstance(file, Trace) else {C["example"]: gr.Dropdown(value=None), C["example_look"]: ""}
+        return {**gallery,
             self.p.state: trace, **panels(C, trace, len(trace.steps) - 1, ViewOptions.of(trace)),
             C["slider"]: slider(trace), C["layer"]: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
             C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),

@@ -66,7 +66,7 @@ class Wires:
             fin_out=[*panels, C["slider"], C["download"], C["bundle_req"]],
             panels=panels,
             load_out=[state, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"],
-                      C["download"], C["spec_summary"]],
+                      C["download"], C["spec_summary"], C["example"], C["example_look"]],
         )
 
 

@@ -61,6 +61,21 @@ def test_a_new_run_clears_the_gallery_choice(browser, app_url):
     assert not error_toasts(page) and not page.errors
 
 
+def test_a_trace_file_loaded_clears_the_gallery_choice(browser, app_url):
+    page = new_page(browser)
+    page.goto(app_url + "/?example=loop")
+    page.wait_for_function("(t) => document.querySelector('#example-traces input')?.value === t", arg=gallery.entry("loop").title,
+                           timeout=120_000)
+    n = len(gallery.load("confident").steps)
+    with page.expect_file_chooser() as fc:
+        page.click("#upload-trace")
+    fc.value.set_files(str(gallery.GALLERY_DIR / "confident.json.gz"))
+    page.wait_for_function(f"() => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === {n}", timeout=120_000)
+    page.wait_for_function("() => document.querySelector('#example-traces input').value === ''", timeout=30_000)
+    assert gallery.entry("loop").look[:30] not in page.inner_text("#example-look")
+    assert not error_toasts(page) and not page.errors
+
+
 def test_copy_link_reproduces_fields_and_step(browser, app_url):
     page = new_page(browser)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
