@@ -75,6 +75,8 @@ def page_generate(page, n: int, live: bool) -> tuple[float, float, int]:
     page.click("#generate")
     page.wait_for_selector("#output .stop-reason:not(.stale)", timeout=600_000)
     log, t_click = page.evaluate("[window.__t, window.__tclick]")
+    if t_click is None:
+        raise RuntimeError("the press on Generate was not seen (the button was drawn anew before the click)")
     times = {k: t for t, k in log if k > 0}
     first, last = min(times), max(times)
     return (times[first] - t_click) / 1000, (last - first) / max((times[last] - times[first]) / 1000, 1e-9), last
