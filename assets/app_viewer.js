@@ -19,7 +19,7 @@
   const PLAY = '▶ Play', PAUSE = '⏸ Pause';
   const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
 
-  const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, drawn: {}, busy: false, dirty: false,
+  const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, drawn: {}, busy: false, dirty: false, dragging: false,
                settleTimer: null, settleMs: 300, rendered: -1, insideStale: false, insideInView: false,
                textStep: -1 };
 
@@ -148,13 +148,13 @@
     document.getElementById('step-settled')?.click();
   }
 
-  // Which step panels are on screen: those are drawn first, and the only ones drawn while Play runs
-  // (the others catch up when Play stops or when they scroll into view).
+  // Which step panels are on screen: those are drawn first, and the only ones drawn while Play runs or a
+  // slider is dragged (the others catch up when Play stops, the slider is let go, or they scroll into view).
   const inView = new Set(IDS);
   const panelWatch = typeof IntersectionObserver === 'undefined' ? null : new IntersectionObserver((entries) => entries.forEach((e) => {
     if (e.isIntersecting) { inView.add(e.target.id); if (st.bundle) render(); } else inView.delete(e.target.id);
   }));
-  const drawOrder = () => IDS.filter((id) => inView.has(id)).concat(playing() ? [] : IDS.filter((id) => !inView.has(id)));
+  const drawOrder = () => IDS.filter((id) => inView.has(id)).concat(playing() || st.dragging ? [] : IDS.filter((id) => !inView.has(id)));
 
   const insideWatch = typeof IntersectionObserver === 'undefined' ? null : new IntersectionObserver((entries) => entries.forEach((e) => {
     st.insideInView = e.isIntersecting;
@@ -312,6 +312,13 @@
     const el = e.target.closest && e.target.closest('button, input, textarea, select, [role=option]');
     if (playing() && el && !el.closest('#play')) stopPlay();
   }, true);
+  // A slider held down: a drag moves at the pace of what is on screen (before, each move of it waited for
+  // all five figures, about 150 ms, so the thumb lagged the pointer). Let go, every panel catches up.
+  const SLIDERS = '#step-slider input[type=range], #temperature input[type=range], #top-k input[type=range], #top-p input[type=range]';
+  document.addEventListener('pointerdown', (e) => { if (e.target.matches && e.target.matches(SLIDERS)) st.dragging = true; }, true);
+  const letGo = () => { if (st.dragging) { st.dragging = false; render(); } };
+  ['pointerup', 'pointercancel'].forEach((type) => root.addEventListener(type, letGo, true));
+  document.addEventListener('change', (e) => { if (e.target.matches && e.target.matches(SLIDERS)) letGo(); }, true);
   root.LLMApp = { state: st, drain, settled, mounted: () => st.bundle !== null, render, playing };
   drain();
 })(window);

@@ -160,6 +160,32 @@ def test_scrubbing_the_moment_a_run_ends_lands_on_the_slider_step(browser, app_u
     assert not page.errors and not error_toasts(page)
 
 
+HIGHLIGHTED = "() => Number(document.querySelector('#tokens-html .tok.hl')?.dataset.step)"
+
+
+def test_a_drag_moves_what_is_on_screen_and_the_rest_catches_up_when_let_go(browser, app_url):
+    """While the step slider is held, each move redraws only what is on screen (the text and chips
+    next to the slider), so the drag keeps up with the pointer; let go, every step panel shows the step."""
+    page = new_page(browser)
+    page.goto(app_url)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=120_000)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    before = page.evaluate(STEPS, ["kv-plot"])[0]  # the KV panel: far below the slider, off screen
+    box = page.locator("#step-slider input[type=range]").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + 2, y)
+    page.mouse.down()
+    for f in (0.2, 0.4, 0.6, 0.5):
+        page.mouse.move(box["x"] + box["width"] * f, y)
+        page.wait_for_function(f"(s) => ({HIGHLIGHTED})() === s", arg=slider_value(page), timeout=10_000)
+    held = slider_value(page)
+    assert held not in (before, 0)
+    assert page.evaluate(STEPS, ["kv-plot"])[0] == before  # not drawn for each move of the drag
+    page.mouse.up()
+    page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === {held})", arg=list(PANELS), timeout=30_000)
+    assert not page.errors and not error_toasts(page)
+
+
 TEXT = """() => ({
   output: document.querySelector('#output .gen-text').innerText,
   stop: !!document.querySelector('#output .stop-reason:not([hidden])'),
