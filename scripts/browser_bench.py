@@ -7,7 +7,8 @@ plain `model.generate` (greedy, in this process) and the same greedy generation 
 timed in the browser from the moment each token's text appears. Then times the page's step
 viewer (assets/app_viewer.js): a step slider move until all five step panels show the step, a
 temperature / top-k / top-p move until the distribution is reshaped, with the requests sent meanwhile,
-and Play's steps per second. Prints medians, ratios and a table; nothing here is a pass/fail test.
+a mouse drag of the step slider (ms a move), and Play's steps per second. Prints medians, ratios and
+a table; nothing here is a pass/fail test.
 """
 from __future__ import annotations
 
@@ -104,6 +105,26 @@ PLAY = """async () => { document.querySelector('#panel-distribution').scrollInto
   return [seen.size, secs, panels || []]; }"""
 
 
+def drag_times(page, moves: int = 40) -> tuple[float, int]:
+    """The step slider dragged with the mouse, at the top of the page as a person finds it: ms per move
+    (each move waits until the page has taken it), and how many moves the highlighted token followed."""
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.wait_for_timeout(300)
+    box = page.locator("#step-slider input[type=range]").bounding_box()
+    y = box["y"] + box["height"] / 2
+    seen = "() => Number(document.querySelector('#tokens-html .tok.hl')?.dataset.step)"
+    page.mouse.move(box["x"] + 2, y)
+    page.mouse.down()
+    shown, t = set(), time.perf_counter()
+    for i in range(moves):
+        page.mouse.move(box["x"] + 2 + (box["width"] - 4) * (i + 1) / moves, y)
+        shown.add(page.evaluate(seen))
+    ms = (time.perf_counter() - t) * 1000 / moves
+    page.mouse.up()
+    page.evaluate("() => LLMApp.settled()")
+    return ms, len(shown)
+
+
 def viewer_times(page, reps: int = 10) -> dict[str, list[float]]:
     """The step viewer in the app: slider moves to all five panels redrawn, sampling moves to the
     distribution reshaped (ms, and requests the page sent meanwhile and in the settle that follows), Play."""
@@ -137,6 +158,8 @@ def viewer_times(page, reps: int = 10) -> dict[str, list[float]]:
         out["step_settle_requests_inside" if inside else "step_settle_requests"].append(len(requests) - before)
     page.evaluate("() => { LLMApp.state.settleMs = 1e9; const r = document.querySelector('#step-slider input[type=range]'); r.value = 0;"
                   " r.dispatchEvent(new Event('input', {bubbles: true})); return LLMApp.settled(); }")
+    ms, followed = drag_times(page)
+    out["drag_ms_per_move"], out["drag_steps_shown"] = [ms], [followed]
     shown, secs, panels = page.evaluate(PLAY)
     out["play_steps_per_s"] = [shown / secs]
     out["play_panels"] = panels
@@ -198,6 +221,8 @@ def main(argv=None):
              f"{med['step_requests']:.0f} (+{med['step_settle_requests']:.0f} once still; "
              f"{med['step_settle_requests_inside']:.0f} with Inside the model on screen)"),
             ("temperature / top-k / top-p -> distribution reshaped", f"{med['sampling_ms']:.0f} ms", f"{med['sampling_requests']:.0f}"),
+            ("step slider dragged with the mouse, 40 moves", f"{med['drag_ms_per_move']:.0f} ms a move, {med['drag_steps_shown']:.0f} steps shown",
+             ""),
             ("Play (panels on screen: " + ", ".join(med["play_panels"]) + ")", f"{med['play_steps_per_s']:.1f} steps/s", "0"),
             ("click Generate -> first token on screen", f"{med['first_token_s'] * 1000:.0f} ms (prefill {med['prefill_s'] * 1000:.0f} ms)", "")]
     print(f"| {'interaction':52} | {'median':34} | requests per move |")
