@@ -115,10 +115,69 @@ def _cut_text(r: Reshaped) -> list[str]:
     return parts
 
 
+RAW_NAME, FINAL_NAME = "probability at temperature 1 (raw)", "probability sampled from (your settings)"
+
+
+def _legend(forced: bool) -> list[dict]:
+    """The legend: one entry per colour, as traces with no points. The bars stay out of it, because a
+    legend shows a bar trace in its first bar's colour: the sampled token's red whenever it ranks first."""
+    return [dict(type="scatter", x=[None], y=[None], mode="markers", name=name, hoverinfo="skip", marker=dict(symbol="square", size=12, color=colour))
+            for name, colour in ((RAW_NAME, PROMPT_COLOR), (FINAL_NAME, GEN_COLOR),
+                                 ("the forced token" if forced else "the sampled token", NEW_COLOR))]
+
+
 def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
                         repetition_penalty: float = 1.0, n: int = 20, vocab_size: int | None = None) -> go.Figure:
     """distribution_figure_dict's figure, checked by Plotly."""
     return go.Figure(distribution_figure_dict(step, temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=repetition_penalty, n=n, vocab_size=vocab_size))
+
+
+def _bars(step: StepRecord, r: Reshaped, n: int, rank: int | None, vocab_size: int | None) -> list[dict]:
+    """The raw and final bars of the top n candidates and the rest of the vocabulary, then the legend."""
+    ids = np.asarray(step.top_ids)[:n]
+    labels, raw, fin = [], list(r.raw_probs[:n]), list(r.final_probs[:n])
+    for k in range(n):
+        lab = f"#{k + 1} {plot_piece(step.top_pieces[k], 14)}"
+        if k == rank:
+            lab = f"<b>{lab} ◀ {'forced' if step.forced else 'sampled'}</b>"
+        elif not r.kept[k]:
+            lab = f"<span style='color:{MUTED}'>{lab}</span>"
+        labels.append(lab)
+    rest_label = f"rest of vocabulary ({vocab_size - n:,} tokens)" if vocab_size else "rest of vocabulary"
+    labels.append(f"<i>{rest_label}</i>")
+    raw.append(max(0.0, 1.0 - float(np.sum(r.raw_probs[:n]))))
+    fin.append(max(0.0, 1.0 - float(np.sum(r.final_probs[:n]))))
+
+    hover = [f"{plot_piece(step.top_pieces[k], 40)} · id {int(ids[k])}<br>raw logit {float(step.top_logits[k]):.2f}"
+             + ("" if r.kept[k] else "<br><b>removed</b> by the sampling settings") for k in range(n)]
+    hover.append(f"{rest_label}: every token outside the top {n}")
+    raw_col = [PROMPT_COLOR if r.kept[k] else MUTED for k in range(n)] + ["#cbd5e0"]
+    fin_col = [NEW_COLOR if k == rank else GEN_COLOR for k in range(n)] + ["#cbd5e0"]
+    line_w = [2.5 if k == rank else 0 for k in range(n)] + [0]
+    return [
+        dict(type="bar", y=labels, x=raw, orientation="h", name=RAW_NAME, showlegend=False,
+             marker=dict(color=raw_col, line=dict(width=line_w, color=NEW_COLOR)),
+             customdata=hover, hovertemplate="%{customdata}<br>raw probability %{x:.2%}<extra></extra>"),
+        dict(type="bar", y=labels, x=fin, orientation="h", name=FINAL_NAME, marker=dict(color=fin_col), showlegend=False,
+             customdata=hover, hovertemplate="%{customdata}<br>sampling probability %{x:.2%}<extra></extra>",
+             text=[f"{v:.0%}" if v >= 0.005 else "" for v in fin], textposition="outside", cliponaxis=False,
+             constraintext="none", textfont=dict(size=11)),
+        *_legend(step.forced),
+    ]
+
+
+def _notes(step: StepRecord, r: Reshaped, n: int, rank: int | None) -> list[str]:
+    """The lines below the x axis: where the chosen token is when the bars do not show it marked, and
+    whether the reshaping is approximate."""
+    N, notes = r.raw_probs.size, []
+    what = "forced token (a branch, not drawn by the model)" if step.forced else "sampled token"
+    if rank is None:
+        notes.append(f"{what} {plot_piece(step.piece)} is not among the top {N} (p={step.chosen_prob:.2e})")
+    elif rank >= n or step.forced:
+        notes.append(f"{what} {plot_piece(step.piece)} ranked #{rank + 1} (p={step.chosen_prob:.2%})")
+    if not r.exact:
+        notes.append(f"<b>approximate</b>: the trace holds only the top {N} logits, so these settings are applied to them alone")
+    return notes
 
 
 def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
@@ -130,41 +189,10 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
     N = r.raw_probs.size
     n = max(1, min(n, N))
     V = vocab_size or (step.logits.size if step.logits is not None else None)
-    ids = np.asarray(step.top_ids)[:n]
     chosen = [k for k in range(N) if int(step.top_ids[k]) == step.token_id]
     rank = chosen[0] if chosen else None  # 0-based, within the recorded top N
-
-    labels, raw, fin = [], list(r.raw_probs[:n]), list(r.final_probs[:n])
-    for k in range(n):
-        lab = f"#{k + 1} {plot_piece(step.top_pieces[k], 14)}"
-        if k == rank:
-            lab = f"<b>{lab} ◀ {'forced' if step.forced else 'sampled'}</b>"
-        elif not r.kept[k]:
-            lab = f"<span style='color:{MUTED}'>{lab}</span>"
-        labels.append(lab)
-    rest_label = f"rest of vocabulary ({V - n:,} tokens)" if V else "rest of vocabulary"
-    labels.append(f"<i>{rest_label}</i>")
-    raw_rest = max(0.0, 1.0 - float(np.sum(r.raw_probs[:n])))
-    fin_rest = max(0.0, 1.0 - float(np.sum(r.final_probs[:n])))
-    raw.append(raw_rest)
-    fin.append(fin_rest)
-
-    hover = [f"{plot_piece(step.top_pieces[k], 40)} · id {int(ids[k])}<br>raw logit {float(step.top_logits[k]):.2f}"
-             + ("" if r.kept[k] else "<br><b>removed</b> by the sampling settings") for k in range(n)]
-    hover.append(f"{rest_label}: every token outside the top {n}")
-    raw_col = [PROMPT_COLOR if r.kept[k] else MUTED for k in range(n)] + ["#cbd5e0"]
-    fin_col = [NEW_COLOR if k == rank else GEN_COLOR for k in range(n)] + ["#cbd5e0"]
-    line_w = [2.5 if k == rank else 0 for k in range(n)] + [0]
-    bars = [
-        dict(type="bar", y=labels, x=raw, orientation="h", name="probability at temperature 1 (raw)",
-               marker=dict(color=raw_col, line=dict(width=line_w, color=NEW_COLOR)),
-               customdata=hover, hovertemplate="%{customdata}<br>raw probability %{x:.2%}<extra></extra>"),
-        dict(type="bar", y=labels, x=fin, orientation="h", name="probability sampled from (your settings)", marker=dict(color=fin_col),
-               customdata=hover, hovertemplate="%{customdata}<br>sampling probability %{x:.2%}<extra></extra>",
-               text=[f"{v:.0%}" if v >= 0.005 else "" for v in fin], textposition="outside", cliponaxis=False,
-               constraintext="none", textfont=dict(size=11)),
-    ]
-    shapes, notes, annotations = [], [], []
+    bars = _bars(step, r, n, rank, V)
+    shapes, annotations = [], []
     cut = _cut_text(r)
     if 0 < r.cutoff < n:  # a line between the last kept candidate and the next
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=r.cutoff - 0.5, y1=r.cutoff - 0.5,
@@ -173,24 +201,19 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
                                 text="cut-off", font=dict(size=11, color=NEW_COLOR), name="cut-off"))
     if r.cutoff >= n and cut:
         cut[-1] += f" (more than the {n} shown)"
-    what = "forced token (a branch, not drawn by the model)" if step.forced else "sampled token"
-    if rank is None:
-        notes.append(f"{what} {plot_piece(step.piece)} is not among the top {N} (p={step.chosen_prob:.2e})")
-    elif rank >= n or step.forced:
-        notes.append(f"{what} {plot_piece(step.piece)} ranked #{rank + 1} (p={step.chosen_prob:.2%})")
-    if not r.exact:
-        notes.append(f"<b>approximate</b>: the trace holds only the top {N} logits, so these settings are applied to them alone")
+    notes = _notes(step, r, n, rank)
     if notes:  # below the x axis title
         annotations.append(dict(xref="paper", yref="paper", x=0, y=0, yshift=-48, xanchor="left", yanchor="top", showarrow=False,
                                 align="left", text="<br>".join(notes), font=dict(size=12, color="#4a5568"), name="notes"))
-    # entropies are never negative; + 0.0 turns a -0.0 into 0.0 for display
-    # short lines: the panel is half the page wide, and a title line longer than the figure is cut off
+    # short lines: the panel is half the page wide, and a title line longer than the figure is cut off;
+    # entropies are never negative: + 0.0 turns a -0.0 into 0.0 for display
     lines = [f"entropy {step.entropy + 0.0:.2f} bits raw → {r.final_entropy + 0.0:.2f} bits sampled from"
              + (" (approximate)" if not r.exact else ""), *cut]
     title = f"Next token at position {step.position + 1}" + "".join(f"<br><sup>{line}</sup>" for line in lines)
     layout = base_layout(title, height=max(420, 24 * (n + 1) + 200 + 18 * len(notes)),
                          margin=dict(l=160, r=60, t=TOP_MARGIN, b=60 + 18 * len(notes)),
-                         barmode="group", bargap=0.25, bargroupgap=0.05, legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+                         barmode="group", bargap=0.25, bargroupgap=0.05,
+                         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", itemclick=False, itemdoubleclick=False),
                          shapes=shapes, annotations=annotations,
                          xaxis=dict(range=[0, 1.08], autorange=False, tickformat=".0%", title=dict(text="probability"), fixedrange=True),
                          yaxis=dict(type="category", autorange="reversed", fixedrange=True, tickfont=dict(size=12)))

@@ -77,7 +77,8 @@ SETTINGS = [(0.8, 0, 0.9), (1.3, 0, 1.0), (0.0, 0, 0.9), (0.5, 10, 1.0), (1.5, 2
 def _dist(page):
     return page.evaluate("""() => { const el = document.querySelector('#dist-plot .js-plotly-plot');
       const pick = (t) => ({y: Array.from(t.y), x: Array.from(t.x), color: t.marker.color, text: t.text, hover: Array.from(t.customdata)});
-      return {bars: el.data.slice(0, 2).map(pick), title: el.layout.title.text, rev: el.layout.datarevision,
+      return {bars: el.data.slice(0, 2).map(pick), legend: el.data.slice(2).map((t) => [t.name, t.marker.color]),
+              title: el.layout.title.text, rev: el.layout.datarevision,
               shapes: el.layout.shapes.map((s) => [s.y0, s.name]), notes: el.layout.annotations.map((a) => [a.y, a.text])}; }""")
 
 
@@ -93,12 +94,13 @@ def test_the_sliders_reshape_the_distribution_into_the_figure_viz_draws(browser,
             got = _dist(page)
             fig = distribution.distribution_figure(trace.steps[step], temperature=t, top_k=k, top_p=p, vocab_size=400)
             want = [{"y": list(b.y), "x": list(b.x), "color": list(b.marker.color), "text": list(b.text) if b.text else None,
-                     "hover": list(b.customdata)} for b in fig.data]
+                     "hover": list(b.customdata)} for b in fig.data[:2]]
             where = f"step {step} T={t} k={k} p={p}"
             for g, w in zip(got["bars"], want):
                 assert g["y"] == w["y"] and g["hover"] == w["hover"] and g["color"] == w["color"], where
                 np.testing.assert_allclose(g["x"], w["x"], atol=1e-6, rtol=0, err_msg=where)
             assert got["bars"][1]["text"] == want[1]["text"], where
+            assert got["legend"] == [[t.name, t.marker.color] for t in fig.data[2:]], where
             assert got["title"] == fig.layout.title.text, where
             assert got["shapes"] == [[s.y0, s.name] for s in fig.layout.shapes], where
             assert got["notes"] == [[a.y, a.text] for a in fig.layout.annotations], where

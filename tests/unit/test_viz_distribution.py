@@ -149,6 +149,20 @@ def test_sampled_token_is_marked_or_its_rank_noted():
     assert any("is not among the top 20" in (a.text or "") for a in fig.layout.annotations)
 
 
+def test_the_legend_shows_each_colour_the_bars_use():
+    """One legend entry per colour (a bar trace's own entry would take its first bar's colour: red
+    whenever the sampled token ranks first, as it does here)."""
+    st = make_trace(**REC).steps[0]
+    st = dataclasses.replace(st, token_id=int(st.top_ids[0]))
+    fig = distribution_figure(st, n=10, **REC)
+    raw, fin = _bars(fig)
+    assert not raw.showlegend and not fin.showlegend
+    legend = {t.name: t.marker.color for t in fig.data if t.showlegend is not False}
+    assert legend == {raw.name: raw.marker.color[1], fin.name: fin.marker.color[1], "the sampled token": fin.marker.color[0]}
+    forced = distribution_figure(dataclasses.replace(st, forced=True), n=10, **REC)
+    assert "the forced token" in [t.name for t in forced.data] and "the sampled token" not in [t.name for t in forced.data]
+
+
 def test_title_gives_raw_and_final_entropy_and_labels_are_escaped():
     t = make_trace(**REC)
     st = t.steps[2]  # its candidates include '<script>' and '<img src=x onerror=...>'
