@@ -15,6 +15,7 @@
   'use strict';
 
   const IDS = ['dist-plot', 'attn-plot', 'attn-overview', 'emb-plot', 'kv-plot'];
+  const SLIDERS = '#step-slider, #temperature, #top-k, #top-p'; // the sliders the page answers itself
   const CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ['lasso2d', 'select2d'] };
   const PLAY = '▶ Play', PAUSE = '⏸ Pause';
   const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
@@ -102,6 +103,7 @@
     st.k = Math.round(numberOf('top-k', m.bundle.settings.top_k));
     st.p = numberOf('top-p', m.bundle.settings.top_p);
     render();
+    if (playWanted) { wantPlay(false); togglePlay(); } // pressed before the bundle came
   }
 
   // The text, chips, counts, KV summary and speculative round of the step on screen, from the server's
@@ -203,7 +205,7 @@
   function onInput(e) {
     const el = e.target;
     if (!el || !el.matches || !el.matches('input')) return;
-    const box = el.closest('#step-slider, #temperature, #top-k, #top-p');
+    const box = el.closest(SLIDERS);
     if (!box) return;
     if (el.type === 'range' ? e.type !== 'input' : e.type !== 'change') return; // a drag, or a typed number committed
     const v = Number(el.value);
@@ -241,15 +243,19 @@
 
   function playLabel(text) { const b = document.getElementById('play'); if (b) b.textContent = text; }
 
-  // Play: viewer.js's player, paced by the panels on screen (the others catch up when it stops).
-  let play = null;
+  // Play: viewer.js's player, paced by the panels on screen (the others catch up when it stops). Pressed
+  // while the page has no bundle yet (the page just opened, or a run is streaming), it starts once the
+  // bundle is there; the button says so meanwhile. Before, such a press did nothing.
+  let play = null, playWanted = false;
   const playing = () => play !== null && play.playing();
   function stopPlay() { if (play) play.stop(); }
+  function wantPlay(on) { playWanted = on; playLabel(on ? PAUSE : PLAY); }
 
   function togglePlay() {
     if (playing()) return stopPlay();
     const b = st.bundle;
-    if (!b || b.n_steps < 2) return;
+    if (!b) return wantPlay(!playWanted);
+    if (b.n_steps < 2) return;
     const n = b.n_steps;
     if (st.step >= n - 1) setStep(0);
     playLabel(PAUSE);
@@ -307,18 +313,19 @@
   document.addEventListener('change', onInput, true);
   document.addEventListener('click', (e) => { if (e.target.closest && e.target.closest('#play')) togglePlay(); }, true);
   // Any other control pressed during Play stops it first, so Gradio's slider holds the step on screen
-  // before the control's event reads it (re-sample from this step, a branch, a link).
+  // before the control's event reads it (re-sample from this step, a branch, a link); a Play still
+  // waiting for its bundle is called off. A slider held down: a drag moves at the pace of what is on
+  // screen (before, each move waited for all five figures, about 150 ms, so the thumb lagged the
+  // pointer); let go, every panel catches up.
+  const held = (el) => el.type === 'range' && el.closest(SLIDERS);
   document.addEventListener('pointerdown', (e) => {
     const el = e.target.closest && e.target.closest('button, input, textarea, select, [role=option]');
-    if (playing() && el && !el.closest('#play')) stopPlay();
+    if (el && !el.closest('#play')) { stopPlay(); if (playWanted) wantPlay(false); }
+    if (el && held(el)) st.dragging = true;
   }, true);
-  // A slider held down: a drag moves at the pace of what is on screen (before, each move of it waited for
-  // all five figures, about 150 ms, so the thumb lagged the pointer). Let go, every panel catches up.
-  const SLIDERS = '#step-slider input[type=range], #temperature input[type=range], #top-k input[type=range], #top-p input[type=range]';
-  document.addEventListener('pointerdown', (e) => { if (e.target.matches && e.target.matches(SLIDERS)) st.dragging = true; }, true);
   const letGo = () => { if (st.dragging) { st.dragging = false; render(); } };
   ['pointerup', 'pointercancel'].forEach((type) => root.addEventListener(type, letGo, true));
-  document.addEventListener('change', (e) => { if (e.target.matches && e.target.matches(SLIDERS)) letGo(); }, true);
+  document.addEventListener('change', (e) => { if (e.target.matches && held(e.target)) letGo(); }, true);
   root.LLMApp = { state: st, drain, settled, mounted: () => st.bundle !== null, render, playing };
   drain();
 })(window);

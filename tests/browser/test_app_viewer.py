@@ -168,7 +168,10 @@ def test_a_drag_moves_what_is_on_screen_and_the_rest_catches_up_when_let_go(brow
     next to the slider), so the drag keeps up with the pointer; let go, every step panel shows the step."""
     page = new_page(browser)
     page.goto(app_url)
-    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=120_000)
+    page.wait_for_selector("#step-slider input[type=range]")
+    _drag(page, "step-slider", (0.9, 0.1, 0.7))  # at once, as the page opens; then the drag this test looks at
+    page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === Number(document.querySelector('#step-slider input').value))",
+                           arg=list(PANELS), timeout=120_000)
     page.evaluate("() => window.scrollTo(0, 0)")
     before = page.evaluate(STEPS, ["kv-plot"])[0]  # the KV panel: far below the slider, off screen
     box = page.locator("#step-slider input[type=range]").bounding_box()
@@ -183,6 +186,28 @@ def test_a_drag_moves_what_is_on_screen_and_the_rest_catches_up_when_let_go(brow
     assert page.evaluate(STEPS, ["kv-plot"])[0] == before  # not drawn for each move of the drag
     page.mouse.up()
     page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === {held})", arg=list(PANELS), timeout=30_000)
+    assert not page.errors and not error_toasts(page)
+
+
+def test_play_pressed_while_a_run_streams_plays_it_once_it_has_ended(browser, app_url):
+    """Play pressed before the page holds the run's steps (here: while it streams) says so on the
+    button and plays the run from its first step once the run has ended; before, the press was lost."""
+    page = new_page(browser)
+    page.goto(app_url)
+    page.wait_for_selector("#generate")
+    page.fill("#prompt textarea", "The colours of the rainbow are")
+    page.get_by_label("Raw text").check()
+    set_number(page, "max-new-tokens", 12)
+    set_number(page, "temperature", 0)
+    wait_model_loaded(page)
+    page.click("#generate")
+    page.wait_for_function("() => window.LLMApp && !LLMApp.mounted()", timeout=60_000)  # the run has begun
+    page.click("#play")
+    assert "Pause" in page.inner_text("#play")
+    page.wait_for_function("() => LLMApp.playing() && LLMApp.state.bundle.n_steps === 12", timeout=300_000)
+    assert page.evaluate("() => LLMApp.state.step") <= 2  # from the first step
+    page.wait_for_function("() => !LLMApp.playing()", timeout=60_000)
+    assert slider_value(page) == 11 and "Play" in page.inner_text("#play")
     assert not page.errors and not error_toasts(page)
 
 
