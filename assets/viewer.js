@@ -136,8 +136,8 @@
   function windowed(panel, i, [lo, n, size]) {
     panel._bands = panel._bands || {};
     if (!panel._bands[i]) {
-      const spec = panel.data[i].z, [T, w] = String(spec.shape).split(',').map(Number);
-      panel._bands[i] = { flat: decode(spec), T, w, rows: new Map() };
+      const spec = panel.data[i].z, w = Number(String(spec.shape).split(',')[1]); // shape "T, w"
+      panel._bands[i] = { flat: decode(spec), w, rows: new Map() };
     }
     const b = panel._bands[i], blank = new Array(size).fill(null), z = [];
     for (let q = 0; q < size; q++) {

@@ -80,8 +80,8 @@ class Listeners:
         L, H = layer_head_choices(trace)
         s = trace.settings
         # a file from disk is not the gallery's (a gallery trace comes here as a Trace, and names itself after)
-        gallery = {} if isinstance(file, Trace) else {C["example"]: gr.Dropdown(value=None), C["example_look"]: ""}
-        return {**gallery,
+        from_disk = {} if isinstance(file, Trace) else {C["example"]: gr.Dropdown(value=None), C["example_look"]: ""}
+        return {**from_disk,
             self.p.state: trace, **panels(C, trace, len(trace.steps) - 1, ViewOptions.of(trace)),
             C["slider"]: slider(trace), C["layer"]: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
             C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),

@@ -181,7 +181,7 @@ def _notes(step: StepRecord, r: Reshaped, n: int, rank: int | None) -> list[str]
 
 
 def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
-                        repetition_penalty: float = 1.0, n: int = 20, vocab_size: int | None = None) -> dict:
+                             repetition_penalty: float = 1.0, n: int = 20, vocab_size: int | None = None) -> dict:
     """Top-n candidates by raw logit: probability at temperature 1 beside the final sampling
     probability under these settings; filtered tokens grey; the cut-off line; the sampled token
     marked; one bar for the rest of the vocabulary so the bars add up to 1."""

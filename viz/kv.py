@@ -41,9 +41,9 @@ def _round_timing(rounds: Sequence[RoundRecord], cur: StepRecord) -> tuple[list,
     line = dict(width=[2.5 if o else 0 for o in on], color=NEW_COLOR)
     bars = [
         dict(type="bar", x=x, y=[r.draft_ms for r in rounds], name="draft", xaxis="x2", yaxis="y2", marker=dict(color="#2f9e5b", line=line),
-               customdata=words, hovertemplate="%{customdata}<extra>draft</extra>"),
+             customdata=words, hovertemplate="%{customdata}<extra>draft</extra>"),
         dict(type="bar", x=x, y=[r.target_ms for r in rounds], name="verify (one target pass)", xaxis="x2", yaxis="y2",
-               marker=dict(color=GEN_COLOR, line=line), customdata=words, hovertemplate="%{customdata}<extra>verify</extra>"),
+             marker=dict(color=GEN_COLOR, line=line), customdata=words, hovertemplate="%{customdata}<extra>verify</extra>"),
     ]
     later = [r for r in rounds if r.index > 0]  # round 0's verify pass also reads the prompt
     notes = []
@@ -75,14 +75,14 @@ def kv_timing_figure_dict(*, steps: Sequence[StepRecord], step: int, model: Mode
     traces = [
         # (a) cache size, on axes x / y
         dict(type="scatter", x=x, y=[s.kv_cache_bytes for s in steps], mode="lines+markers", name="measured (cache tensors)",
-                   line=dict(color=PROMPT_COLOR, width=2), marker=dict(size=5), customdata=per_layer,
-                   hovertemplate="%{customdata}<br>%{y:,} bytes<extra>measured</extra>"),
+             line=dict(color=PROMPT_COLOR, width=2), marker=dict(size=5), customdata=per_layer,
+             hovertemplate="%{customdata}<br>%{y:,} bytes<extra>measured</extra>"),
         dict(type="scatter", x=x, y=[s.kv_cache_bytes_formula for s in steps], mode="lines", name="formula",
-                   line=dict(color=GEN_COLOR, width=2, dash="dot"),
-                   hovertemplate="formula: %{y:,} bytes<extra>2 × layers × KV heads × head size × positions × bytes</extra>"),
+             line=dict(color=GEN_COLOR, width=2, dash="dot"),
+             hovertemplate="formula: %{y:,} bytes<extra>2 × layers × KV heads × head size × positions × bytes</extra>"),
         dict(type="scatter", x=[cur.index], y=[cur.kv_cache_bytes], mode="markers", name=f"step {cur.index} (on screen)",
-                   marker=dict(size=13, color=NEW_COLOR, symbol="circle-open", line=dict(width=3)),
-                   hovertemplate="step on screen: %{y:,} bytes<extra></extra>"),
+             marker=dict(size=13, color=NEW_COLOR, symbol="circle-open", line=dict(width=3)),
+             hovertemplate="step on screen: %{y:,} bytes<extra></extra>"),
     ]
     xa = dict(range=[min(x) - 0.5, max(x) + 0.5], autorange=False, title=dict(text="step"))
     if rounds:  # (b) timing, on axes x2 / y2: per round
@@ -93,10 +93,10 @@ def kv_timing_figure_dict(*, steps: Sequence[StepRecord], step: int, model: Mode
     else:  # (b) timing, on axes x2 / y2: per step
         traces.append(
             dict(type="bar", x=x, y=[s.ms for s in steps], name="ms per step", xaxis="x2", yaxis="y2", showlegend=False,
-                   marker=dict(color=[PROMPT_COLOR if s.phase == "prefill" else GEN_COLOR for s in steps],
-                               line=dict(width=[2.5 if s.index == cur.index else 0 for s in steps], color=NEW_COLOR)),
-                   customdata=[f"step {s.index}: {s.phase}, {(s.position + 1) if s.phase == 'prefill' else 1} token(s) fed" for s in steps],
-                   hovertemplate="%{customdata}<br>%{y:.1f} ms<extra></extra>"))
+                 marker=dict(color=[PROMPT_COLOR if s.phase == "prefill" else GEN_COLOR for s in steps],
+                             line=dict(width=[2.5 if s.index == cur.index else 0 for s in steps], color=NEW_COLOR)),
+                 customdata=[f"step {s.index}: {s.phase}, {(s.position + 1) if s.phase == 'prefill' else 1} token(s) fed" for s in steps],
+                 hovertemplate="%{customdata}<br>%{y:.1f} ms<extra></extra>"))
         t = timing_stats(steps)
         notes = []
         if t["prefill_ms"] is not None:
