@@ -16,9 +16,7 @@
 
   const IDS = ['dist-plot', 'attn-plot', 'attn-overview', 'emb-plot', 'kv-plot'];
   const SLIDERS = '#step-slider, #temperature, #top-k, #top-p'; // the sliders the page answers itself
-  const CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ['lasso2d', 'select2d'] };
   const PLAY = '▶ Play', PAUSE = '⏸ Pause';
-  const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
 
   const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, drawn: {}, busy: false, dirty: false, dragging: false,
                settleTimer: null, settleMs: 300, rendered: -1, insideStale: false, insideInView: false,
@@ -183,8 +181,7 @@
           if (st.dirty || b !== st.bundle) break;
           const w = wanted(id);
           if (st.drawn[id] === w) continue;
-          const fig = root.LLMViewer.figureFor(b, id, st.step, { t: st.t, k: st.k, p: st.p });
-          await root.Plotly.react(host(id), fig.data, clone(fig.layout), CONFIG);
+          await root.LLMViewer.react(host(id), root.LLMViewer.figureFor(b, id, st.step, { t: st.t, k: st.k, p: st.p }));
           st.drawn[id] = w;
         }
       } while (st.dirty);

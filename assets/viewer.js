@@ -159,11 +159,19 @@
     return { z, x: labels, y: labels };
   }
 
+  // base with what a frame moved put in, nested objects merged: what did not move stays the same object
+  const plain = (x) => x !== null && typeof x === 'object' && !Array.isArray(x) && x.bdata === undefined;
+  function deepMerged(base, moved) {
+    const out = Object.assign({}, base);
+    for (const [k, v] of Object.entries(moved)) out[k] = plain(v) && plain(base[k]) ? deepMerged(base[k], v) : v;
+    return out;
+  }
+
   function merged(panel, s) {
     const fr = panel.frames[s], data = panel.data.slice();
     fr.traces.forEach((i, j) => { // a frame holds what moves
       const { zwin, ...moved } = fr.data[j];
-      data[i] = Object.assign({}, panel.data[i], moved, zwin ? windowed(panel, i, zwin) : {});
+      data[i] = Object.assign(deepMerged(panel.data[i], moved), zwin ? windowed(panel, i, zwin) : {});
     });
     return { data, layout: Object.assign({}, panel.layout, fr.layout) };
   }
@@ -211,6 +219,17 @@
   const PLAY_FPS = 12; // steps per second while playing
   const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
 
+  /* Plotly.react of a panel's figure at a step. Plotly redraws only what changed, judged per attribute;
+   * two attributes are kept out of that judgement, as each made every step a redraw of the whole figure:
+   * the template, compared by identity (the panel's own object is given each time, not a copy), and
+   * layout.meta (a change of it redraws everything), written on the plot once it is drawn. A step that
+   * changes only shapes (the KV panel's ring and bar outline) redraws only those. */
+  function react(el, fig) {
+    const { meta, template, ...rest } = fig.layout;
+    const layout = Object.assign(clone(rest), template ? { template } : {});
+    return Plotly.react(el, fig.data, layout, CONFIG).then(() => { el.layout.meta = meta; });
+  }
+
   // A slider as the app's: #id holds a range input and a number input that follow each other.
   function slider(id, { min, max, step, value }, onChange) {
     const box = document.getElementById(id);
@@ -235,8 +254,7 @@
     const ready = Promise.all(ids.map((id) => {
       els[id] = document.querySelector(`#${id} .plot`);
       key[id] = null;
-      const first = merged(bundle.panels[id], 0); // the first step: a panel's own figure may be another step's
-      return Plotly.newPlot(els[id], first.data, clone(first.layout), CONFIG);
+      return react(els[id], merged(bundle.panels[id], 0)); // the first step: a panel's own figure may be another step's
     }));
     if (typeof IntersectionObserver !== 'undefined') {
       const seen = new IntersectionObserver((entries) => entries.forEach((e) => {
@@ -317,8 +335,8 @@
 
     const wanted = (id) => (id === 'dist-plot' ? `${state.step}|${state.t}|${state.k}|${state.p}` : String(state.step));
     function draw(id) {
-      const k = wanted(id), fig = figureFor(bundle, id, state.step, state);
-      return Plotly.react(P.els[id], fig.data, clone(fig.layout), CONFIG).then(() => { P.key[id] = k; });
+      const k = wanted(id);
+      return react(P.els[id], figureFor(bundle, id, state.step, state)).then(() => { P.key[id] = k; });
     }
 
     const pause = () => new Promise((ok) => setTimeout(ok, 0)); // lets slider events in between panels
@@ -355,5 +373,5 @@
     return api;
   }
 
-  root.LLMViewer = Object.assign(root.LLMViewer || {}, { decode, fixed, pct, gridIndex, reshape, distFigure, merged, cutText, figureFor, player, mount });
+  root.LLMViewer = Object.assign(root.LLMViewer || {}, { decode, fixed, pct, gridIndex, reshape, distFigure, merged, cutText, figureFor, react, player, mount });
 })(typeof window !== 'undefined' ? window : globalThis);

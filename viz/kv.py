@@ -30,6 +30,9 @@ def timing_stats(steps: Sequence[StepRecord]) -> dict:
     )
 
 
+BARGAP = 0.15  # between the timing bars
+
+
 def _round_timing(rounds: Sequence[RoundRecord], cur: StepRecord) -> tuple[list, list, dict]:
     """A speculative trace's time, per round: draft and verify stacked (its steps came k + 1 at a time,
     so a per-step 'prefill' / 'decode' time would not be true of them)."""
@@ -80,11 +83,14 @@ def kv_timing_figure_dict(*, steps: Sequence[StepRecord], step: int, model: Mode
         dict(type="scatter", x=x, y=[s.kv_cache_bytes_formula for s in steps], mode="lines", name="formula",
              line=dict(color=GEN_COLOR, width=2, dash="dot"),
              hovertemplate="formula: %{y:,} bytes<extra>2 × layers × KV heads × head size × positions × bytes</extra>"),
-        dict(type="scatter", x=[cur.index], y=[cur.kv_cache_bytes], mode="markers", name=f"step {cur.index} (on screen)",
-             marker=dict(size=13, color=NEW_COLOR, symbol="circle-open", line=dict(width=3)),
-             hovertemplate="step on screen: %{y:,} bytes<extra></extra>"),
+        # the step on screen: a legend entry here; its ring and its bar's outline are shapes (below), so a
+        # step changes only shapes, which Plotly redraws alone (a moved point or outline redraws the figure)
+        dict(type="scatter", x=[None], y=[None], mode="markers", name="step on screen", hoverinfo="skip",
+             marker=dict(size=13, color=NEW_COLOR, symbol="circle-open", line=dict(width=3))),
     ]
     xa = dict(range=[min(x) - 0.5, max(x) + 0.5], autorange=False, title=dict(text="step"))
+    shapes = [dict(type="circle", name="step on screen", xref="x", yref="y", xsizemode="pixel", ysizemode="pixel",
+                   xanchor=cur.index, yanchor=cur.kv_cache_bytes, x0=-6.5, x1=6.5, y0=-6.5, y1=6.5, line=dict(color=NEW_COLOR, width=3))]
     if rounds:  # (b) timing, on axes x2 / y2: per round
         bars, notes, xa2 = _round_timing(rounds, cur)
         traces += bars
@@ -93,8 +99,7 @@ def kv_timing_figure_dict(*, steps: Sequence[StepRecord], step: int, model: Mode
     else:  # (b) timing, on axes x2 / y2: per step
         traces.append(
             dict(type="bar", x=x, y=[s.ms for s in steps], name="ms per step", xaxis="x2", yaxis="y2", showlegend=False,
-                 marker=dict(color=[PROMPT_COLOR if s.phase == "prefill" else GEN_COLOR for s in steps],
-                             line=dict(width=[2.5 if s.index == cur.index else 0 for s in steps], color=NEW_COLOR)),
+                 marker=dict(color=[PROMPT_COLOR if s.phase == "prefill" else GEN_COLOR for s in steps]),
                  customdata=[f"step {s.index}: {s.phase}, {(s.position + 1) if s.phase == 'prefill' else 1} token(s) fed" for s in steps],
                  hovertemplate="%{customdata}<br>%{y:.1f} ms<extra></extra>"))
         t = timing_stats(steps)
@@ -104,6 +109,9 @@ def kv_timing_figure_dict(*, steps: Sequence[StepRecord], step: int, model: Mode
         if t["decode_median_ms"] is not None:
             notes.append(f"decode: median {t['decode_median_ms']:.1f} ms/token = {t['decode_tokens_per_s']:.1f} tokens/s")
         xa2, tmax, time_title = xa, max(1e-3, max(s.ms for s in steps)), "Time per step"
+        half = (1 - BARGAP) / 2  # the step's bar outlined: a shape, as the ring
+        shapes.append(dict(type="rect", name="step on screen", xref="x2", yref="y2", x0=cur.index - half, x1=cur.index + half,
+                           y0=0, y1=cur.ms, line=dict(color=NEW_COLOR, width=2.5)))
     sub = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=13))
     annotations = [dict(sub, x=0.22, xanchor="center", text="KV cache size after each step"),
                    dict(sub, x=0.78, xanchor="center", text=time_title)]
@@ -112,8 +120,8 @@ def kv_timing_figure_dict(*, steps: Sequence[StepRecord], step: int, model: Mode
                                 align="right", text="<br>".join(notes), font=dict(size=12), bgcolor="rgba(255,255,255,0.85)"))
     ymax = max(1, max(max(s.kv_cache_bytes, s.kv_cache_bytes_formula) for s in steps))
     layout = base_layout(
-        "KV cache and timing", height=400, margin=dict(l=70, r=20, t=80, b=80), bargap=0.15, barmode="stack",
-        legend=dict(orientation="h", x=0, y=-0.22), annotations=annotations,
+        "KV cache and timing", height=400, margin=dict(l=70, r=20, t=80, b=80), bargap=BARGAP, barmode="stack",
+        legend=dict(orientation="h", x=0, y=-0.22), annotations=annotations, shapes=shapes,
         xaxis=dict(xa, domain=[0.0, 0.44], anchor="y"), xaxis2=dict(xa2, domain=[0.56, 1.0], anchor="y2"),
         yaxis=dict(range=[0, ymax * 1.08], autorange=False, tickformat="~s", title=dict(text="bytes"), anchor="x"),
         yaxis2=dict(range=[0, tmax * 1.12], autorange=False, title=dict(text="milliseconds"), anchor="x2"),

@@ -80,22 +80,40 @@ def _changing(dicts: Sequence[dict], skip=()) -> list[str]:
     return sorted(k for k in keys if any(d.get(k) != dicts[0].get(k) for d in dicts[1:]))
 
 
+def _moving(dicts: Sequence[dict]) -> dict:
+    """The keys whose value differs between any of the dicts and the first, as a tree: a key whose
+    values are all objects maps to the tree of its own moving keys, any other moving key to None."""
+    tree = {}
+    for k in _changing(dicts):
+        vals = [d.get(k) for d in dicts]
+        tree[k] = _moving(vals) if all(isinstance(v, dict) and "bdata" not in v for v in vals) else None  # (a typed array: whole)
+    return tree
+
+
+def _pick(d: dict, tree: dict) -> dict:
+    """The part of d that a _moving tree names (a key missing from d: None)."""
+    return {k: _pick(d[k], sub) if sub is not None else d.get(k) for k, sub in tree.items()}
+
+
 def animated(figs: Sequence[dict], steps: Sequence[int]) -> dict:
     """One figure (the first step's) with a frame per step holding only what changes: the traces
-    that move, and of those only the attributes that move (the rest stays in the figure's trace).
+    that move, and of those only the attributes that move, down to the nested one (a bar outline's
+    width, not the whole marker). The rest stays in the figure's trace, and the page merges a frame
+    into it (viewer.js merged): an array that does not move stays the same object, which Plotly.react
+    needs to see to redraw only what moved (a new copy of the bars' colours redrew the whole figure).
 
     figs: one figure_json per step, all with the same traces in the same order."""
     base = figs[0]
     n = len(base["data"])
     assert all(len(f["data"]) == n for f in figs), "every step's figure needs the same traces (see keep_empty options)"
-    attrs = {i: _changing([f["data"][i] for f in figs]) for i in range(n)}
+    attrs = {i: _moving([f["data"][i] for f in figs]) for i in range(n)}
     moving = [i for i in range(n) if attrs[i]]
     changing = _changing([f["layout"] for f in figs], skip=(*FIXED_LAYOUT, "template", "meta"))
     empty = {"shapes": [], "annotations": []}
     layout = {**base["layout"], **_largest([f["layout"] for f in figs]), "meta": {"step": int(steps[0])}}
     frames = [{
         "name": str(int(s)), "traces": moving,
-        "data": [{"type": f["data"][i]["type"], **{k: f["data"][i].get(k) for k in attrs[i]}} for i in moving],
+        "data": [{"type": f["data"][i]["type"], **_pick(f["data"][i], attrs[i])} for i in moving],
         "layout": {**{k: f["layout"].get(k, empty.get(k)) for k in changing}, "meta": {"step": int(s)}},
     } for s, f in zip(steps, figs)]
     return {"data": base["data"], "layout": layout, "frames": frames}

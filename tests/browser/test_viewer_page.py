@@ -71,6 +71,25 @@ def test_scrubbing_fast_every_panel_ends_on_the_step_on_screen(browser, html_fil
     assert page.requests == [html_file.as_uri()] and not page.errors
 
 
+def test_a_step_redraws_the_kv_panels_marks_alone(browser, html_file, trace):
+    """The KV panel's step is its ring and bar outline (shapes): Plotly keeps the figure's computed
+    data (`calcdata`, made anew by a whole redraw) and redraws those alone, at the step's numbers."""
+    page = open_viewer(browser, html_file)
+    page.evaluate(DRAG, ["step-slider", 2])
+    settle(page, 2)
+    page.evaluate("() => { window.__kept = document.querySelector('#kv-plot .js-plotly-plot').calcdata; }")
+    for s in (7, 3):
+        page.evaluate(DRAG, ["step-slider", s])
+        settle(page, s)
+        kept, ring, bar = page.evaluate("""() => { const el = document.querySelector('#kv-plot .js-plotly-plot');
+          const [ring, bar] = el._fullLayout.shapes; return [el.calcdata === window.__kept, [ring.xanchor, ring.yanchor], bar.y1]; }""")
+        assert kept, f"step {s}: the KV figure was redrawn whole"
+        assert ring == [s, trace.steps[s].kv_cache_bytes] and bar == pytest.approx(trace.steps[s].ms)
+        drawn = page.evaluate("() => document.querySelectorAll('#kv-plot .js-plotly-plot .shapelayer path').length")
+        assert drawn == 2
+    assert not page.errors
+
+
 SETTINGS = [(0.8, 0, 0.9), (1.3, 0, 1.0), (0.0, 0, 0.9), (0.5, 10, 1.0), (1.5, 25, 0.5), (2.0, 200, 0.99), (0.05, 3, 0.01)]
 
 

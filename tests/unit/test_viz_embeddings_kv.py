@@ -69,13 +69,15 @@ def test_kv_figure_plots_the_recorded_bytes_and_times():
     (formula,) = _by_name(fig, "formula")
     assert list(measured.y) == [s.kv_cache_bytes for s in t.steps]
     assert list(formula.y) == [s.kv_cache_bytes_formula for s in t.steps]
-    (cur,) = _by_name(fig, "step 3")
-    assert list(cur.x) == [3] and list(cur.y) == [t.steps[3].kv_cache_bytes]
+    (cur,) = _by_name(fig, "step on screen")  # its legend entry; the ring is a shape at the step's bytes
+    (ring,) = [sh for sh in fig.layout.shapes if sh.type == "circle"]
+    assert (ring.xanchor, ring.yanchor, ring.xref, ring.yref) == (3, t.steps[3].kv_cache_bytes, "x", "y")
     assert "in each of 2 layers" in measured.customdata[0]
     (bars,) = [d for d in fig.data if d.type == "bar"]
     assert list(bars.y) == [s.ms for s in t.steps]
     assert list(bars.marker.color) == [PROMPT_COLOR] + [GEN_COLOR] * 5
-    assert [w > 0 for w in bars.marker.line.width] == [i == 3 for i in range(6)]
+    (box,) = [sh for sh in fig.layout.shapes if sh.type == "rect"]  # the step's bar outlined
+    assert (box.xref, box.yref, box.y1) == ("x2", "y2", t.steps[3].ms) and box.x0 < 3 < box.x1
     notes = "".join(a.text for a in fig.layout.annotations)
     med = float(np.median([s.ms for s in t.steps[1:]]))
     assert f"prefill: {t.steps[0].ms:.0f} ms for {t.steps[0].position + 1} tokens" in notes
