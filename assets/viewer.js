@@ -218,6 +218,11 @@
   const CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ['lasso2d', 'select2d'] };
   const PLAY_FPS = 12; // steps per second while playing
   const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
+  // The Plotly.js loaded just before this file (the plotly package's, the copy an exported page inlines),
+  // kept: in the app, Gradio later loads its own copy over window.Plotly, and a plot must be redrawn by
+  // the Plotly that drew it.
+  let pinned = root.Plotly;
+  const plotly = () => pinned || (pinned = root.Plotly);
 
   /* Plotly.react of a panel's figure at a step. Plotly redraws only what changed, judged per attribute;
    * two attributes are kept out of that judgement, as each made every step a redraw of the whole figure:
@@ -227,7 +232,8 @@
   function react(el, fig) {
     const { meta, template, ...rest } = fig.layout;
     const layout = Object.assign(clone(rest), template ? { template } : {});
-    return Plotly.react(el, fig.data, layout, CONFIG).then(() => { el.layout.meta = meta; });
+    if (layout.height) el.style.containIntrinsicHeight = `auto ${layout.height}px`; // its size while off screen (CSS content-visibility)
+    return plotly().react(el, fig.data, layout, CONFIG).then(() => { el.layout.meta = meta; });
   }
 
   // A slider as the app's: #id holds a range input and a number input that follow each other.
@@ -373,5 +379,5 @@
     return api;
   }
 
-  root.LLMViewer = Object.assign(root.LLMViewer || {}, { decode, fixed, pct, gridIndex, reshape, distFigure, merged, cutText, figureFor, react, player, mount });
+  root.LLMViewer = Object.assign(root.LLMViewer || {}, { decode, fixed, pct, gridIndex, reshape, distFigure, merged, cutText, figureFor, react, plotly, player, mount });
 })(typeof window !== 'undefined' ? window : globalThis);

@@ -4,6 +4,7 @@ end; no request of any kind, no console error."""
 import numpy as np
 import pytest
 
+from tests.browser.harness import drawn_differently_once_scrolled_to, full_page_shot
 from tests.synthetic import make_trace
 from viz import distribution
 from viz.viewer_page import write_html
@@ -67,7 +68,7 @@ def test_scrubbing_fast_every_panel_ends_on_the_step_on_screen(browser, html_fil
         settle(page, s)
     title = page.evaluate("() => document.querySelector('#attn-plot .js-plotly-plot').layout.title.text")
     assert title.startswith("Block 1 · head 1 (kv 0) · step 6:")
-    page.screenshot(path=str(shots / "viewer_step6.png"), full_page=True)
+    full_page_shot(page, shots / "viewer_step6.png")
     assert page.requests == [html_file.as_uri()] and not page.errors
 
 
@@ -87,6 +88,19 @@ def test_a_step_redraws_the_kv_panels_marks_alone(browser, html_file, trace):
         assert ring == [s, trace.steps[s].kv_cache_bytes] and bar == pytest.approx(trace.steps[s].ms)
         drawn = page.evaluate("() => document.querySelectorAll('#kv-plot .js-plotly-plot .shapelayer path').length")
         assert drawn == 2
+    assert not page.errors
+
+
+def test_plots_moved_off_screen_show_their_step_when_scrolled_to(browser, html_file):
+    """A plot off screen skips its rendering (CSS content-visibility) while the steps move; scrolled
+    to, it is drawn exactly as a plot that was never skipped."""
+    page = open_viewer(browser, html_file)
+    page.set_viewport_size({"width": 1400, "height": 500})
+    for s in (4, 9, 7):
+        page.evaluate(DRAG, ["step-slider", s])
+    settle(page, 7)
+    assert page.evaluate("() => document.querySelector('#kv-plot').getBoundingClientRect().top") > 500  # off screen
+    assert drawn_differently_once_scrolled_to(page, [f"#{pid} .plot" for pid in IDS]) == []
     assert not page.errors
 
 
@@ -155,7 +169,7 @@ def test_the_example_traces_page_replays_the_real_model(browser, tmp_path, shots
     settle(page, last)
     title = page.evaluate("() => document.querySelector('#dist-plot .js-plotly-plot').layout.title.text")
     assert "(approximate)" in title  # no full-vocabulary logits in this trace: the panel says so
-    page.screenshot(path=str(shots / "viewer_example_last.png"), full_page=True)
+    full_page_shot(page, shots / "viewer_example_last.png")
     assert page.requests == [path.as_uri()] and not page.errors
 
 
