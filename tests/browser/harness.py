@@ -85,19 +85,21 @@ new MutationObserver(() => {
 """
 
 
-def new_page(browser, *, width: int = 1400, height: int = 1000):
+def new_page(browser, *, width: int = 1400, height: int = 1000, record_toasts: bool = True):
     """A page that records its script errors, dialogs and console errors in `page.errors`, and its
-    error toasts (see error_toasts)."""
+    error toasts (see error_toasts; record_toasts=False for timings: the record watches every node
+    the page adds or removes, a few ms of each step move)."""
     page = browser.new_page(viewport={"width": width, "height": height})
     page.errors = []  # type: ignore[attr-defined]
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     page.on("dialog", lambda d: (page.errors.append(f"dialog: {d.message}"), d.dismiss()))
-    page.add_init_script(RECORD_ERROR_TOASTS)
+    if record_toasts:
+        page.add_init_script(RECORD_ERROR_TOASTS)
     return page
 
 
-def open_page(browser, url: str, *, width: int = 1400, height: int = 1000):
-    page = new_page(browser, width=width, height=height)
+def open_page(browser, url: str, *, width: int = 1400, height: int = 1000, record_toasts: bool = True):
+    page = new_page(browser, width=width, height=height, record_toasts=record_toasts)
     page.goto(url)
     page.wait_for_selector("#panel-distribution .js-plotly-plot", timeout=60_000)
     return page
