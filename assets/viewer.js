@@ -232,7 +232,7 @@
   function react(el, fig) {
     const { meta, template, ...rest } = fig.layout;
     const layout = Object.assign(clone(rest), template ? { template } : {});
-    if (layout.height) el.style.containIntrinsicHeight = `auto ${layout.height}px`; // its size while off screen (CSS content-visibility)
+    if (layout.height) el.style.containIntrinsicHeight = `auto ${layout.height}px`; // its size while off screen (viewer.css: content-visibility)
     return plotly().react(el, fig.data, layout, CONFIG).then(() => { el.layout.meta = meta; });
   }
 

@@ -105,9 +105,9 @@ def open_page(browser, url: str, *, width: int = 1400, height: int = 1000, recor
     return page
 
 
-# Plots off screen skip their rendering (CSS content-visibility: auto) until a person scrolls to them;
-# a capture of the whole page at once reaches beyond the viewport, so it has them all drawn first.
-DRAW_ALL_PLOTS = ".viewer-plot, .plot { content-visibility: visible !important; }"
+# The exported page's plots off screen skip their rendering (CSS content-visibility: auto) until a person
+# scrolls to them; a capture of the whole page at once reaches beyond the viewport, so it has them all drawn first.
+DRAW_ALL_PLOTS = ".plot { content-visibility: visible !important; }"
 
 
 def full_page_shot(page, path) -> None:

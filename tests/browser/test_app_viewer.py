@@ -6,8 +6,7 @@ import pytest
 
 from pipeline.trace_io import load
 
-from .harness import (drawn_differently_once_scrolled_to, error_toasts, new_page, set_number, slider_max, slider_value,
-                      wait_model_loaded, wait_plot_step)
+from .harness import error_toasts, new_page, set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step
 from .viewer_js import N_SHOWN, TOL, reference
 
 pytestmark = pytest.mark.browser
@@ -136,20 +135,6 @@ def test_layer_and_head_ask_the_server_once_and_follow_the_step(browser, app_url
     page.get_by_role("option", name="3", exact=True).click()
     page.wait_for_function("() => /head 3/.test(document.querySelector('#attn-plot .js-plotly-plot').layout.title.text)", timeout=60_000)
     assert _panel_steps(page) == [12] * 5
-    assert not page.errors and not error_toasts(page)
-
-
-def test_step_panels_moved_off_screen_are_drawn_right_once_scrolled_to(browser, app_url):
-    """Plots off screen skip their rendering while the step moves (CSS content-visibility); a person
-    scrolling to one sees it exactly as if it had been drawn all along."""
-    page = new_page(browser, height=500)
-    page.goto(app_url)
-    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=300_000)  # the example trace
-    for s in (30, 5, 17):
-        set_number(page, "step-slider", s)
-    page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === 17)", arg=list(PANELS), timeout=60_000)
-    page.evaluate("() => LLMApp.settled()")
-    assert drawn_differently_once_scrolled_to(page, [f"#{pid} > .viewer-plot" for pid in PANELS]) == []
     assert not page.errors and not error_toasts(page)
 
 
