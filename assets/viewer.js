@@ -232,7 +232,6 @@
   function react(el, fig) {
     const { meta, template, ...rest } = fig.layout;
     const layout = Object.assign(clone(rest), template ? { template } : {});
-    if (layout.height) el.style.containIntrinsicHeight = `auto ${layout.height}px`; // its size while off screen (viewer.css: content-visibility)
     return plotly().react(el, fig.data, layout, CONFIG).then(() => { el.layout.meta = meta; });
   }
 
@@ -260,6 +259,8 @@
     const ready = Promise.all(ids.map((id) => {
       els[id] = document.querySelector(`#${id} .plot`);
       key[id] = null;
+      const h = bundle.panels[id].layout.height; // its size while off screen (viewer.css: content-visibility)
+      if (h) els[id].style.containIntrinsicHeight = `auto ${h}px`;
       return react(els[id], merged(bundle.panels[id], 0)); // the first step: a panel's own figure may be another step's
     }));
     if (typeof IntersectionObserver !== 'undefined') {

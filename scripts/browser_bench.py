@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.browser.harness import (CHROMIUM_FLAGS, app_server, chromium_path, full_page_shot, open_page, set_number,  # noqa: E402
+from tests.browser.harness import (CHROMIUM_FLAGS, app_server, chromium_path, open_page, set_number,  # noqa: E402
                                    slider_max, wait_model_loaded)
 
 PROMPT = "Tell me a long story about a brave little robot."
@@ -206,7 +206,7 @@ def main(argv=None):
         try:
             res.update(viewer_times(page))
         except Exception:
-            full_page_shot(page, "/tmp/bench_fail.png")
+            page.screenshot(path="/tmp/bench_fail.png", full_page=True)
             raise
         browser.close()
     med = {k: v if k == "play_panels" else statistics.median(v) for k, v in res.items()}

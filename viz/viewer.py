@@ -97,8 +97,8 @@ def _pick(d: dict, tree: dict) -> dict:
 
 def animated(figs: Sequence[dict], steps: Sequence[int]) -> dict:
     """One figure (the first step's) with a frame per step holding only what changes: the traces
-    that move, and of those only the attributes that move, down to the nested one (a bar outline's
-    width, not the whole marker). The rest stays in the figure's trace, and the page merges a frame
+    that move, and of those only the attributes that move, down to the nested one (a marker's
+    colours, not the whole marker). The rest stays in the figure's trace, and the page merges a frame
     into it (viewer.js merged): an array that does not move stays the same object, which Plotly.react
     needs to see to redraw only what moved (a new copy of the bars' colours redrew the whole figure).
 

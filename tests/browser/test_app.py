@@ -12,8 +12,8 @@ import pytest
 
 from pipeline import trace_io
 
-from .harness import (ROOT, error_toasts, full_page_shot, n_generated_chips, open_page, output_text, plot_data, plot_title,
-                      set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step)
+from .harness import (ROOT, error_toasts, n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,
+                      slider_value, wait_model_loaded, wait_plot_step)
 
 pytestmark = pytest.mark.browser
 
@@ -91,7 +91,7 @@ def test_generate_streams_tokens_and_every_panel_renders(browser, app_url, shots
     assert len(counts) >= 5, f"the output did not stream: chip counts seen {counts}"
     assert n_generated_chips(page) >= 20
     assert "stopped:" in page.inner_text("#output")
-    full_page_shot(page, shots / "app-after-generate.png")
+    page.screenshot(path=str(shots / "app-after-generate.png"), full_page=True)
 
     n = slider_max(page)
     assert slider_value(page) == n >= 20

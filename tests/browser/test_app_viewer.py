@@ -146,10 +146,11 @@ def test_the_viewer_draws_with_the_plotly_js_of_the_exported_page(browser, app_u
     page = new_page(browser)
     page.goto(app_url)
     page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=300_000)
-    page.wait_for_function("() => window.Plotly && window.Plotly.version !== LLMViewer.plotly().version", timeout=60_000)
+    ours = get_plotlyjs_version()
+    page.wait_for_function("(v) => window.Plotly && window.Plotly.version !== v", arg=ours, timeout=60_000)  # Gradio's is in
     set_number(page, "step-slider", 9)
     page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === 9)", arg=list(PANELS), timeout=60_000)
-    assert page.evaluate("() => LLMViewer.plotly().version") == get_plotlyjs_version()
+    assert page.evaluate("() => LLMViewer.plotly().version") == ours
     assert not page.errors and not error_toasts(page)
 
 

@@ -4,7 +4,6 @@ end; no request of any kind, no console error."""
 import numpy as np
 import pytest
 
-from tests.browser.harness import drawn_differently_once_scrolled_to, full_page_shot
 from tests.synthetic import make_trace
 from viz import distribution
 from viz.viewer_page import write_html
@@ -18,6 +17,39 @@ READ = """(ids) => ({ step: Number(document.querySelector('#step-slider input[ty
                            return el && el.layout && el.layout.meta ? el.layout.meta.step : null; }),
   current: Number(document.querySelector('#output .step.current')?.dataset.step ?? -1) })"""
 SETTLED = "([ids, s]) => ids.every((id) => document.querySelector('#' + id + ' .js-plotly-plot')?.layout?.meta?.step === s)"
+
+
+# The page's plots off screen skip their rendering (CSS content-visibility: auto) until a person
+# scrolls to them; a capture of the whole page at once reaches beyond the viewport, so it has them all drawn first.
+DRAW_ALL_PLOTS = ".plot { content-visibility: visible !important; }"
+
+
+def full_page_shot(page, path) -> None:
+    """A screenshot of the whole page, every plot drawn (see DRAW_ALL_PLOTS)."""
+    tag = page.add_style_tag(content=DRAW_ALL_PLOTS)
+    page.screenshot(path=str(path), full_page=True)
+    tag.evaluate("(e) => e.remove()")
+
+
+def drawn_differently_once_scrolled_to(page, selectors, tries: int = 3) -> list[str]:
+    """The plots (by CSS selector) that, scrolled into view from the top of the page as a person does,
+    look different from the same plot never skipped (see DRAW_ALL_PLOTS). A plot is shot again from
+    the top when they differ: the page's layout may still move by a pixel meanwhile."""
+    wrong = []
+    for sel in selectors:
+        plot = page.locator(sel)
+        for _ in range(tries):
+            page.evaluate("() => window.scrollTo(0, 0)")
+            page.wait_for_timeout(100)
+            scrolled = plot.screenshot()  # scrolls the plot into view first
+            tag = page.add_style_tag(content=DRAW_ALL_PLOTS)
+            drawn = plot.screenshot()
+            tag.evaluate("(e) => e.remove()")
+            if drawn == scrolled:
+                break
+        else:
+            wrong.append(sel)
+    return wrong
 
 
 @pytest.fixture(scope="module")
