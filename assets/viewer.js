@@ -131,24 +131,46 @@
     return parts;
   }
 
-  // A frame's {zwin: [lo, n, size]}: its window of the attention band (viz/viewer_attention.py, windowed
-  // there too): rows lo .. lo+n-1 over keys lo .. lo+size-1, then size-n blank rows; labels from lo.
-  function windowed(panel, i, [lo, n, size]) {
+  // A frame's {zwin: [lo, n, size]}: its window of the attention bands (viz/viewer_attention.py, windowed
+  // there too): rows lo .. lo+n-1 over keys lo .. lo+size-1, then size-n blank rows, each head's window a
+  // tile of one matrix as panel.tiles say (viz.attention tiled, tile_labels); labels from lo.
+  const TAG = '\u200b'; // viz.attention.TAG: a tile's labels read the same as the first tile's, kept apart
+  function tileLabels(labels, count, gap) {
+    const out = [];
+    for (let t = 0; t < count; t++) {
+      if (t) for (let i = 0; i < gap; i++) out.push(`gap ${t}.${i}`);
+      for (const lab of labels) out.push(lab + TAG.repeat(t));
+    }
+    return out;
+  }
+
+  function band(panel, i) {
     panel._bands = panel._bands || {};
     if (!panel._bands[i]) {
-      const spec = panel.data[i].z, w = Number(String(spec.shape).split(',')[1]); // shape "T, w"
-      panel._bands[i] = { flat: decode(spec), w, rows: new Map() };
+      const spec = panel.data[i].z, [K, T, w] = String(spec.shape).split(',').map(Number); // shape "heads, T, w"
+      const { cols, gap } = panel.tiles || { cols: 1, gap: 0 };
+      panel._bands[i] = { flat: decode(spec), K, T, w, cols: Math.min(cols, K), gap, rows: new Map() };
     }
-    const b = panel._bands[i], blank = new Array(size).fill(null), z = [];
-    for (let q = 0; q < size; q++) {
+    return panel._bands[i];
+  }
+
+  function windowed(panel, i, [lo, n, size]) {
+    const b = band(panel, i), step = size + b.gap, tileRows = Math.ceil(b.K / b.cols);
+    const W = b.cols * step - b.gap, blank = new Array(W).fill(null), z = [];
+    for (let R = 0; R < tileRows * step - b.gap; R++) {
+      const r = Math.floor(R / step), q = R % step; // tile row r, its row q (q >= size: between tiles)
       if (q >= n) { z.push(blank); continue; }
-      const r = lo + q, key = `${lo}|${size}|${r}`;
+      const key = `${lo}|${size}|${R}`;
       let row = b.rows.get(key);
       if (!row) {
-        row = new Array(size).fill(null);
-        for (let j = 0; j <= q; j++) { // keys up to the row's own position
-          const k = lo + j - (r - b.w + 1), v = k >= 0 && k < b.w ? b.flat[r * b.w + k] : NaN;
-          row[j] = Number.isNaN(v) ? null : v;
+        row = new Array(W).fill(null);
+        const pos = lo + q;
+        for (let c = 0; c < b.cols && r * b.cols + c < b.K; c++) {
+          const at = ((r * b.cols + c) * b.T + pos) * b.w;
+          for (let j = 0; j <= q; j++) { // keys up to the row's own position
+            const k = lo + j - (pos - b.w + 1), v = k >= 0 && k < b.w ? b.flat[at + k] : NaN;
+            row[c * step + j] = Number.isNaN(v) ? null : v;
+          }
         }
         if (b.rows.size > 4096) b.rows.clear();
         b.rows.set(key, row);
@@ -156,7 +178,7 @@
       z.push(row);
     }
     const labels = panel.data[i].x.slice(lo, lo + size);
-    return { z, x: labels, y: labels };
+    return { z, x: tileLabels(labels, b.cols, b.gap), y: tileLabels(labels, tileRows, b.gap) };
   }
 
   // base with what a frame moved put in, nested objects merged: what did not move stays the same object
@@ -167,7 +189,25 @@
     return out;
   }
 
+  // Plotly decodes a typed array given as {dtype, bdata} at every redraw: the 2D ones a figure keeps (the
+  // grid's heads per cell) are decoded here once, as rows.
+  function decoded(panel) {
+    if (panel._decoded) return;
+    panel._decoded = true;
+    panel.data = panel.data.map((tr) => {
+      const out = Object.assign({}, tr);
+      for (const [k, v] of Object.entries(tr)) {
+        const shape = v && v.bdata !== undefined && v.shape !== undefined ? String(v.shape).split(',').map(Number) : [];
+        if (shape.length !== 2) continue;
+        const flat = decode(v);
+        out[k] = Array.from({ length: shape[0] }, (_, r) => flat.subarray(r * shape[1], (r + 1) * shape[1]));
+      }
+      return out;
+    });
+  }
+
   function merged(panel, s) {
+    decoded(panel);
     const fr = panel.frames[s], data = panel.data.slice();
     fr.traces.forEach((i, j) => { // a frame holds what moves
       const { zwin, ...moved } = fr.data[j];

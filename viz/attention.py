@@ -19,6 +19,7 @@ from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, block_label, plot_piece
 MAX_TOKENS = 128  # a heatmap shows at most the last this many queries / keys
 MAX_GRID_HEADS = 16  # the all-heads grid shows at most this many heads
 GRID_CELLS = 160_000  # total heatmap cells in the grid; the window shrinks for many heads
+TAG = "\u200b"  # a zero-width space: tags one tile's axis labels apart from another's
 
 
 def attention_matrix(steps: Sequence[StepRecord], *, upto: int, layers: Sequence[int] | None = None) -> np.ndarray:
@@ -52,59 +53,83 @@ def position_labels(pieces: Sequence[str], lo: int, hi: int) -> list[str]:
     return [f"{k} {plot_piece(pieces[k], 10) if k < len(pieces) else '?'}" for k in range(lo, hi)]
 
 
+def window_size(n_heads_shown: int, *, grid: bool, max_tokens: int | None = None) -> int:
+    """The last positions a heatmap shows (at most max_tokens, default MAX_TOKENS): fewer per head when
+    many heads share the grid."""
+    max_tokens = MAX_TOKENS if max_tokens is None else max_tokens
+    return max_tokens if not grid else min(max_tokens, int(math.sqrt(GRID_CELLS / n_heads_shown)))
+
+
+def grid_tiles(n_heads: int) -> tuple[int, int]:
+    """(columns, rows) of the all-heads grid."""
+    cols = min(n_heads, 3 if n_heads <= 9 else 4)
+    return cols, math.ceil(n_heads / cols)
+
+
+def tile_gap(size: int) -> int:
+    """Blank cells between two heads' tiles of `size` cells: room for a head's title at any size."""
+    return max(1, math.ceil(size / 12))
+
+
+def tiled(z: np.ndarray, cols: int, gap: int, fill=np.nan) -> np.ndarray:
+    """(k, n, n) matrices -> one matrix: the i-th at tile row i // cols, column i % cols, `fill` between."""
+    k, n, _ = z.shape
+    rows, step = math.ceil(k / cols), n + gap
+    out = np.full((rows * step - gap, min(k, cols) * step - gap), fill, dtype=z.dtype)
+    for i in range(k):
+        r, c = divmod(i, cols)
+        out[r * step:r * step + n, c * step:c * step + n] = z[i]
+    return out
+
+
+def tile_labels(labels: Sequence[str], count: int, gap: int) -> list[str]:
+    """Category names along `count` tiles: tile t's labels end in t zero-width spaces (they read the
+    same and stay apart: a category axis names each cell once); the gap cells before tile t are
+    'gap t.i', never shown (no ticks in the grid, no hover on blank cells)."""
+    out: list[str] = []
+    for t in range(count):
+        out += [f"gap {t}.{i}" for i in range(gap if t else 0)]
+        out += [lab + TAG * t for lab in labels]
+    return out
+
+
 def attention_figure(*, steps: Sequence[StepRecord], step: int, layer: int, head: int | None, n_kv_heads: int,
-                     pieces: Sequence[str], max_tokens: int = MAX_TOKENS) -> go.Figure:
-    """Query x key heatmaps of one layer: all heads in a grid (head=None) or one head larger.
+                     pieces: Sequence[str], max_tokens: int | None = None, frame: int | None = None) -> go.Figure:
+    """Query x key heatmaps of one layer: all heads tiled in a grid (head=None) or one head larger.
 
     Upper triangle blank (a token never sees later ones); colour 0..1 fixed; the query row of
-    steps[step] (row = its position) outlined; at most the last `max_tokens` positions."""
+    steps[step] (row = its position) outlined; at most the last `max_tokens` (MAX_TOKENS) positions. `frame`:
+    positions the axes hold (default: the window's), later rows blank, so that every step of a
+    run can share one frame."""
     return go.Figure(attention_figure_dict(steps=steps, step=step, layer=layer, head=head, n_kv_heads=n_kv_heads,
-                                           pieces=pieces, max_tokens=max_tokens))
+                                           pieces=pieces, max_tokens=max_tokens, frame=frame))
 
 
 def attention_figure_dict(*, steps: Sequence[StepRecord], step: int, layer: int, head: int | None, n_kv_heads: int,
-                          pieces: Sequence[str], max_tokens: int = MAX_TOKENS, matrix: np.ndarray | None = None) -> dict:
+                          pieces: Sequence[str], max_tokens: int | None = None, frame: int | None = None,
+                          matrix: np.ndarray | None = None) -> dict:
     """attention_figure as plain data ({"data", "layout"}, numpy z), not yet checked by Plotly: the
     step viewer builds one per step and checks only the one it ships whole. `matrix`: the layer's
     attention_matrix up to `step` (H, T, T), when the caller has it."""
     st = steps[step]
     H = int(np.asarray(st.attention).shape[1])
     heads = list(range(min(H, MAX_GRID_HEADS))) if head is None else [int(head)]
-    T = st.position + 1
-    window = max_tokens if head is not None else min(max_tokens, int(math.sqrt(GRID_CELLS / len(heads))))
-    lo = max(0, T - window)
-    m = attention_matrix(steps, upto=step, layers=[layer])[0] if matrix is None else matrix  # (H, T, T)
-    z = m[:, lo:, lo:].copy()  # (H, T-lo, T-lo)
+    T, grid = st.position + 1, head is None
+    lo = max(0, T - window_size(len(heads), grid=grid, max_tokens=max_tokens))
     n = T - lo
+    size = max(n, int(frame or 0))
+    m = attention_matrix(steps, upto=step, layers=[layer])[0] if matrix is None else matrix  # (H, T, T)
+    z = np.full((len(heads), size, size), np.nan, dtype=np.float32)
+    z[:, :n, :n] = m[heads, lo:, lo:]
     z[:, np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]] = np.nan  # causal mask: blank
-    labels = position_labels(pieces, lo, T)
+    labels = position_labels(pieces, lo, lo + size)
     row = st.position - lo  # the current query, as a row index within the window
-
-    grid = head is None
-    cols = (3 if len(heads) <= 9 else 4) if grid else 1
-    rows = math.ceil(len(heads) / cols)
-    gap_x, gap_y = 0.03, (0.08 if rows < 4 else 0.05) if grid else 0.0
-    w, h_ = (1 - gap_x * (cols - 1)) / cols, (1 - gap_y * (rows - 1)) / rows
-    axis = dict(type="category", showticklabels=not grid, tickfont=dict(size=10), showgrid=False)
-    traces, shapes, titles, layout = [], [], [], {}
-    for k, h in enumerate(heads):
-        r, c = divmod(k, cols)
-        sx = "" if k == 0 else str(k + 1)  # plotly axis suffix: x, x2, x3 ...
-        x0, y1 = c * (w + gap_x), 1 - r * (h_ + gap_y)
-        layout[f"xaxis{sx}"] = dict(axis, domain=[max(x0, 0.0), min(x0 + w, 1.0)], anchor=f"y{sx}", tickangle=-60)
-        layout[f"yaxis{sx}"] = dict(axis, domain=[max(y1 - h_, 0.0), min(y1, 1.0)], anchor=f"x{sx}", autorange="reversed")
-        traces.append(dict(
-            type="heatmap", z=z[h], x=labels, y=labels, coloraxis="coloraxis", hoverongaps=False, name=f"head {h}",
-            xaxis=f"x{sx}", yaxis=f"y{sx}", hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra>head " + str(h) + "</extra>",
-        ))
-        shapes.append(dict(type="rect", xref=f"x{sx}", yref=f"y{sx}", x0=-0.5, x1=n - 0.5, y0=row - 0.5, y1=row + 0.5,
-                           line=dict(color=NEW_COLOR, width=2), fillcolor="rgba(0,0,0,0)", name=f"query row {st.position}"))
-        if grid:
-            titles.append(dict(text=f"head {h} (kv {kv_group(h, H, n_kv_heads)})", xref="paper", yref="paper", x=x0 + w / 2, y=y1,
-                               xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12)))
-    if not grid:
-        layout["xaxis"]["title"] = dict(text="key (attended to)")
-        layout["yaxis"]["title"] = dict(text="query (attending)")
+    if grid:
+        fig = _grid(z, labels, heads, row=row, n=n, position=st.position, n_kv=(H, n_kv_heads))
+        height, margin = 300 * grid_tiles(len(heads))[1] + 80, dict(l=40, r=20, b=30)
+    else:
+        fig = _single(z[0], labels, heads[0], row=row, n=n, position=st.position)
+        height, margin = 600, dict(l=110, r=20, b=110)
     what = f"all {H} heads" if grid and len(heads) == H else (f"heads 0–{len(heads) - 1} of {H}" if grid else
                                                                f"head {head} (kv {kv_group(int(head), H, n_kv_heads)})")
     title = f"{block_label(layer).capitalize()} · {what} · step {step}: query row {st.position} outlined"
@@ -113,11 +138,55 @@ def attention_figure_dict(*, steps: Sequence[StepRecord], step: int, layer: int,
         notes.append("blank rows: the trace does not hold the prompt's full attention matrix (long prompt)")
     if notes:
         title += "<br><sup>" + " · ".join(notes) + "</sup>"
-    height = 300 * rows + 80 if grid else 600
-    layout.update(base_layout(title, height=height, margin=dict(l=40 if grid else 110, r=20, t=90 if notes else 70, b=30 if grid else 110)))
-    layout.update(shapes=shapes, annotations=titles, coloraxis=dict(
-        colorscale=WEIGHT_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text="weight"), thickness=12, len=0.6)))
-    return {"data": traces, "layout": layout}
+    layout = fig["layout"]
+    layout.update(base_layout(title, height=height, margin=dict(margin, t=90 if notes else 70)))
+    layout["coloraxis"] = dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text="weight"), thickness=12, len=0.6))
+    return fig
+
+
+def _outline(x0: float, x1: float, y: float, position: int) -> dict:
+    return dict(type="rect", xref="x", yref="y", x0=x0, x1=x1, y0=y - 0.5, y1=y + 0.5,
+                line=dict(color=NEW_COLOR, width=2), fillcolor="rgba(0,0,0,0)", name=f"query row {position}")
+
+
+def _axes(nx: int, ny: int, **kw) -> dict:
+    """Category axes holding nx x ny cells, fixed (the y axis reads downwards)."""
+    axis = dict(type="category", showgrid=False, zeroline=False, autorange=False, **kw)
+    return {"xaxis": dict(axis, range=[-0.5, nx - 0.5]), "yaxis": dict(axis, range=[ny - 0.5, -0.5])}
+
+
+def _single(z: np.ndarray, labels: list[str], head: int, *, row: int, n: int, position: int) -> dict:
+    """One head's heatmap with its labels on the axes."""
+    trace = dict(type="heatmap", z=z, x=labels, y=labels, coloraxis="coloraxis", hoverongaps=False, name=f"head {head}",
+                 hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra>head " + str(head) + "</extra>")
+    layout = _axes(len(labels), len(labels), showticklabels=True, tickfont=dict(size=10))
+    layout["xaxis"].update(tickangle=-60, title=dict(text="key (attended to)"))
+    layout["yaxis"]["title"] = dict(text="query (attending)")
+    layout["shapes"] = [_outline(-0.5, n - 0.5, row, position)]
+    return {"data": [trace], "layout": layout}
+
+
+def _grid(z: np.ndarray, labels: list[str], heads: list[int], *, row: int, n: int, position: int, n_kv: tuple[int, int]) -> dict:
+    """Every head's matrix as a tile of one heatmap (one subplot redraws several times faster than a
+    subplot per head), blank cells between tiles, each tile titled, its query row outlined. The hover
+    names the head from `customdata` (each cell's head; -1 between tiles)."""
+    size = z.shape[-1]
+    cols, rows = grid_tiles(len(heads))
+    gap = tile_gap(size)
+    step = size + gap
+    who = tiled(np.broadcast_to(np.asarray(heads, np.int16)[:, None, None], z.shape), cols, gap, fill=-1)
+    xl, yl = tile_labels(labels, cols, gap), tile_labels(labels, rows, gap)
+    trace = dict(type="heatmap", z=tiled(z, cols, gap), x=xl, y=yl, customdata=who, coloraxis="coloraxis", hoverongaps=False,
+                 name="heads", hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra>head %{customdata}</extra>")
+    shapes, titles = [], []
+    for k, h in enumerate(heads):
+        r, c = divmod(k, cols)
+        shapes.append(_outline(c * step - 0.5, c * step + n - 0.5, r * step + row, position))
+        titles.append(dict(text=f"head {h} (kv {kv_group(h, *n_kv)})", xref="x", yref="y", x=c * step + (size - 1) / 2, y=r * step - 0.5,
+                           xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12)))
+    layout = _axes(len(xl), len(yl), showticklabels=False)
+    layout.update(shapes=shapes, annotations=titles)
+    return {"data": [trace], "layout": layout}
 
 
 def overview_values(attention: np.ndarray, metric: str) -> tuple[np.ndarray, float, str]:

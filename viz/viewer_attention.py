@@ -1,16 +1,19 @@
 """The step viewer's attention panel: one layer's heatmaps at every step, shipped once.
 
 A step's heatmap shows the causal matrix of its window (the last positions, at most the figure's
-window w), its query row outlined. Each query row is written once, by its own step (the prefill
-writes the prompt's block), so every step's matrix is a block of the last step's. The panel
-therefore ships, per head, a band: for each query row r, its weights on keys r - w + 1 .. r (blank
-where there are none). A frame names its window, `zwin: [lo, n, size]`: rows lo .. lo + n - 1 of
-the band spread out over keys lo .. lo + size - 1, and `size - n` blank rows after them; its labels
-are positions lo .. lo + size - 1. assets/viewer.js (windowed) and `windowed` below do the same.
+window w), its query row outlined; the grid tiles every head's matrix into one heatmap
+(viz.attention). Each query row is written once, by its own step (the prefill writes the prompt's
+block), so every step's matrix is a block of the last step's. The panel therefore ships, per head,
+a band: for each query row r, its weights on keys r - w + 1 .. r (blank where there are none). A
+frame names its window, `zwin: [lo, n, size]`: rows lo .. lo + n - 1 of the band spread out over
+keys lo .. lo + size - 1, and `size - n` blank rows after them, tiled as the panel's `tiles` say;
+its labels are positions lo .. lo + size - 1. assets/viewer.js (windowed) and `windowed` below do
+the same.
 
-While the whole context fits the window the axes hold every position (size = T, lo = 0), so the
-matrix grows into a fixed frame. A trace whose rows are not written once each (never made by this
-app, but a trace file can say anything) gets every step's own matrices instead, within a budget.
+Every step has the same frame (size = w, or T while the whole context fits, the matrix growing into
+it), so the tiles, titles and axes never move. A trace whose rows are not written once each (never
+made by this app, but a trace file can say anything) gets every step's own matrices instead,
+within a budget.
 """
 from __future__ import annotations
 
@@ -41,17 +44,18 @@ def rows_written_once(trace: Trace, steps: Sequence[int]) -> bool:
     return all(b > a for a, b in zip(pos, pos[1:])) and all(trace.steps[s].attention_matrix is None for s in range(1, steps[-1] + 1))
 
 
-def windowed(band: np.ndarray, lo: int, n: int, size: int) -> np.ndarray:
-    """A `zwin` frame's matrix from one head's band (T, w): (size, size), rows and keys from lo."""
-    T, w = band.shape
-    out = np.full((size, size), np.nan, dtype=band.dtype)
+def windowed(bands: np.ndarray, lo: int, n: int, size: int, cols: int = 1, gap: int = 0) -> np.ndarray:
+    """A `zwin` frame's matrix from the bands (heads, T, w): each head's (size, size) window, rows and
+    keys from lo, tiled as attention.tiled does (one head: its window alone)."""
+    k_, T, w = bands.shape
+    out = np.full((k_, size, size), np.nan, dtype=bands.dtype)
     for i in range(n):
         r = lo + i
         for j in range(i + 1):  # keys up to the row's own position; later ones are blank
             k = lo + j - (r - w + 1)
             if 0 <= k < w:
-                out[i, j] = band[r, k]
-    return out
+                out[:, i, j] = bands[:, r, k]
+    return attention.tiled(out, cols, gap)
 
 
 def _band(m: np.ndarray, w: int) -> np.ndarray:
@@ -65,47 +69,40 @@ def _band(m: np.ndarray, w: int) -> np.ndarray:
 
 
 def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int | None) -> dict:
-    """One layer and head (None: every head, in a grid) at each step (see the module doc)."""
+    """One layer and head (None: every head, tiled in a grid) at each step (see the module doc). Every
+    step's figure holds the same frame of positions: the window, or the whole context if shorter."""
     from .viewer import animated_plain
 
     last = trace.steps[steps[-1]]
     pieces, T = list(last.context_pieces), last.position + 1
+    H = trace.model.n_heads
+    shown = min(H, attention.MAX_GRID_HEADS) if head is None else 1
     kw = dict(steps=trace.steps, layer=layer, head=head, n_kv_heads=trace.model.n_kv_heads, pieces=pieces)
     if rows_written_once(trace, steps):
+        w = attention.window_size(shown, grid=head is None)
         full = attention.attention_matrix(trace.steps, upto=steps[-1], layers=[layer])[0]  # (H, T, T)
         figs = [attention.attention_figure_dict(step=s, matrix=full[:, :trace.steps[s].position + 1, :trace.steps[s].position + 1],
-                                                max_tokens=attention.MAX_TOKENS, **kw) for s in steps]
-        panel = _banded(trace, figs, steps, full[[head] if head is not None else slice(None)], pieces)
-    else:
-        w = attention_window([trace.steps[s].position + 1 for s in steps], heads=attention.MAX_GRID_HEADS if head is None else 1)
-        figs = [attention.attention_figure_dict(step=s, max_tokens=w, **kw) for s in steps]
-        panel = animated_plain(figs, steps)
-    if len(figs[-1]["data"][0]["x"]) == T:  # the whole context fits: every head's axes hold every position
-        labels = attention.position_labels(pieces, 0, T)
-        lo = panel["layout"]
-        for k in [k for k in lo if k.startswith(("xaxis", "yaxis"))]:
-            span = [-0.5, T - 0.5] if k.startswith("x") else [T - 0.5, -0.5]
-            lo[k] = {**lo[k], "categoryorder": "array", "categoryarray": labels, "range": span, "autorange": False}
-    return panel
+                                                frame=min(T, w), **kw) for s in steps]
+        return _banded(trace, figs, steps, full[[head] if head is not None else slice(0, shown)], pieces, min(T, w), head is None)
+    w = attention_window([trace.steps[s].position + 1 for s in steps], heads=shown)
+    return animated_plain([attention.attention_figure_dict(step=s, max_tokens=w, frame=min(T, w), **kw) for s in steps], steps)
 
 
-def _banded(trace: Trace, figs: list[dict], steps: list[int], full: np.ndarray, pieces: list[str]) -> dict:
+def _banded(trace: Trace, figs: list[dict], steps: list[int], full: np.ndarray, pieces: list[str], size: int, grid: bool) -> dict:
     """viewer.animated_plain's panel of the figures without their matrices and labels (so its frames
-    hold the layout that moves: title, outline), each trace given its band and every label, and
-    each frame a `zwin` per trace. full: (heads, T, T), the figures' traces in order (a grid's first heads)."""
+    hold the layout that moves: title, outlines), its trace given the band of each head shown and
+    every label, `tiles` naming the grid, and each frame its window `zwin`. full: (heads shown, T, T)."""
     from .viewer import animated_plain
     from .viewer_sampling import packed
 
     T = full.shape[-1]
-    sizes = [len(f["data"][0]["x"]) for f in figs]  # each step's window
-    w = max(sizes)
-    fixed = sizes[-1] == T  # the window holds the whole context: the frame stays put, rows fill in
     panel = animated_plain([{**f, "data": [{k: v for k, v in tr.items() if k not in ("z", "x", "y")} for tr in f["data"]]}
                             for f in figs], steps)
-    labels = attention.position_labels(pieces, 0, T)
-    for tr, b in zip(panel["data"], _band(full[:len(panel["data"])], w)):
-        tr.update(z={**packed(b, "f4"), "shape": f"{T}, {w}"}, x=labels, y=labels)
-    for fr, s, n in zip(panel["frames"], steps, sizes):
-        lo = 0 if fixed else trace.steps[s].position + 1 - n  # the window: the step's last n positions
-        fr.update(traces=list(range(len(panel["data"]))), data=[{"type": "heatmap", "zwin": [lo, n, T if fixed else n]} for _ in panel["data"]])
+    (tr,) = panel["data"]
+    tr.update(z={**packed(_band(full, size), "f4"), "shape": f"{len(full)}, {T}, {size}"}, x=attention.position_labels(pieces, 0, T))
+    panel["tiles"] = {"cols": attention.grid_tiles(len(full))[0], "gap": attention.tile_gap(size)} if grid else {"cols": 1, "gap": 0}
+    for fr, s in zip(panel["frames"], steps):
+        T_s = trace.steps[s].position + 1
+        lo = max(0, T_s - size)  # the window: the step's last positions
+        fr.update(traces=[0], data=[{"type": "heatmap", "zwin": [lo, T_s - lo, size]}])
     return panel

@@ -206,13 +206,15 @@ def test_the_example_traces_page_replays_the_real_model(browser, tmp_path, shots
 
 
 ATTN = """() => document.querySelector('#attn-plot .js-plotly-plot').data.map((t) => ({name: t.name, x: Array.from(t.x), y: Array.from(t.y),
-  z: Array.from(t.z, (row) => Array.from(row, (v) => (v === null || v === undefined ? null : v)))}))"""
+  z: Array.from(t.z, (row) => Array.from(row, (v) => (v === null || v === undefined ? null : v))),
+  customdata: t.customdata ? Array.from(t.customdata, (row) => Array.from(row)) : null}))"""
 
 
 @pytest.mark.parametrize("window", [128, 10])  # the whole context; a window that slides
 def test_every_heads_matrix_on_screen_is_the_one_viz_draws_for_the_step(browser, trace, tmp_path, monkeypatch, window):
-    """The attention grid's frames name windows of one band per head; what Plotly holds at each step
-    is viz.attention's own figure for that step: its cells, its labels, and blank everywhere else."""
+    """The attention grid's frames name windows of one band per head, tiled by the page; what Plotly
+    holds at each step is viz.attention's own figure for that step in the panel's frame: every cell,
+    every label, the head each cell's hover names."""
     from viz import attention
     from viz.attention import attention_figure
 
@@ -221,17 +223,16 @@ def test_every_heads_matrix_on_screen_is_the_one_viz_draws_for_the_step(browser,
     write_html(trace, path, layer=1, head=None)
     page = open_viewer(browser, path)
     pieces = list(trace.steps[-1].context_pieces)
+    frame = min(trace.steps[-1].position + 1, attention.window_size(min(trace.model.n_heads, attention.MAX_GRID_HEADS), grid=True))
     for s in (0, 11, 4):
         page.evaluate(DRAG, ["step-slider", s])
         settle(page, s)
         want = attention_figure(steps=trace.steps, step=s, layer=1, head=None, n_kv_heads=trace.model.n_kv_heads, pieces=pieces,
-                                max_tokens=window)
-        got = page.evaluate(ATTN)
-        assert [g["name"] for g in got] == [t.name for t in want.data]
-        for g, t in zip(got, want.data):
-            z = np.array([[np.nan if v is None else v for v in row] for row in g["z"]])
-            n = len(t.z)
-            np.testing.assert_array_equal(z[:n, :n], np.asarray(t.z, np.float64), err_msg=f"step {s} {t.name}")
-            assert np.isnan(z[n:]).all() and np.isnan(z[:, n:]).all()
-            assert g["x"][:n] == list(t.x) and g["y"][:n] == list(t.y)
+                                frame=frame)
+        (got,), (t,) = page.evaluate(ATTN), want.data
+        z = np.array([[np.nan if v is None else v for v in row] for row in got["z"]])
+        np.testing.assert_array_equal(z, np.asarray(t.z, np.float64), err_msg=f"step {s}")
+        assert got["x"] == list(t.x) and got["y"] == list(t.y)
+        np.testing.assert_array_equal(np.array(got["customdata"]), np.asarray(t.customdata))
+        assert got["name"] == t.name
     assert page.requests == [path.as_uri()] and not page.errors

@@ -86,14 +86,15 @@ def test_only_what_changes_moves_and_ranges_stay_put(bundle, trace):
     assert P["attn-overview"]["data"][0]["zmax"] == math.log2(trace.steps[-1].position + 1)
     assert all("zmax" not in f["data"][0] and set(f["data"][0]) <= {"type", "z", "hovertemplate"} for f in P["attn-overview"]["frames"])
     T = trace.steps[-1].position + 1
-    xa = P["attn-plot"]["layout"]["xaxis"]
-    assert xa["range"] == [-0.5, T - 0.5] and len(xa["categoryarray"]) == T and xa["autorange"] is False
+    xa, ya = P["attn-plot"]["layout"]["xaxis"], P["attn-plot"]["layout"]["yaxis"]
+    assert xa["range"] == [-0.5, T - 0.5] and ya["range"] == [T - 0.5, -0.5] and xa["autorange"] is False
     assert P["emb-plot"]["layout"]["xaxis"]["autorange"] is False
-    # every head's grid cell keeps the same fixed frame (not only the first subplot's axes)
-    grid = viewer.attention_panel(trace, viewer.frame_steps(trace, 99), layer=0, head=None)["layout"]
-    axes = [k for k in grid if k.startswith(("xaxis", "yaxis"))]
-    assert len(axes) == 2 * trace.model.n_heads
-    assert all(grid[k]["range"] == ([-0.5, T - 0.5] if k[0] == "x" else [T - 0.5, -0.5]) and grid[k]["autorange"] is False for k in axes)
+    # the grid's tiles keep one frame: no step moves its axes or its heads' titles, only the outlines and the title
+    grid = viewer.attention_panel(trace, viewer.frame_steps(trace, 99), layer=0, head=None)
+    cols, gap = grid["tiles"]["cols"], grid["tiles"]["gap"]
+    assert (cols, gap) == (3, attention.tile_gap(T)) and not any(k.startswith(("xaxis2", "yaxis2")) for k in grid["layout"])
+    assert grid["layout"]["xaxis"]["range"] == [-0.5, cols * T + (cols - 1) * gap - 0.5]
+    assert all(set(f["layout"]) == {"shapes", "title", "meta"} for f in grid["frames"])
     # the distribution panel is as tall as its tallest step: a frame never resizes it
     heights = [distribution.distribution_figure(s, temperature=0.8, top_p=0.9, vocab_size=50).layout.height for s in trace.steps]
     assert P["dist-plot"]["layout"]["height"] == max(heights)
@@ -105,7 +106,7 @@ def test_attention_frames_name_windows_only_when_rows_are_written_once(trace):
     steps = viewer.frame_steps(trace, 99)
     grow = viewer.attention_panel(trace, steps, layer=0, head=None)
     assert all(set(d) == {"type", "zwin"} for f in grow["frames"] for d in f["data"])
-    assert len(grow["frames"][0]["data"]) == trace.model.n_heads
+    assert len(grow["frames"][0]["data"]) == 1 and grow["data"][0]["z"]["shape"].startswith(f"{trace.model.n_heads}, ")  # a band per head
     bent = dataclasses.replace(trace, steps=list(trace.steps))
     third = bent.steps[3]
     L, H = np.asarray(third.attention).shape[:2]
@@ -119,22 +120,24 @@ def test_attention_frames_name_windows_only_when_rows_are_written_once(trace):
 
 @pytest.mark.parametrize("head", [None, 1])
 def test_a_sliding_window_is_each_steps_own_figure(monkeypatch, head):
-    """A context longer than the heatmap's window: each frame's window of the band, and its labels, are
-    exactly viz.attention's figure for that step (every head of the grid, or the one head)."""
+    """A context longer than the heatmap's window: each frame's window of the bands, tiled, and its
+    labels are exactly viz.attention's figure for that step in the panel's frame (every head of the
+    grid, or the one head)."""
     monkeypatch.setattr(attention, "MAX_TOKENS", 12)
     trace = make_trace(n_steps=20, prompt_len=8, n_heads=3, n_kv_heads=1, seed=4)
     steps = viewer.frame_steps(trace, 99)
     panel = viewer.attention_panel(trace, steps, layer=1, head=head)
     pieces = list(trace.steps[-1].context_pieces)
-    bands = [arr(tr["z"]) for tr in panel["data"]]
+    bands, tiles = arr(panel["data"][0]["z"]), panel["tiles"]
     for s in steps:
-        want = attention.attention_figure(steps=trace.steps, step=s, layer=1, head=head, n_kv_heads=1, pieces=pieces, max_tokens=12)
+        want = attention.attention_figure(steps=trace.steps, step=s, layer=1, head=head, n_kv_heads=1, pieces=pieces, max_tokens=12, frame=12)
         frame = panel["frames"][s]
         assert frame["layout"]["title"]["text"] == want.layout.title.text
-        for k, t in enumerate(want.data):
-            lo, n, size = frame["data"][k]["zwin"]
-            np.testing.assert_array_equal(windowed(bands[k], lo, n, size), np.asarray(t.z, np.float32), err_msg=f"step {s} {t.name}")
-            assert panel["data"][k]["x"][lo:lo + size] == list(t.x)
+        lo, n, size = frame["data"][0]["zwin"]
+        assert size == 12 and n == min(12, trace.steps[s].position + 1)
+        np.testing.assert_array_equal(windowed(bands, lo, n, size, **tiles), np.asarray(want.data[0].z, np.float32), err_msg=f"step {s}")
+        labels = panel["data"][0]["x"][lo:lo + size]
+        assert [x.replace(attention.TAG, "") for x in want.data[0].x if not x.startswith("gap ")] == labels * tiles["cols"]
     assert panel["frames"][-1]["data"][0]["zwin"][0] > 0  # the window did slide
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.synthetic import make_trace
-from viz.attention import attention_figure, attention_matrix, attention_overview_figure, kv_group, overview_values
+from viz.attention import TAG, attention_figure, attention_matrix, attention_overview_figure, kv_group, overview_values, position_labels, tile_gap
 
 
 def test_attention_matrix_is_causal_rows_sum_to_one_and_equal_the_records():
@@ -42,31 +42,64 @@ def _heatmaps(fig):
     return [d for d in fig.data if d.type == "heatmap"]
 
 
-def test_grid_has_one_heatmap_per_head_with_gqa_titles_and_the_query_row_outlined():
+def test_grid_tiles_every_head_in_one_heatmap_with_gqa_titles_and_the_query_row_outlined():
     t = make_trace(n_layers=2, n_heads=4, n_kv_heads=2, n_steps=4)
     step, layer = 2, 1
     st = t.steps[step]
     fig = attention_figure(steps=t.steps, step=step, layer=layer, head=None, n_kv_heads=2, pieces=list(st.context_pieces))
-    hm = _heatmaps(fig)
-    assert len(hm) == 4
+    (d,) = _heatmaps(fig)
     titles = [a.text for a in fig.layout.annotations]
     assert titles == ["head 0 (kv 0)", "head 1 (kv 0)", "head 2 (kv 1)", "head 3 (kv 1)"]
     m = attention_matrix(t.steps, upto=step)[layer]  # (H, T, T)
     T = st.position + 1
-    for h, d in enumerate(hm):
-        z = np.asarray(d.z, dtype=float)
-        assert z.shape == (T, T)
-        low = np.tril_indices(T)
-        np.testing.assert_array_equal(z[low], m[h][low])
-        assert np.isnan(z[np.triu_indices(T, 1)]).all()  # the causal mask is blank
-        assert len(set(d.x)) == T and list(d.x) == list(d.y)
+    cols, gap = 3, tile_gap(T)  # four heads: three tiles a row, two rows
+    z, who = np.asarray(d.z, dtype=float), np.asarray(d.customdata)
+    assert z.shape == (2 * T + gap, 3 * T + 2 * gap) and who.shape == z.shape
+    low, up = np.tril_indices(T), np.triu_indices(T, 1)
+    seen = np.zeros(z.shape, bool)
+    for h in range(4):
+        r, c = divmod(h, cols)
+        ys, xs = slice(r * (T + gap), r * (T + gap) + T), slice(c * (T + gap), c * (T + gap) + T)
+        tile = z[ys, xs]
+        np.testing.assert_array_equal(tile[low], m[h][low])
+        assert np.isnan(tile[up]).all()  # the causal mask is blank
+        assert (who[ys, xs] == h).all()  # the hover names the tile's head
+        seen[ys, xs] = True
+        a = fig.layout.annotations[h]
+        assert a.xref == "x" and a.x == c * (T + gap) + (T - 1) / 2 and a.y == r * (T + gap) - 0.5
+    assert np.isnan(z[~seen]).all() and (who[~seen] == -1).all()  # blank between tiles (and after the last head)
+    assert d.hoverongaps is False and "head %{customdata}" in d.hovertemplate
+    assert len(set(d.x)) == len(d.x) and len(set(d.y)) == len(d.y)  # each cell its own category
+    plain = [x.replace(TAG, "") for x in d.x]
+    labels = plain[:T]
+    assert plain[T + gap:2 * T + gap] == labels and plain[2 * (T + gap):] == labels and list(d.y[:T]) == labels
+    assert all(x.startswith("gap ") for x in d.x[T:T + gap])
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
     assert len(rects) == 4
-    for r in rects:
-        assert (r.y0 + r.y1) / 2 == st.position  # window starts at 0 here
-        assert r.x0 == -0.5 and r.x1 == T - 0.5
+    for h, r in enumerate(rects):
+        row, col = divmod(h, cols)
+        assert (r.y0 + r.y1) / 2 == row * (T + gap) + st.position  # window starts at 0 here
+        assert r.x0 == col * (T + gap) - 0.5 and r.x1 == col * (T + gap) + T - 0.5
+    assert fig.layout.xaxis.range == (-0.5, len(d.x) - 0.5) and fig.layout.yaxis.range == (len(d.y) - 0.5, -0.5)
     assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
-    assert "<script>" not in "".join(hm[0].x)  # pieces are escaped on the axes
+    assert "<script>" not in "".join(d.x)  # pieces are escaped on the axes
+
+
+def test_a_frame_holds_later_rows_blank_with_their_labels():
+    """frame: every step of a run can share the last step's frame; rows after the step's are blank."""
+    t = make_trace(n_heads=2, n_kv_heads=1, n_steps=4)
+    pieces = list(t.steps[-1].context_pieces)
+    T, T1 = t.steps[-1].position + 1, t.steps[1].position + 1
+    for head in (None, 1):
+        alone = attention_figure(steps=t.steps, step=1, layer=0, head=head, n_kv_heads=1, pieces=pieces)
+        framed = attention_figure(steps=t.steps, step=1, layer=0, head=head, n_kv_heads=1, pieces=pieces, frame=T)
+        z, zf = np.asarray(alone.data[0].z, float), np.asarray(framed.data[0].z, float)
+        gap = tile_gap(T) if head is None else 0
+        np.testing.assert_array_equal(zf[:T1, :T1], z[:T1, :T1])  # the first head's tile (or the head)
+        assert np.isnan(zf[T1:T]).all() and np.isnan(zf[:T1, T1:T]).all()
+        assert [x.replace(TAG, "") for x in framed.data[0].x[:T]] == position_labels(pieces, 0, T)
+        assert len(framed.data[0].x) == (2 * T + gap if head is None else T)
+        assert framed.layout.title.text == alone.layout.title.text
 
 
 def test_single_head_and_long_context_window():
@@ -117,12 +150,13 @@ def test_grid_sizes_stay_bounded(n_heads, n_kv):
     t = make_trace(n_layers=1, n_heads=n_heads, n_kv_heads=n_kv, n_steps=2)
     st = t.steps[1]
     fig = attention_figure(steps=t.steps, step=1, layer=0, head=None, n_kv_heads=n_kv, pieces=list(st.context_pieces))
-    assert len(_heatmaps(fig)) == min(n_heads, 16)
+    (d,) = _heatmaps(fig)
+    shown = min(n_heads, 16)
+    assert len(fig.layout.annotations) == shown and set(np.unique(d.customdata)) == set(range(shown)) | ({-1} if shown > 1 else set())
     if n_heads > 16:
         assert "heads 0–15 of 32" in fig.layout.title.text
-    for ax in [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]:
-        lo, hi = fig.layout[ax].domain
-        assert 0 <= lo < hi <= 1
+    T, cols = st.position + 1, min(shown, 3 if shown <= 9 else 4)
+    assert np.asarray(d.z).shape[1] == cols * T + (cols - 1) * tile_gap(T)
 
 
 def test_a_continuation_prefill_block_replaces_the_earlier_rows():
