@@ -272,7 +272,9 @@
   function react(el, fig) {
     const { meta, template, ...rest } = fig.layout;
     const layout = Object.assign(clone(rest), template ? { template } : {});
-    return plotly().react(el, fig.data, layout, CONFIG).then(() => { el.layout.meta = meta; });
+    // the config once, with the first drawing: given again, Plotly deep-copies and compares it every redraw
+    const config = el._fullLayout ? undefined : CONFIG;
+    return plotly().react(el, fig.data, layout, config).then(() => { el.layout.meta = meta; });
   }
 
   // A slider as the app's: #id holds a range input and a number input that follow each other.
