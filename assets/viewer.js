@@ -8,7 +8,7 @@
   'use strict';
 
   // 1. Plotly's typed-array JSON form {dtype, bdata} -> a typed array (little-endian, as written).
-  const TYPES = { f4: Float32Array, f8: Float64Array, i4: Int32Array, u1: Uint8Array, i2: Int16Array, u2: Uint16Array };
+  const TYPES = { f4: Float32Array, f8: Float64Array, i4: Int32Array, u1: Uint8Array, i1: Int8Array, i2: Int16Array, u2: Uint16Array };
   function decode(spec) {
     if (!spec || spec.bdata === undefined) return spec;
     const bin = atob(spec.bdata);
@@ -148,8 +148,7 @@
     panel._bands = panel._bands || {};
     if (!panel._bands[i]) {
       const spec = panel.data[i].z, [K, T, w] = String(spec.shape).split(',').map(Number); // shape "heads, T, w"
-      const { cols, gap } = panel.tiles || { cols: 1, gap: 0 };
-      panel._bands[i] = { flat: decode(spec), K, T, w, cols: Math.min(cols, K), gap, rows: new Map() };
+      panel._bands[i] = { flat: decode(spec), K, T, w, cols: panel.tiles.cols, gap: panel.tiles.gap, rows: new Map() };
     }
     return panel._bands[i];
   }

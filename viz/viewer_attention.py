@@ -96,10 +96,14 @@ def _banded(trace: Trace, figs: list[dict], steps: list[int], full: np.ndarray, 
     from .viewer_sampling import packed
 
     T = full.shape[-1]
-    panel = animated_plain([{**f, "data": [{k: v for k, v in tr.items() if k not in ("z", "x", "y")} for tr in f["data"]]}
+    shipped = ("z", "x", "y", "customdata")  # matrices, labels, heads per cell: the bands and the tiles stand for them
+    panel = animated_plain([{**f, "data": [{k: v for k, v in tr.items() if k not in shipped} for tr in f["data"]]}
                             for f in figs], steps)
     (tr,) = panel["data"]
     tr.update(z={**packed(_band(full, size), "f4"), "shape": f"{len(full)}, {T}, {size}"}, x=attention.position_labels(pieces, 0, T))
+    if grid:  # each cell's head, the same at every step (one frame): once, as bytes
+        who = figs[0]["data"][0]["customdata"]
+        tr["customdata"] = {**packed(who, "i1"), "shape": f"{who.shape[0]}, {who.shape[1]}"}
     panel["tiles"] = {"cols": attention.grid_tiles(len(full))[0], "gap": attention.tile_gap(size)} if grid else {"cols": 1, "gap": 0}
     for fr, s in zip(panel["frames"], steps):
         T_s = trace.steps[s].position + 1
