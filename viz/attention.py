@@ -174,7 +174,7 @@ def _grid(z: np.ndarray, labels: list[str], heads: list[int], *, row: int, n: in
     cols, rows = grid_tiles(len(heads))
     gap = tile_gap(size)
     step = size + gap
-    who = tiled(np.broadcast_to(np.asarray(heads, np.int16)[:, None, None], z.shape), cols, gap, fill=-1)
+    who = tiled(np.broadcast_to(np.asarray(heads, np.int8)[:, None, None], z.shape), cols, gap, fill=-1)
     xl, yl = tile_labels(labels, cols, gap), tile_labels(labels, rows, gap)
     trace = dict(type="heatmap", z=tiled(z, cols, gap), x=xl, y=yl, customdata=who, coloraxis="coloraxis", hoverongaps=False,
                  name="heads", hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra>head %{customdata}</extra>")
