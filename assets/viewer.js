@@ -254,27 +254,9 @@
   // 5. The page: panels, the step slider, Play, the sampling sliders, the text. No request of any kind.
   // A step's figure is the panel's figure with the step's frame merged in, drawn by Plotly.react, which
   // redraws only what changed (measured 4-5x faster here than Plotly.animate with redraw: true).
-  const CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ['lasso2d', 'select2d'] };
   const PLAY_FPS = 12; // steps per second while playing
-  const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
-  // The Plotly.js loaded just before this file (the plotly package's, the copy an exported page inlines),
-  // kept: in the app, Gradio later loads its own copy over window.Plotly, and a plot must be redrawn by
-  // the Plotly that drew it.
-  let pinned = root.Plotly;
-  const plotly = () => pinned || (pinned = root.Plotly);
-
-  /* Plotly.react of a panel's figure at a step. Plotly redraws only what changed, judged per attribute;
-   * two attributes are kept out of that judgement, as each made every step a redraw of the whole figure:
-   * the template, compared by identity (the panel's own object is given each time, not a copy), and
-   * layout.meta (a change of it redraws everything), written on the plot once it is drawn. A step that
-   * changes only shapes (the KV panel's ring and bar outline) redraws only those. */
-  function react(el, fig) {
-    const { meta, template, ...rest } = fig.layout;
-    const layout = Object.assign(clone(rest), template ? { template } : {});
-    // the config once, with the first drawing: given again, Plotly deep-copies and compares it every redraw
-    const config = el._fullLayout ? undefined : CONFIG;
-    return plotly().react(el, fig.data, layout, config).then(() => { el.layout.meta = meta; });
-  }
+  // Drawing with Plotly: assets/viewer_plot.js, loaded before this file (the reshaping above needs none).
+  const react = (el, fig) => root.LLMViewer.react(el, fig);
 
   // A slider as the app's: #id holds a range input and a number input that follow each other.
   function slider(id, { min, max, step, value }, onChange) {
@@ -421,5 +403,5 @@
     return api;
   }
 
-  root.LLMViewer = Object.assign(root.LLMViewer || {}, { decode, fixed, pct, gridIndex, reshape, distFigure, merged, cutText, figureFor, react, plotly, player, mount });
+  root.LLMViewer = Object.assign(root.LLMViewer || {}, { decode, fixed, pct, gridIndex, reshape, distFigure, merged, cutText, figureFor, player, mount });
 })(typeof window !== 'undefined' ? window : globalThis);

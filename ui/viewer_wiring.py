@@ -44,7 +44,7 @@ from viz.viewer import MAX_FRAMES, attention_panel, frame_steps, bundle_json, ov
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
-SCRIPTS = (PLOTLY_JS, ASSETS / "viewer.js", ASSETS / "app_viewer.js")
+SCRIPTS = (PLOTLY_JS, ASSETS / "viewer_plot.js", ASSETS / "viewer.js", ASSETS / "app_viewer.js")
 LIGHT = ("output", "tokens", "kv_text", "compare", "spec")  # drawn by the server for a whole trace; the page shows their steps
 FIVE = ("dist", "attn", "overview", "emb", "kv")  # the panels the page draws from the bundle
 INBOX_JS = "(s) => { (window.LLMAppInbox = window.LLMAppInbox || []).push(s); if (window.LLMApp) window.LLMApp.drain(); }"

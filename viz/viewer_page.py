@@ -1,5 +1,5 @@
 """One self-contained HTML file per trace: the page template (assets/viewer.html) with Plotly.js,
-the viewer bundle (viz/viewer.py) and assets/viewer.js inlined. It makes no request of any kind."""
+the viewer bundle (viz/viewer.py) and assets/viewer_plot.js and viewer.js inlined. It makes no request of any kind."""
 from __future__ import annotations
 
 import html
@@ -17,6 +17,9 @@ from .viewer import MAX_FRAMES, bundle_json, viewer_bundle
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TEMPLATE = ASSETS / "viewer.html"
 SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
+
+
+VIEWER_SCRIPTS = ("viewer_plot.js", "viewer.js")  # the page's own scripts, in order, after Plotly.js
 
 
 def _plotly() -> tuple[str, str]:
@@ -97,7 +100,7 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
                                          + "; the overview beside it has every block and head."),
         "CAPTION_KV": html.escape(CAPTIONS["kv"]),
         "BUNDLE": bundle_json(bundle),
-        "VIEWER_JS": (ASSETS / "viewer.js").read_text(encoding="utf-8"),
+        "VIEWER_JS": "\n".join((ASSETS / f).read_text(encoding="utf-8") for f in VIEWER_SCRIPTS),
     }
     template = TEMPLATE.read_text(encoding="utf-8")
     missing = set(SLOT.findall(template)) - set(slots)

@@ -136,6 +136,86 @@ def test_plots_moved_off_screen_show_their_step_when_scrolled_to(browser, html_f
     assert not page.errors
 
 
+FITS = """(ids) => ids.map((id) => { const box = document.querySelector('#' + id + ' .plot');
+  const paper = box.querySelector('.svg-container');
+  return paper ? Math.abs(paper.getBoundingClientRect().width - box.getBoundingClientRect().width) <= 1 : false; })"""
+
+
+def test_plots_follow_the_window_width_after_scrubbing(browser, html_file):
+    """Once a plot is drawn, the viewer stops Plotly measuring it at each redraw (viewer.js unmeasured):
+    a window made narrower and wider still resizes every plot to its panel."""
+    page = open_viewer(browser, html_file)
+    for s in (4, 9):
+        page.evaluate(DRAG, ["step-slider", s])
+    settle(page, 9)
+    widths = []
+    for w in (900, 1600):
+        page.set_viewport_size({"width": w, "height": 1000})
+        page.wait_for_function(f"(ids) => ({FITS})(ids).every(Boolean)", arg=list(IDS), timeout=10_000)
+        page.evaluate(DRAG, ["step-slider", 2 if w == 900 else 6])
+        settle(page, 2 if w == 900 else 6)
+        assert page.evaluate(FITS, list(IDS)) == [True] * len(IDS), w
+        widths.append(page.evaluate("() => document.querySelector('#dist-plot .svg-container').getBoundingClientRect().width"))
+    assert abs(widths[1] - widths[0]) > 100, widths  # (the panels are one column below 1000 px: wider there)
+    assert not page.errors
+
+
+# A plot's colour bar: its title, tick labels, and the bar's top and bottom from the plot area's top (px).
+SCALE = """(root) => { const top = root.getBoundingClientRect().top + root._fullLayout._size.t;
+  const fill = root.querySelector('.colorbar .cbfill').getBoundingClientRect();
+  return { title: root.querySelector('.colorbar .cbtitle text').textContent,
+           ticks: Array.from(root.querySelectorAll('.colorbar .cbaxis .ytick text, .colorbar .ytick text')).map((t) => t.textContent),
+           bar: [Math.round(fill.top - top), Math.round(fill.bottom - top)] }; }"""
+# The same of the panel's figure at step s as viz/ made it, drawn by Plotly whole in a new plot as wide.
+DRAWN_WHOLE = """async ([id, s]) => { const bundle = JSON.parse(document.getElementById('viewer-bundle').textContent);
+  const fig = LLMViewer.figureFor(bundle, id, s, LLMViewer.page.state), el = document.querySelector('#' + id + ' .js-plotly-plot');
+  const div = document.createElement('div'); div.style.width = el.getBoundingClientRect().width + 'px'; document.body.appendChild(div);
+  await Plotly.newPlot(div, fig.data, JSON.parse(JSON.stringify(fig.layout))); const out = (%s)(div); Plotly.purge(div); div.remove(); return out; }""" % SCALE
+
+
+@pytest.mark.parametrize("pid", ["attn-plot", "attn-overview"])
+def test_colour_scales_drawn_once_as_viz_draws_them(browser, html_file, pid):
+    """The colour bar is drawn once, beside the plot (viewer_plot.js drawScale), not at every step: the
+    plot itself has none, the bar reads as the one Plotly draws in viz's whole figure (title, ticks,
+    height and place beside the plot area), and scrubbing redraws the plot only."""
+    page = open_viewer(browser, html_file)
+    settle(page, 0)
+    page.evaluate("(id) => { const box = document.querySelector('#' + id + ' .colour-scale'); window.__draws = 0;"
+                  " box.on('plotly_afterplot', () => { window.__draws++; }); }", pid)
+    for s in (5, 11, 3):
+        page.evaluate(DRAG, ["step-slider", s])
+        settle(page, s)
+    shown = page.evaluate(f"(id) => ({SCALE})(document.querySelector('#' + id + ' .colour-scale'))", pid)
+    assert page.evaluate("() => window.__draws") == 0
+    assert page.evaluate(f"(id) => document.querySelectorAll('#' + id + ' .colorbar').length", pid) == 1
+    assert page.evaluate(f"(id) => document.querySelector('#' + id + ' .js-plotly-plot').querySelector(':scope > .plot-container > .svg-container > .main-svg .colorbar')", pid) is None
+    whole = page.evaluate(DRAWN_WHOLE, [pid, 3])
+    assert shown["title"] == whole["title"] and shown["ticks"] == whole["ticks"], (shown, whole)
+    assert all(abs(a - b) <= 1 for a, b in zip(shown["bar"], whole["bar"])), (shown, whole)
+    assert not page.errors
+
+
+def test_the_camera_saves_the_plot_with_its_colour_scale(browser, html_file, tmp_path):
+    """The mode bar's camera saves the panel's whole figure as a PNG: the colour scale drawn beside the
+    plot is in it too."""
+    page = open_viewer(browser, html_file)
+    page.evaluate(DRAG, ["step-slider", 6])
+    settle(page, 6)
+    page.evaluate("""() => { const P = LLMViewer.plotly(), save = P.downloadImage; window.__saved = null;
+      P.downloadImage = (fig, opts) => { window.__saved = { showscale: fig.layout.coloraxis.showscale !== false,
+        step: fig.layout.title.text }; return save(fig, opts); }; }""")
+    page.locator("#attn-plot .js-plotly-plot").first.hover()
+    with page.expect_download() as got:
+        page.locator("#attn-plot .modebar-btn[data-title='Download plot as a PNG']").first.click()
+    path = tmp_path / "attention.png"
+    got.value.save_as(path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    saved = page.evaluate("() => window.__saved")
+    assert saved["showscale"] is True
+    assert saved["step"] == page.evaluate("() => document.querySelector('#attn-plot .js-plotly-plot').layout.title.text")
+    assert not page.errors
+
+
 SETTINGS = [(0.8, 0, 0.9), (1.3, 0, 1.0), (0.0, 0, 0.9), (0.5, 10, 1.0), (1.5, 25, 0.5), (2.0, 200, 0.99), (0.05, 3, 0.01)]
 
 
