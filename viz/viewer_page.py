@@ -1,5 +1,6 @@
 """One self-contained HTML file per trace: the page template (assets/viewer.html) with Plotly.js,
-the viewer bundle (viz/viewer.py) and assets/viewer_plot.js and viewer.js inlined. It makes no request of any kind."""
+the viewer bundle (viz/viewer.py) and the page's scripts (assets/viewer_plot.js, viewer.js)
+inlined. It makes no request of any kind."""
 from __future__ import annotations
 
 import html
@@ -17,8 +18,6 @@ from .viewer import MAX_FRAMES, bundle_json, viewer_bundle
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TEMPLATE = ASSETS / "viewer.html"
 SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
-
-
 VIEWER_SCRIPTS = ("viewer_plot.js", "viewer.js")  # the page's own scripts, in order, after Plotly.js
 
 
