@@ -28,37 +28,40 @@
   // What a heatmap's own colour scale is made of (its colour bar included).
   const SCALE_KEYS = ['colorscale', 'reversescale', 'zmin', 'zmax', 'zmid', 'zauto', 'colorbar'];
 
-  /* The figure's colour scale taken out of it: {data, scale}, layout changed in place (a copy).
-   * scale: the figure that draws the bar alone, or null when there is none to take out. Only a scale
-   * with a fixed range is taken out (the same at every step); one fitted to each step's data stays. */
+  /* The figure's colour scale taken out of it: {data, scale}, layout changed in place (a copy): its
+   * colour bar hidden, its right margin made room for the scale's own figure, `scale` (null when there
+   * is none to take out). Only a scale with a fixed range is taken out (the same at every step); one
+   * fitted to each step's data stays. */
   function withoutScale(data, layout) {
     const ax = layout.coloraxis;
+    let out = data, scale = null;
     if (ax && ax.showscale !== false && ax.cmin !== undefined && ax.cmax !== undefined) {
       layout.coloraxis = Object.assign({}, ax, { showscale: false });
-      return { data, scale: scaleFigure({ type: 'heatmap', z: [[0]], opacity: 0, coloraxis: 'coloraxis' }, { coloraxis: ax }, layout) };
+      scale = scaleFigure({ type: 'heatmap', z: [[0]], opacity: 0, coloraxis: 'coloraxis' }, ax, layout.font);
+    } else {
+      const i = data.findIndex((t) => t.type === 'heatmap' && !t.coloraxis && t.showscale !== false && t.zmin !== undefined && t.zmax !== undefined);
+      if (i < 0) return { data, scale };
+      const own = { type: 'heatmap', z: [[0]], opacity: 0, showscale: true };
+      SCALE_KEYS.forEach((k) => { if (data[i][k] !== undefined) own[k] = data[i][k]; });
+      out = data.slice();
+      out[i] = Object.assign({}, data[i], { showscale: false });
+      scale = scaleFigure(own, null, layout.font);
     }
-    const i = data.findIndex((t) => t.type === 'heatmap' && !t.coloraxis && t.showscale !== false && t.zmin !== undefined && t.zmax !== undefined);
-    if (i < 0) return { data, scale: null };
-    const own = { type: 'heatmap', z: [[0]], opacity: 0, showscale: true };
-    SCALE_KEYS.forEach((k) => { if (data[i][k] !== undefined) own[k] = data[i][k]; });
-    const out = data.slice();
-    out[i] = Object.assign({}, data[i], { showscale: false });
-    return { data: out, scale: scaleFigure(own, {}, layout) };
+    const m = layout.margin || {};
+    layout.margin = Object.assign({}, m, { r: (m.r === undefined ? 80 : m.r) + SCALE_WIDTH }); // (80: Plotly's default)
+    return { data: out, scale };
   }
 
-  // The colour scale's own figure: no axes, no data drawn, the bar at its left edge; the plot's margin
-  // made room for it. Its height and top and bottom margins are the plot's, set once that is drawn.
-  function scaleFigure(trace, extra, layout) {
-    const m = Object.assign({}, layout.margin || {});
-    m.r = (m.r === undefined ? 80 : m.r) + SCALE_WIDTH; // (80: Plotly's default right margin)
-    layout.margin = m;
-    const bar = Object.assign({}, (extra.coloraxis || trace).colorbar || {}, { x: 0, xanchor: 'left', xref: 'paper', xpad: 0 });
-    if (extra.coloraxis) extra = { coloraxis: Object.assign({}, extra.coloraxis, { showscale: true, colorbar: bar }) };
-    else trace = Object.assign({}, trace, { colorbar: bar });
+  // The colour scale's own figure: an invisible cell whose colour bar sits at its left edge, no axes, the
+  // scale's colours from the trace (or from `coloraxis`). Its height and top and bottom margins are the
+  // plot's, set once the plot is drawn (drawScale).
+  function scaleFigure(trace, coloraxis, font) {
+    const bar = Object.assign({}, (coloraxis || trace).colorbar, { x: 0, xanchor: 'left', xref: 'paper', xpad: 0 });
     const hidden = { visible: false, fixedrange: true };
-    return { data: [Object.assign(trace, { hoverinfo: 'skip' })], layout: Object.assign({
-      width: SCALE_WIDTH, font: layout.font, paper_bgcolor: 'rgba(0,0,0,0)', plot_bgcolor: 'rgba(0,0,0,0)',
-      xaxis: hidden, yaxis: hidden, showlegend: false }, extra) };
+    const layout = { width: SCALE_WIDTH, font, paper_bgcolor: 'rgba(0,0,0,0)', plot_bgcolor: 'rgba(0,0,0,0)',
+                     xaxis: hidden, yaxis: hidden, showlegend: false };
+    if (coloraxis) layout.coloraxis = Object.assign({}, coloraxis, { showscale: true, colorbar: bar });
+    return { data: [Object.assign({}, trace, coloraxis ? {} : { colorbar: bar }, { hoverinfo: 'skip' })], layout };
   }
 
   /* The colour scale over the plot's right margin, aligned with its plot area (drawn again only when it
@@ -121,5 +124,5 @@
     });
   }
 
-  root.LLMViewer = Object.assign(root.LLMViewer || {}, { react, plotly, withoutScale, SCALE_WIDTH });
+  root.LLMViewer = Object.assign(root.LLMViewer || {}, { react, plotly });
 })(typeof window !== 'undefined' ? window : globalThis);

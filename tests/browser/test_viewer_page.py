@@ -179,12 +179,14 @@ def test_colour_scales_drawn_once_as_viz_draws_them(browser, html_file, pid):
     plot itself has none, the bar reads as the one Plotly draws in viz's whole figure (title, ticks,
     height and place beside the plot area), and scrubbing redraws the plot only."""
     page = open_viewer(browser, html_file)
-    settle(page, 0)
+    page.wait_for_selector("#step-slider input[type=range]")
+    page.evaluate(DRAG, ["step-slider", 5])  # at once, as a person scrubs: no wait for the first drawing
+    settle(page, 5)
     page.evaluate("(id) => { const box = document.querySelector('#' + id + ' .colour-scale'); window.__draws = 0;"
                   " box.on('plotly_afterplot', () => { window.__draws++; }); }", pid)
-    for s in (5, 11, 3):
+    for s in (11, 3):  # a fast drag
         page.evaluate(DRAG, ["step-slider", s])
-        settle(page, s)
+    settle(page, 3)
     shown = page.evaluate(f"(id) => ({SCALE})(document.querySelector('#' + id + ' .colour-scale'))", pid)
     assert page.evaluate("() => window.__draws") == 0
     assert page.evaluate(f"(id) => document.querySelectorAll('#' + id + ' .colorbar').length", pid) == 1
@@ -199,11 +201,12 @@ def test_the_camera_saves_the_plot_with_its_colour_scale(browser, html_file, tmp
     """The mode bar's camera saves the panel's whole figure as a PNG: the colour scale drawn beside the
     plot is in it too."""
     page = open_viewer(browser, html_file)
-    page.evaluate(DRAG, ["step-slider", 6])
-    settle(page, 6)
+    page.wait_for_selector("#step-slider input[type=range]")
+    page.evaluate(DRAG, ["step-slider", 6])  # and the camera pressed at once: what is on screen then is saved
     page.evaluate("""() => { const P = LLMViewer.plotly(), save = P.downloadImage; window.__saved = null;
       P.downloadImage = (fig, opts) => { window.__saved = { showscale: fig.layout.coloraxis.showscale !== false,
-        step: fig.layout.title.text }; return save(fig, opts); }; }""")
+        step: fig.layout.title.text, shown: document.querySelector('#attn-plot .js-plotly-plot').layout.title.text };
+        return save(fig, opts); }; }""")
     page.locator("#attn-plot .js-plotly-plot").first.hover()
     with page.expect_download() as got:
         page.locator("#attn-plot .modebar-btn[data-title='Download plot as a PNG']").first.click()
@@ -212,7 +215,7 @@ def test_the_camera_saves_the_plot_with_its_colour_scale(browser, html_file, tmp
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     saved = page.evaluate("() => window.__saved")
     assert saved["showscale"] is True
-    assert saved["step"] == page.evaluate("() => document.querySelector('#attn-plot .js-plotly-plot').layout.title.text")
+    assert saved["step"] == saved["shown"]
     assert not page.errors
 
 
