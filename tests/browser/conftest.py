@@ -2,7 +2,7 @@ import pytest
 
 from .harness import ROOT, app_server, chromium_path
 
-pytestmark = pytest.mark.browser
+# every test under tests/browser/ is marked `browser` by tests/conftest.py
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,8 @@ from gradio_client import Client
 
 from pipeline import records
 
+pytestmark = pytest.mark.browser
+
 PARAMS = ["prompt", "mode", "system_prompt", "temperature", "top_k", "top_p", "seed", "max_new_tokens"]
 PROMPT = "Name three colours."
 

@@ -9,6 +9,8 @@ from pipeline.generate import start
 from pipeline.records import MachineInfo, Settings, dumps, loads
 from tests.helpers import records_equal
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def run(smol):
