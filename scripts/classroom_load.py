@@ -262,7 +262,7 @@ def viewer(url: str, stop: threading.Event, stats: Stats, events: dict, seed: in
         while opened is not None and not stop.wait(rng.uniform(a.think_min, a.think_max)):
             if events["layer"] is not None and rng.random() < a.layer_share:
                 layer = rng.randrange(30)
-                stats.call("layer change", lambda: fetch_named(http, tab.call(events["layer"], [None, layer, "all"])))
+                stats.call("layer change", lambda layer=layer: fetch_named(http, tab.call(events["layer"], [None, layer, "all"])))
             else:
                 stats.call("gallery trace GET", lambda: fetch(http, trace_url()))
 

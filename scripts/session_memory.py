@@ -118,7 +118,7 @@ def main(argv=None) -> None:
     as_the_app_finishes(trace, folder)
     one = line("after the app's finish (bundle, arrays moved)", base)
     sessions = [trace]
-    for i in range(1, a.sessions):
+    for _ in range(1, a.sessions):
         twin = copy.deepcopy(trace)  # its arrays copied onto the heap, as a fresh generation holds them
         offheap.move_off_heap(twin)
         sessions.append(twin)
