@@ -27,8 +27,12 @@ class TraceFormatError(PipelineError, ValueError):
     """The file is not a trace this program can read."""
 
 
+# what every TraceFormatError ends with: what to pick instead
+TRACE_HINT = "pick a .json or .json.gz trace exported by this app or by `python -m pipeline trace`"
+
+
 class GalleryError(PipelineError, LookupError):
     """No saved trace of that name in the gallery, or the gallery's manifest is damaged."""
 
 
-__all__ = ["PipelineError", "SettingsError", "SpeculativeError", "ModelLoadError", "TraceFormatError", "GalleryError"]
+__all__ = ["PipelineError", "SettingsError", "SpeculativeError", "ModelLoadError", "TraceFormatError", "GalleryError", "TRACE_HINT"]

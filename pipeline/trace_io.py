@@ -21,14 +21,14 @@ import math
 import os
 import types
 import typing
-import zlib
 from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from .errors import TraceFormatError
+from . import trace_bounds, trace_check
+from .errors import TRACE_HINT, TraceFormatError
 from .records import SCHEMA, SCHEMA_V1, StepRecord, Trace
 
 # Fields a reader rebuilds: a step's context is the prompt followed by the earlier steps'
@@ -44,7 +44,6 @@ TRIL = {StepRecord: ("attention_matrix",)}
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_LEVEL = 1  # measured: level 6 is 3x slower for 4% less (float16 bits barely compress)
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
-HINT = "pick a .json or .json.gz trace exported by this app or by `python -m pipeline trace`"
 _JSON = dict(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -97,17 +96,9 @@ def array_from_object(d: Any, where: str = "") -> np.ndarray:
     """The inverse of array_object; float16 widens to float32 (what the records hold)."""
     if not isinstance(d, dict) or not {"dtype", "shape", "data"} <= d.keys():
         raise _bad(where, "expected an array object {dtype, shape, data}")
-    if d["dtype"] not in DTYPES or not all(isinstance(n, int) and n >= 0 for n in d["shape"]):
-        raise _bad(where, f"unknown dtype {d['dtype']!r} or bad shape {d['shape']!r}")
-    dt, shape = np.dtype(d["dtype"]).newbyteorder("<"), tuple(d["shape"])
-    n = math.prod(shape)
-    layout = d.get("layout", "dense")
-    if layout == "tril":
-        if len(shape) < 2 or shape[-1] != shape[-2]:
-            raise _bad(where, f"a tril array needs a square last two axes, not {shape}")
-        n = n // max(shape[-1], 1) * (shape[-1] + 1) // 2
-    elif layout != "dense":
-        raise _bad(where, f"unknown layout {layout!r}")
+    dt, shape, layout, n = _array_header(d, where)
+    if not isinstance(d["data"], str):
+        raise _bad(where, f"the data is a {type(d['data']).__name__}, not base64 text")
     try:
         raw = base64.b64decode(d["data"], validate=True)
     except (ValueError, TypeError) as e:
@@ -117,10 +108,28 @@ def array_from_object(d: Any, where: str = "") -> np.ndarray:
     flat = np.frombuffer(raw, dt).astype(np.float32 if dt.name == "float16" else dt.newbyteorder("="))
     if layout == "dense":
         return flat.reshape(shape)
-    out = np.zeros(shape, flat.dtype)
-    q, k = np.tril_indices(shape[-1])
-    out[..., q, k] = flat.reshape(*shape[:-2], len(q))
+    out = np.zeros(shape, flat.dtype)  # (..., T, T)
+    rows = flat.reshape(*shape[:-2], -1) if out.size else flat  # (..., T(T+1)/2): row q holds keys 0..q
+    for q in range(shape[-1] if out.size else 0):  # row by row: no T x T index arrays
+        out[..., q, : q + 1] = rows[..., q * (q + 1) // 2: (q + 1) * (q + 2) // 2]
     return out
+
+
+def _array_header(d: dict, where: str) -> tuple[np.dtype, tuple[int, ...], str, int]:
+    """(dtype, shape, layout, values stored) of an array object, within pipeline.trace_bounds."""
+    shape, layout = d["shape"], d.get("layout", "dense")
+    if d["dtype"] not in DTYPES or not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
+        raise _bad(where, f"unknown dtype {d['dtype']!r:.20} or bad shape {shape!r:.60}")
+    if len(shape) > trace_bounds.MAX_DIMS or math.prod(shape) > trace_bounds.MAX_ELEMENTS:
+        raise _bad(where, f"an array of shape {shape!r:.60} is larger than any trace holds")
+    n = math.prod(shape)
+    if layout == "tril":
+        if len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] > trace_bounds.MAX_TRIL:
+            raise _bad(where, f"a tril array needs a square last two axes of at most {trace_bounds.MAX_TRIL}, not {shape}")
+        n = n // max(shape[-1], 1) * (shape[-1] + 1) // 2
+    elif layout != "dense":
+        raise _bad(where, f"unknown layout {layout!r:.20}")
+    return np.dtype(d["dtype"]).newbyteorder("<"), tuple(shape), layout, n
 
 
 # ---------------------------------------------------------------------------------------
@@ -247,7 +256,7 @@ def save(trace: Trace, path: str | os.PathLike, *, full: bool = False) -> Path:
 
 
 def _bad(where: str, what: str) -> TraceFormatError:
-    return TraceFormatError(f"the trace file is damaged or incomplete ({where or 'top level'}: {what}); {HINT}")
+    return TraceFormatError(f"the trace file is damaged or incomplete ({where or 'top level'}: {what}); {TRACE_HINT}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -255,9 +264,24 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+@functools.lru_cache(maxsize=None)
+def _parts(hint: Any) -> tuple[Any, tuple]:
+    return typing.get_origin(hint), typing.get_args(hint)
+
+
+def _plain_items(item: Any, v: list) -> bool:
+    """Every item of `v` already is what `item` asks for (ints; short ASCII texts): the list needs
+    no decoding item by item (token ids and pieces: most of a trace's values)."""
+    if item is int:
+        return all(type(x) is int for x in v)
+    if item is str:
+        return all(type(x) is str and x.isascii() and len(x) <= trace_bounds.MAX_STRING for x in v)
+    return False
+
+
 def decode(hint: Any, v: Any, where: str = "") -> Any:
     """A JSON value -> the Python value that the annotation `hint` describes."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin, args = _parts(hint)
     if origin in (typing.Union, types.UnionType):
         if v is None and type(None) in args:
             return None
@@ -278,8 +302,9 @@ def decode(hint: Any, v: Any, where: str = "") -> Any:
             if not args:
                 raise _bad(where, f"expected {len(typing.get_args(hint))} items, found {len(v)}")
             return tuple(decode(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v)))
-        items = [decode(args[0] if args else Any, x, f"{where}[{i}]") for i, x in enumerate(v)]
-        return tuple(items) if origin is tuple else items
+        item = args[0] if args else Any
+        items = v if _plain_items(item, v) else [decode(item, x, f"{where}[{i}]") for i, x in enumerate(v)]
+        return tuple(items) if origin is tuple else list(items)
     return _decode_scalar(hint, v, where)
 
 
@@ -291,7 +316,16 @@ def _decode_scalar(hint: Any, v: Any, where: str) -> Any:
             pass
     elif hint is bytes and isinstance(v, list) and all(isinstance(b, int) and 0 <= b < 256 for b in v):
         return bytes(v)
-    elif hint in (int, str, bool) and type(v) is hint:
+    elif hint is str and type(v) is str:
+        if len(v) > trace_bounds.MAX_STRING:
+            raise _bad(where, f"a text of {len(v)} characters, more than any trace holds")
+        if not v.isascii():
+            try:  # JSON's "\ud800" escapes make texts that are no Unicode and that no page can show
+                v.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise _bad(where, "a text with a lone surrogate, which is not Unicode text") from e
+        return v
+    elif hint in (int, bool) and type(v) is hint:
         return v
     elif hint is Any or hint is object or (hint is dict and isinstance(v, dict)):
         return v
@@ -339,42 +373,53 @@ def trace_from_json(d: Any, cls: type = Trace) -> Trace:
     if schema == SCHEMA_V1:
         from .trace_v1 import trace_from_json as v1
 
-        return v1(d)
+        try:  # /1's loosely typed values through /2's typed reader and its checks
+            d, schema = trace_to_json(v1(d), full=True), SCHEMA
+        except (TypeError, ValueError, AssertionError, OverflowError) as e:
+            raise _bad("", f"{type(e).__name__}: {e}") from e
     if schema != SCHEMA:
         newer = isinstance(schema, str) and schema.startswith("llm-pipeline-trace/")
         why = "written by a newer version of this app: update it" if newer else "not a trace of this app"
-        raise TraceFormatError(f"this file is {why} (schema: {schema!r}); {HINT}")
+        raise TraceFormatError(f"this file is {why} (schema: {schema!r}); {TRACE_HINT}")
     try:
         hints = _hints(cls)
         for key in ("prompt", "steps"):
             if key not in d:
                 raise _bad(key, "missing")
+        if isinstance(d["steps"], list) and len(d["steps"]) > trace_bounds.MAX_STEPS:
+            raise _bad("steps", f"{len(d['steps'])} steps, more than the {trace_bounds.MAX_STEPS} this app reads")
         prompt = decode(hints["prompt"], d["prompt"], "prompt")
         steps = _decode_steps(hints["steps"], d["steps"], prompt)
         return decode_record(cls, d, "", {"prompt": prompt, "steps": steps})
     except TraceFormatError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError) as e:  # a record refusing its values
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as e:  # a record refusing its values
         raise _bad("", f"{type(e).__name__}: {e}") from e
 
 
-def loads(data: str | bytes) -> Trace:
-    """A trace from JSON text or bytes, gzip-compressed or not (detected by its magic number)."""
+def loads(data: str | bytes, *, check: bool = True) -> Trace:
+    """A trace from JSON text or bytes, gzip-compressed or not (detected by its magic number), read
+    within pipeline.trace_bounds: whatever the input, a Trace or a TraceFormatError. `check`: the
+    trace must agree with itself (pipeline.trace_check), as every file from outside must."""
+    trace_bounds.check_size(len(data))
     if isinstance(data, (bytes, bytearray)) and data[:2] == GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise TraceFormatError(f"the gzip file is damaged or cut short ({e}); {HINT}") from e
+        data = trace_bounds.gunzip(data, trace_bounds.json_limit(len(data)))
     try:
         d = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TraceFormatError(f"the file is not valid JSON ({e}); {HINT}") from e
-    return trace_from_json(d)
+    except RecursionError as e:
+        raise TraceFormatError(f"the file's JSON is nested too deeply to be a trace; {TRACE_HINT}") from e
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError, or a number of over 4300 digits
+        raise TraceFormatError(f"the file is not valid JSON ({str(e):.120}); {TRACE_HINT}") from e
+    trace = trace_from_json(d)
+    return trace_check.check(trace) if check else trace
 
 
 def load(path: str | os.PathLike) -> Trace:
-    """Read a trace file (.json or .json.gz; the content decides, not the name)."""
-    return loads(Path(path).read_bytes())
+    """Read a trace file (.json or .json.gz; the content decides, not the name); its size is
+    checked before it is read."""
+    path = Path(path)
+    trace_bounds.check_size(path.stat().st_size)
+    return loads(path.read_bytes())
 
 
 __all__ = ["SCHEMA", "SCHEMA_V1", "TraceFormatError", "dumps", "loads", "save", "load", "trace_to_json", "trace_from_json"]

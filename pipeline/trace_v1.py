@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import TraceFormatError
+from .errors import TRACE_HINT, TraceFormatError
 from .records import (
     LENS_TOP,
     SCHEMA_V1,
@@ -35,7 +35,6 @@ from .records import (
     VocabCloud,
 )
 
-HINT = "pick a .json or .json.gz trace exported by this app or by `python -m pipeline trace`"
 
 def _from_tril(rows: list) -> np.ndarray:
     L, H, T = len(rows), len(rows[0]), len(rows[0][0])
@@ -167,7 +166,7 @@ def trace_from_json(d: Any) -> Trace:
     """Rebuild a Trace from its JSON dict. Raises TraceFormatError with a readable reason."""
     if not isinstance(d, dict) or d.get("schema") != SCHEMA_V1:
         found = d.get("schema") if isinstance(d, dict) else type(d).__name__
-        raise TraceFormatError(f"this is not an {SCHEMA_V1} trace (schema: {found!r}); {HINT}")
+        raise TraceFormatError(f"this is not an {SCHEMA_V1} trace (schema: {found!r}); {TRACE_HINT}")
     try:
         p = d["prompt"]
         prompt = PromptRecord(
@@ -212,6 +211,6 @@ def trace_from_json(d: Any) -> Trace:
             position=_position_from_json(d["position"]) if d.get("position") else None,
         )
     except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise TraceFormatError(f"the trace file is damaged or incomplete ({type(e).__name__}: {e}); {HINT}") from e
+        raise TraceFormatError(f"the trace file is damaged or incomplete ({type(e).__name__}: {e}); {TRACE_HINT}") from e
 
 

@@ -124,9 +124,10 @@ def filled(hint, k=0):
 def test_every_field_of_every_record_round_trips():
     t = filled(Trace)
     assert t.speculative is not None and t.rounds[0].residual is not None and t.lens and t.steps[1].forced
-    back = trace_io.loads(trace_io.dumps(t, full=True))
+    # (the filled values are the codec's test, not a generation: they disagree with each other)
+    back = trace_io.loads(trace_io.dumps(t, full=True), check=False)
     assert records_equal(back, t)
-    assert records_equal(trace_io.loads(trace_io.dumps(t)), slim(t), atol=ATOL)
+    assert records_equal(trace_io.loads(trace_io.dumps(t), check=False), slim(t), atol=ATOL)
     # the filled steps' contexts are not the prompt + earlier tokens: so they are written
     assert "context_ids" in json.loads(trace_io.dumps(t))["steps"][0]
 
@@ -158,7 +159,7 @@ def test_keys_from_a_newer_writer_are_ignored(trace):
 
 def test_non_finite_scalars_are_strict_json(trace):
     s = dataclasses.replace(trace.steps[1], entropy=float("nan"), logsumexp=float("inf"), ms=-float("inf"))
-    t = dataclasses.replace(trace, steps=(trace.steps[0], s))
+    t = dataclasses.replace(trace, steps=(trace.steps[0], s), lens=tuple(r for r in trace.lens if r.step < 2))
     text = trace_io.dumps(t)
     json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     b = trace_io.loads(text).steps[1]
