@@ -1,6 +1,9 @@
 (text) => {
   // What a link asks the page to do once it has opened (ui/links.py sends it as JSON in a hidden box):
   //   {"copy": URL}                put URL on the clipboard (the link box shows it too, for where that is denied)
+  //   {"copy": URL, "parent": {"origin": O, "queryString": Q}}
+  //                                inside a Hugging Face Space's frame: also ask the Space's page (at O) to
+  //                                show Q in its address bar, by the message Spaces document for it
   //   {"run": true, "step": N}     click Generate, as a person would; then move the step slider to N
   //   {"step": N}                  move the step slider to N on the trace on screen
   // It returns at once; the waiting happens on its own (a generation can take a while).
@@ -26,6 +29,11 @@
   (async () => {
     if (a.copy) {
       const box = document.querySelector('#link-box input, #link-box textarea');
+      const p = a.parent;
+      if (p && window.parent !== window) {
+        // (a page of another origin gets nothing: the browser checks `origin`)
+        try { window.parent.postMessage({ queryString: p.queryString }, p.origin); } catch (err) { /* a bad origin: the link still copies */ }
+      }
       try { await navigator.clipboard.writeText(a.copy); } catch (err) { /* denied: the box shows the link */ }
       if (box) { box.focus(); box.select(); }
       return;

@@ -4,7 +4,11 @@
     &run=1            generate at once (as if Generate were clicked)
     &example=NAME     open the gallery trace NAME (pipeline/gallery.py) at its step
 
-The pure part (parse_link, make_link) takes and gives plain values; the Gradio part (layout, wire)
+Names starting with "__" are the host's (a Space adds __theme, and __sign when private) and are passed
+over in silence. Inside a Hugging Face Space, "Copy link" points at the Space's page on huggingface.co
+(SPACE_ID), not at the frame the app runs in, and sets that page's address to the link (link_base).
+
+The pure part (parse_link, make_link, link_base) takes and gives plain values; the Gradio part (layout, wire)
 adds the "Example traces" dropdown and the "Copy link" button. A gallery trace goes onto the page
 through the page's own load_trace (ui/listeners.py), the path an uploaded file takes; the page script assets/links.js
 clicks Generate and moves the step slider once a trace is on screen.
@@ -13,11 +17,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotation against this module's names)
 
@@ -37,6 +43,9 @@ NUMBERS = {
     "step": ("step", int, 0, 100_000),
 }
 KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "example")
+# names the host adds to the page's address, not the person: a Space opens its frame with __theme
+# (and __sign when private), and Gradio reads __theme itself; a warning about them would only confuse
+HOST_PREFIX = "__"
 MAX_TEXT = 20_000  # a prompt or system prompt longer than this is refused (a link is no place for a book)
 
 
@@ -67,10 +76,13 @@ def _number(name: str, text: str, link: Link):
 
 def parse_link(params: Mapping[str, str], example_names=()) -> Link:
     """The link's query (name -> text) as a Link. Every bad value is left out with a warning, so the
-    field keeps its default; unknown names are reported too. Never raises."""
+    field keeps its default; unknown names are reported too, except the host's own (see HOST_PREFIX).
+    Never raises."""
     link = Link()
     for name, text in params.items():
         text = str(text)
+        if str(name).startswith(HOST_PREFIX):
+            continue
         if name in ("prompt", "system"):
             if len(text) > MAX_TEXT:
                 link.warnings.append(f"{name} is longer than {MAX_TEXT} characters")
@@ -130,6 +142,39 @@ def make_link(base: str, *, prompt=None, mode=None, system=None, temperature=Non
             q.append((name, _plain(v)))
     base = (base or "").split("?")[0].split("#")[0]
     return base + ("?" + urlencode(q) if q else "")
+
+
+# -- inside a Hugging Face Space --------------------------------------------------------------------
+SPACE_PAGE = "https://huggingface.co/spaces/"
+SPACE_ORIGIN = "https://huggingface.co"  # the page that holds a Space's frame (assets/links.js posts to it)
+_SPACE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
+
+
+def space_page(space_id: str | None) -> str | None:
+    """The public page of the Space `space_id` ("owner/name", what a Space sets SPACE_ID to), or None
+    when `space_id` is not one (unset, or not an owner/name pair)."""
+    space_id = (space_id or "").strip()
+    return SPACE_PAGE + space_id if _SPACE_ID.fullmatch(space_id) else None
+
+
+def _host(address: str) -> str:
+    """The host name of an address, lower case ("" when there is none or the address is malformed)."""
+    try:
+        return (urlsplit(address or "").hostname or "").lower()
+    except ValueError:  # e.g. an unclosed "[" of an IPv6 address
+        return ""
+
+
+def link_base(address: str, space_id: str | None = None, space_host: str | None = None) -> tuple[str, bool]:
+    """(where a copied link points, whether the page is a Space's frame). A Space serves the app at
+    OWNER-NAME.hf.space (SPACE_HOST) inside a frame of huggingface.co/spaces/OWNER/NAME, and that page
+    hands its query on to the frame: a link to it is the one to share (it keeps the Space's header and
+    survives the frame's address changing). Anywhere else (a laptop, a server of one's own, a Space's
+    copy run elsewhere): the page's own address."""
+    page, host = space_page(space_id), _host(address)
+    if page and host and (host.endswith(".hf.space") or host == _host(f"//{space_host}" if space_host else "")):
+        return page, True
+    return address or "", False
 
 
 def example_choices() -> list[tuple[str, str]]:
@@ -269,11 +314,15 @@ def _wire_copy(d: Deps) -> None:
     C = d.C
     fields = [C["prompt"], C["mode"], C["system"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["slider"], d.state]
 
-    def copy(base, prompt, mode, system, temperature, top_k, top_p, seed, max_new, step, trace):
-        url = make_link(base or "", prompt=prompt, mode=mode, system=system, temperature=temperature, top_k=top_k, top_p=top_p,
+    def copy(address, prompt, mode, system, temperature, top_k, top_p, seed, max_new, step, trace):
+        base, in_space = link_base(address, os.environ.get("SPACE_ID"), os.environ.get("SPACE_HOST"))
+        url = make_link(base, prompt=prompt, mode=mode, system=system, temperature=temperature, top_k=top_k, top_p=top_p,
                         seed=seed, max_new_tokens=max_new, step=step if trace is not None else None,
                         example=shown_example(trace) if trace is not None else None)
-        return url, json.dumps({"copy": url, "n": time.time()})
+        action = {"copy": url, "n": time.time()}
+        if in_space:  # the Space's page shows this query in its address bar too (assets/links.js asks it)
+            action["parent"] = {"origin": SPACE_ORIGIN, "queryString": urlsplit(url).query}
+        return url, json.dumps(action)
 
     # the page's own address first (the server cannot know it behind a proxy), then the link, then the clipboard
     C["copy_link"].click(None, None, C["link_box"], js="() => location.origin + location.pathname", **_QUIET).then(

@@ -106,3 +106,17 @@ def test_bad_value_warns_and_keeps_the_default(browser, app_url):
     assert "no example trace 'nope'" in text and "confident" in text and "split-emoji" in text
     assert float(_value(page, "temperature")) == 0.7
     assert not error_toasts(page) and not page.errors
+
+
+def test_the_hosts_own_settings_raise_no_warning(browser, app_url):
+    """A Space opens its frame with ?__theme=dark (and __sign=... when private): no toast about them."""
+    page = new_page(browser)
+    page.add_init_script("window.__toasts = []; new MutationObserver(() => document.querySelectorAll('.toast-body').forEach(t => {"
+                         " if (!t.__seen) { t.__seen = true; window.__toasts.push(t.innerText); } }))"
+                         ".observe(document, {subtree: true, childList: true});")
+    page.goto(app_url + "/?__theme=dark&__sign=x&temperature=0.35")
+    # the link was read (its one setting is on screen); a warning would have come in the same answer
+    page.wait_for_function("() => Number(document.querySelector('#temperature input[type=number]')?.value) === 0.35", timeout=60_000)
+    page.wait_for_timeout(1000)
+    assert not [t for t in page.evaluate("window.__toasts") if "not all used" in t or "__" in t]
+    assert not error_toasts(page) and not page.errors

@@ -65,3 +65,43 @@ def test_a_gallery_trace_is_read_once_and_shared_by_every_session():
     links._TRACES.clear()
     a = links.gallery_trace("flat")
     assert links.gallery_trace("flat") is a and a.steps  # one object: the viewer's bundle cache (keyed by it) hits
+
+
+def test_the_hosts_own_names_are_passed_over_in_silence():
+    """A Space opens its frame with ?__theme=dark (and __sign=... when private): not the person's settings."""
+    link = parse_link({"__theme": "dark", "__sign": "eyJhbGciOi", "prompt": "Hi", "__anything": "x"}, NAMES)
+    assert link.warnings == [] and link.fields == {"prompt": "Hi"}
+    # only the double underscore is the host's: a look-alike is still a setting nobody knows
+    link = parse_link({"_theme": "dark", "theme__": "dark"}, NAMES)
+    assert len(link.warnings) == 2 and "'_theme'" in link.warnings[0] and "'theme__'" in link.warnings[1]
+
+
+SPACE = "https://huggingface.co/spaces/teacher/llm-viz"
+
+
+def test_inside_a_space_a_link_points_at_the_spaces_page():
+    from ui.links import link_base
+
+    frame = "https://teacher-llm-viz.hf.space/"
+    assert link_base(frame, "teacher/llm-viz") == (SPACE, True)
+    assert link_base("https://teacher-llm-viz.HF.space", " teacher/llm-viz ") == (SPACE, True)
+    url = make_link(link_base(frame, "teacher/llm-viz")[0], prompt="Hi", temperature=0.5, step=2)
+    assert url == SPACE + "?prompt=Hi&temperature=0.5&step=2"
+    # the Space's own host (SPACE_HOST), e.g. a custom domain, counts as the frame too
+    assert link_base("http://my.school.example:7860/", "teacher/llm-viz", "my.school.example") == (SPACE, True)
+
+
+def test_outside_a_space_a_link_points_at_the_page_itself():
+    from ui.links import link_base, space_page
+
+    for address, space_id, host in (("http://127.0.0.1:7860/", None, None),  # a laptop
+                                    ("http://127.0.0.1:7860/", "teacher/llm-viz", "teacher-llm-viz.hf.space"),  # a Space's copy run elsewhere
+                                    ("https://teacher-llm-viz.hf.space/", "", None),  # no SPACE_ID: nothing to point at
+                                    ("https://evil.example/x.hf.space/", "teacher/llm-viz", None)):  # (the path is not the host)
+        assert link_base(address, space_id, host) == (address, False), address
+    for bad in ("teacher", "a/b/c", "../etc", "/name", "owner/", "own er/name", "owner/na?me"):
+        assert space_page(bad) is None, bad
+        assert link_base("https://x.hf.space/", bad) == ("https://x.hf.space/", False)
+    # a malformed address (an unclosed IPv6 bracket) is not a crash
+    assert link_base("http://[::1", "teacher/llm-viz") == ("http://[::1", False)
+    assert link_base("", "teacher/llm-viz") == ("", False)
