@@ -4,6 +4,7 @@ UI imports, so they are tested on tiny models without a browser.
     lm = same_model(loaded, trace)                 # the loaded model, if it made `trace`
     rec = LENS.get(lm, trace, step)                # the logit lens of a step (trace's own, or computed once)
     path = write_download(lm, trace, folder)       # the trace file, lens of every step included
+    folder = download_folder(root, session_hash)   # one browser session's downloads (remove_download_folder)
     speed = speed_against_plain(lm, trace)         # speculative vs plain decoding, tokens per second
     i, j = default_swap(trace)                     # two word tokens of the prompt, for the swap demo
     settings = settings_from_inputs(...)           # the page's fields as Settings (SettingsError if not numbers)
@@ -11,6 +12,11 @@ UI imports, so they are tested on tiny models without a browser.
 """
 from __future__ import annotations
 
+import math
+
+import hashlib
+import re
+import shutil
 import threading
 import time
 from dataclasses import replace
@@ -118,6 +124,31 @@ def write_download(lm, trace: Trace, folder: Path, cache: LensCache = LENS) -> P
     return trace_io.save(full, folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}{DOWNLOAD_SUFFIX}")
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def download_folder(root: Path, session_hash: str | None) -> Path:
+    """The folder under `root` for one browser session's downloads ("shared" without a session). The
+    hash is the browser's to choose, so only a plain name is used as it is; any other (".." or "a/b")
+    by its digest: always a folder inside `root`, and never "shared" or another one of ours."""
+    if not session_hash:
+        return root / "shared"
+    h = str(session_hash)
+    name = h if _PLAIN_NAME.fullmatch(h) else hashlib.sha256(h.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return root / f"session-{name}"
+
+
+def remove_download_folder(root: Path, session_hash: str | None) -> bool:
+    """Remove a session's download folder once its page has closed (a trace file is up to ~50 MB, and a
+    class opens many sessions); True if there was one. The shared folder stays: it has no session."""
+    if not session_hash:
+        return False
+    folder = download_folder(root, session_hash)
+    existed = folder.is_dir()
+    shutil.rmtree(folder, ignore_errors=True)
+    return existed
+
+
 # -- the other inside-the-model views -----------------------------------------------------------
 def accounting_for(lm, trace: Trace):
     """(accounting records of every step, machine, params), or None when neither the trace nor the
@@ -186,6 +217,8 @@ def settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new)
     prompt; an empty system prompt: the template's own). SettingsError if one is not a number."""
     chat = mode != "Raw text"
     try:
+        if not all(math.isfinite(float(x)) for x in (temperature, top_k, top_p, seed, max_new)):
+            raise SettingsError("a setting is not a finite number: give each field a number within its range")
         return Settings(
             temperature=float(temperature), top_k=int(top_k) if float(top_k).is_integer() else float(top_k),
             top_p=float(top_p), seed=int(seed), max_new_tokens=int(max_new), chat=chat,

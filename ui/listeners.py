@@ -2,7 +2,8 @@
 model's status line.
 
 Environment: LLM_VIZ_DOWNLOAD_DIR=DIR holds the folder of trace files made for download (default:
-the system's temporary folder); that folder is removed at exit.
+the system's temporary folder); that folder is removed at exit, and each session's own folder in it
+as soon as that session's page closes (session_closed, Gradio's unload).
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ class Listeners:
             yield {C["download_file"]: None}
             return
         yield {C[button]: gr.Button(f"Preparing the {what} …", interactive=False), C["download_file"]: None}
-        folder = DOWNLOADS / (getattr(request, "session_hash", None) or "shared")
+        folder = session.download_folder(DOWNLOADS, getattr(request, "session_hash", None))
         try:
             path = str(write(folder))
         except (OSError, SettingsError) as e:
@@ -108,6 +109,12 @@ class Listeners:
         i = max(0, min(int(i), len(stages) - 1))
         return {C["tour_group"]: gr.Group(visible=True), C["tour_box"]: tour_viz.tour_html(trace, s, i), self.p.tour_i: i,
                 C["tour_target"]: stages[i].target}
+
+
+def session_closed(request: gr.Request = None):
+    """A page closed or reloaded (Gradio's unload, once its heartbeat stops): its session's download
+    folder goes now rather than at exit, so a day of classes does not fill the Space's disk."""
+    session.remove_download_folder(DOWNLOADS, getattr(request, "session_hash", None))
 
 
 def status_tick():  # until the model has loaded (or failed), then the timer stops

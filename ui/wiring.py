@@ -18,7 +18,7 @@ from ui import viewer_wiring as viewer
 from ui.generation import Generation
 from ui.inside import INSIDE, Inside, kv_compare_click, swap_click
 from ui.layout import Page
-from ui.listeners import Listeners, status_tick
+from ui.listeners import Listeners, session_closed, status_tick
 from ui.views import panels_of_values, slider
 
 FOCUS_JS = ("(t) => { document.querySelectorAll('.tour-focus').forEach(e => e.classList.remove('tour-focus')); "
@@ -187,3 +187,4 @@ def _page_open(demo: gr.Blocks, w: Wires) -> None:
     links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside), opened)
     status_timer = gr.Timer(1.0)
     status_timer.tick(status_tick, None, [C["info"], status_timer], show_progress="hidden")
+    demo.unload(session_closed)  # the page closed: its session's download folder goes (ui/listeners.py)
