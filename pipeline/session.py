@@ -12,9 +12,8 @@ UI imports, so they are tested on tiny models without a browser.
 """
 from __future__ import annotations
 
-import math
-
 import hashlib
+import math
 import re
 import shutil
 import threading

@@ -22,6 +22,8 @@ import gradio as gr
 
 from pipeline import session
 from pipeline.errors import SettingsError
+from pipeline.generate import validate
+from ui.links import MAX_TEXT
 
 API_NAME = "trace"
 MODES = {"chat": "Chat", "raw": "Raw text"}  # the API's mode -> the page's
@@ -61,7 +63,11 @@ def run_trace(start_run: Callable, folder: Path, prompt, mode, system_prompt, te
         raise SettingsError(f"mode must be \"chat\" or \"raw\", not {mode!r}")
     if not isinstance(prompt, str) or not prompt.strip():
         raise SettingsError("the prompt is empty: give some text for the model to continue")
+    for name, text in (("prompt", prompt), ("system prompt", system_prompt or "")):
+        if not isinstance(text, str) or len(text) > MAX_TEXT:  # the bound a link has too (ui/links.py)
+            raise SettingsError(f"the {name} is longer than {MAX_TEXT} characters: shorten it")
     settings = session.settings_from_inputs(page_mode, system_prompt, temperature, top_k, top_p, seed, max_new_tokens)
+    validate(settings)  # (before the model's slot is taken)
     lm, gen = start_run(prompt, settings, None, None, settings.max_new_tokens, (False, 0, None))
     for _ in gen:
         pass
