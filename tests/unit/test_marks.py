@@ -2,6 +2,7 @@
 nothing that starts the app or loads the embedded model (tests/conftest.py marks by folder)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,15 +15,36 @@ ROOT = Path(__file__).resolve().parents[2]
 QUICK = "not browser and not integration"
 
 
-def collect(*args: str, cwd: Path = ROOT) -> set[str]:
-    """Node ids pytest selects, collected (never run) in a fresh process, as a person would type it."""
-    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
-                       cwd=cwd, capture_output=True, text=True, timeout=300)
+# A plugin for the collecting process: prints each collected item, whether -m kept it, and its marks.
+PROBE = """
+def pytest_deselected(items):
+    for i in items:
+        print("DESELECTED", i.nodeid, ",".join(sorted(m.name for m in i.iter_markers())))
+
+def pytest_collection_finish(session):
+    for i in session.items:
+        print("SELECTED", i.nodeid, ",".join(sorted(m.name for m in i.iter_markers())))
+"""
+
+
+def collect(tmp_path: Path, *args: str, cwd: Path = ROOT) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """({selected node id: marks}, {deselected node id: marks}): collected (never run) in a fresh
+    process, with the selection a person would type."""
+    (tmp_path / "quick_loop_probe.py").write_text(PROBE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "quick_loop_probe", *args],
+                       cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return {line for line in r.stdout.splitlines() if "::" in line}
+    out: dict[str, dict[str, set[str]]] = {"SELECTED": {}, "DESELECTED": {}}
+    for line in r.stdout.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind in out:
+            node, _, marks = rest.rpartition(" ")  # parametrised ids may hold spaces; marks never do
+            out[kind][node] = set(filter(None, marks.split(",")))
+    return out["SELECTED"], out["DESELECTED"]
 
 
-def files(ids: set[str]) -> set[str]:
+def files(ids) -> set[str]:
     return {i.split("::")[0] for i in ids}
 
 
@@ -30,25 +52,26 @@ def files_under(folder: str) -> set[str]:
     return {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests" / folder).rglob("test_*.py")}
 
 
-def test_the_quick_loop_selects_every_unit_test_and_nothing_else():
-    every = collect()
-    quick = collect("-m", QUICK)
-    units = {i for i in every if i.startswith("tests/unit/")}
-    assert quick == units, f"unit tests left out: {sorted(units - quick)[:5]}; others let in: {sorted(quick - units)[:5]}"
+def test_the_quick_loop_selects_every_unit_test_and_nothing_else(tmp_path):
+    quick, rest = collect(tmp_path, "-m", QUICK)
     assert files(quick) == files_under("unit") and len(quick) > 300
-    assert files(every - quick) == files_under("browser") | files_under("integration")
+    assert files(rest) == files_under("browser") | files_under("integration")
+    for node, marks in rest.items():
+        assert folder_mark(ROOT / node.split("::")[0]) in marks, (node, marks)
 
 
 def test_a_new_file_that_forgets_its_mark_gets_it_from_its_folder(tmp_path):
-    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    browser: b\n    integration: i\n")
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
+    tree = tmp_path / "project"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "pytest.ini").write_text("[pytest]\nmarkers =\n    browser: b\n    integration: i\n")
+    (tree / "tests" / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
     for folder in ("unit", "browser", "integration"):
-        (tmp_path / "tests" / folder).mkdir()
-        (tmp_path / "tests" / folder / f"test_new_{folder}.py").write_text("def test_it():\n    pass\n")  # no mark
-    assert collect("-m", QUICK, "tests", cwd=tmp_path) == {"tests/unit/test_new_unit.py::test_it"}
-    assert collect("-m", "browser", "tests", cwd=tmp_path) == {"tests/browser/test_new_browser.py::test_it"}
-    assert collect("-m", "integration", "tests", cwd=tmp_path) == {"tests/integration/test_new_integration.py::test_it"}
+        (tree / "tests" / folder).mkdir()
+        (tree / "tests" / folder / f"test_new_{folder}.py").write_text("def test_it():\n    pass\n")  # no mark
+    quick, rest = collect(tmp_path, "-m", QUICK, "tests", cwd=tree)
+    assert quick == {"tests/unit/test_new_unit.py::test_it": set()}
+    assert rest == {"tests/browser/test_new_browser.py::test_it": {"browser"},
+                    "tests/integration/test_new_integration.py::test_it": {"integration"}}
 
 
 def test_marks_come_from_the_folder():
