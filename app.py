@@ -23,7 +23,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from pipeline import gallery, trace_io
+from pipeline import gallery, trace_bounds, trace_io
 from pipeline.errors import TraceFormatError
 from pipeline.records import Trace
 from ui import api, layout, listeners, model, wiring
@@ -68,7 +68,7 @@ def main(argv=None):
     demo.queue(default_concurrency_limit=8)
     gr.set_static_paths(viewer.static_paths() + [str(gallery.GALLERY_DIR)])  # the page's scripts; the saved traces
     demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=viewer.head_html(), theme=gr.themes.Soft(),
-                show_error=True)
+                show_error=True, max_file_size=trace_bounds.MAX_FILE_BYTES)  # a larger upload is refused as it streams in
 
 
 if __name__ == "__main__":

@@ -74,15 +74,15 @@ class Listeners:
                 trace = trace_io.load(file if isinstance(file, str) else getattr(file, "name", str(file)))  # .json(.gz), /1 or /2
             except (OSError, EOFError, TraceFormatError) as e:
                 gr.Warning(f"Could not read that trace: {e}")
-                return unchanged(C)
+                return {**unchanged(C), C["ran"]: False}  # (`ran` False: the load's follow-ups do nothing, ui/wiring.py)
         if not trace.steps:
             gr.Warning("That trace holds no generated steps.")
-            return unchanged(C)
+            return {**unchanged(C), C["ran"]: False}
         L, H = layer_head_choices(trace)
         s = trace.settings
         # a file from disk is not the gallery's (a gallery trace comes here as a Trace, and names itself after)
         from_disk = {} if isinstance(file, Trace) else {C["example"]: gr.Dropdown(value=None), C["example_look"]: ""}
-        return {**from_disk,
+        return {**from_disk, C["ran"]: True,
             self.p.state: trace, **panels(C, trace, len(trace.steps) - 1, ViewOptions.of(trace)),
             C["slider"]: slider(trace), C["layer"]: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
             C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),

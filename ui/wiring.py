@@ -65,7 +65,7 @@ class Wires:
             fin_in=[C["ran"], *view_in],
             fin_out=[*panels, C["slider"], C["download"], C["bundle_req"]],
             panels=panels,
-            load_out=[state, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"],
+            load_out=[C["ran"], state, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"],
                       C["download"], C["spec_summary"], C["example"], C["example_look"]],
         )
 
@@ -172,10 +172,18 @@ def _viewer_calls(w: Wires) -> None:
 
 
 def _upload(w: Wires) -> None:
-    """A trace file loaded from disk."""
+    """A trace file loaded from disk. A refused file (`ran` False) changed nothing, so its follow-ups do nothing:
+    the Inside panel's would recompute what is on screen, waiting for the model if another person's run has it."""
     C = w.p.C
+    (bundle, bundle_in, bundle_out), (inside, inside_in, inside_out, inside_kw) = w.send_bundle, w.inside
     C["upload"].upload(w.other.load_trace, [C["upload"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]], w.load_out).then(
-        *w.send_bundle).then(*w.inside[:3], **w.inside[3])
+        _if_loaded(bundle, gr.skip()), [C["ran"], *bundle_in], bundle_out).then(
+        _if_loaded(inside, {C["lens_html"]: gr.skip()}), [C["ran"], *inside_in], inside_out, **inside_kw)
+
+
+def _if_loaded(fn, nothing):
+    """`fn` run only when the load before it took (its first input, `ran`); else `nothing`."""
+    return lambda loaded, *a: fn(*a) if loaded else nothing
 
 
 def _page_open(demo: gr.Blocks, w: Wires) -> None:
