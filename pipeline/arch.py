@@ -48,7 +48,10 @@ def find_arch(model: torch.nn.Module) -> Arch:
 
 def model_info(model, *, model_id: str, source: str) -> ModelInfo:
     c = model.config
-    get = lambda *names, default=None: next((getattr(c, n) for n in names if getattr(c, n, None) is not None), default)
+
+    def get(*names, default=None):
+        return next((getattr(c, n) for n in names if getattr(c, n, None) is not None), default)
+
     n_heads = int(get("num_attention_heads", "n_head"))
     d_model = int(get("hidden_size", "n_embd"))
     return ModelInfo(

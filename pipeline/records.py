@@ -473,7 +473,7 @@ class Trace:
 # ---------------------------------------------------------------------------------------
 # The trace file lives in pipeline/trace_io.py; these wrappers keep older callers working.
 
-from .errors import TraceFormatError  # noqa: E402  (re-exported: older callers name it here)
+from .errors import TraceFormatError  # noqa: E402, F401  (re-exported: older callers name it here)
 
 
 def dumps(trace: Trace, *, full: bool = False) -> str:

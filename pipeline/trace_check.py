@@ -71,7 +71,7 @@ def _settings(s: Settings, where: str) -> None:
         sampling.build_stages(temperature=s.temperature, top_k=s.top_k, top_p=s.top_p, repetition_penalty=s.repetition_penalty)
     except (SettingsError, OverflowError, ValueError) as e:
         raise _bad(where, str(e)) from e
-    if not (math.isfinite(s.temperature) and 0 <= s.seed < 2**63 and 0 <= s.max_new_tokens <= MAX_SIZE):
+    if not (math.isfinite(s.temperature) and 0 <= s.seed < 2**128 and 0 <= s.max_new_tokens <= MAX_SIZE):
         raise _bad(where, "a temperature, seed or token count out of range")
 
 

@@ -166,7 +166,7 @@ def byte_cells(prompt: PromptRecord, steps: Sequence[StepRecord], upto: int | No
         items.append(("generated", s.position + 1, int(s.token_id), s.piece,
                       s.raw_piece if recorded else _MISSING, s.piece_bytes if recorded else _MISSING, i))
     raws, datas, known = [], [], []
-    for k, (kind, pos, tid, piece, r_raw, r_bytes, _) in enumerate(items):
+    for k, (_kind, _pos, tid, piece, r_raw, r_bytes, _) in enumerate(items):
         raw, ok = _lookup(raw_pieces, k, tid)
         if not ok:
             raw, ok = (r_raw, True) if r_raw is not _MISSING and r_raw is not None else (piece, False)

@@ -47,7 +47,7 @@ def app_server(*args: str, log: Path | None = None, timeout: float = 300, env: d
                 break
             except OSError:
                 if time.time() > deadline:
-                    raise RuntimeError(f"app.py did not answer on {url} within {timeout} s")
+                    raise RuntimeError(f"app.py did not answer on {url} within {timeout} s") from None
                 time.sleep(0.5)
         yield url
     finally:

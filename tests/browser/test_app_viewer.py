@@ -279,7 +279,7 @@ def test_the_text_chips_and_kv_summary_of_a_step_read_as_the_server_draws_them(b
 def test_download_as_web_page_gives_the_same_viewer_offline(browser, app_url, tmp_path):
     """The example trace on screen, saved with "Download as web page" at once (a newcomer does not wait):
     one file, which opens with nothing else, scrubs and plays."""
-    from .test_viewer_page import IDS, open_viewer, settle
+    from .test_viewer_page import open_viewer, settle
 
     page = new_page(browser)
     page.goto(app_url)

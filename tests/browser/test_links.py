@@ -1,6 +1,5 @@
 """Links and the gallery in Chromium: a link fills the page in (and generates with run=1), ?example=
 opens a saved trace at its step, Copy link reproduces the page, a bad value warns and keeps the default."""
-import json
 
 import pytest
 

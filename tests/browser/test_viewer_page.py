@@ -189,8 +189,8 @@ def test_colour_scales_drawn_once_as_viz_draws_them(browser, html_file, pid):
     settle(page, 3)
     shown = page.evaluate(f"(id) => ({SCALE})(document.querySelector('#' + id + ' .colour-scale'))", pid)
     assert page.evaluate("() => window.__draws") == 0
-    assert page.evaluate(f"(id) => document.querySelectorAll('#' + id + ' .colorbar').length", pid) == 1
-    assert page.evaluate(f"(id) => document.querySelector('#' + id + ' .js-plotly-plot').querySelector(':scope > .plot-container > .svg-container > .main-svg .colorbar')", pid) is None
+    assert page.evaluate("(id) => document.querySelectorAll('#' + id + ' .colorbar').length", pid) == 1
+    assert page.evaluate("(id) => document.querySelector('#' + id + ' .js-plotly-plot').querySelector(':scope > .plot-container > .svg-container > .main-svg .colorbar')", pid) is None
     whole = page.evaluate(DRAWN_WHOLE, [pid, 3])
     assert shown["title"] == whole["title"] and shown["ticks"] == whole["ticks"], (shown, whole)
     assert all(abs(a - b) <= 1 for a, b in zip(shown["bar"], whole["bar"])), (shown, whole)

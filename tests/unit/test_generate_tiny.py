@@ -1,5 +1,7 @@
 """The traced generator on tiny random models of several families: its records must be the
 model's real computation, checked against independent forward passes."""
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -248,7 +250,7 @@ def test_bad_input_is_refused_before_generation(llama, prompt, kw, msg):
 
 def test_records_are_immutable(llama):
     _, steps = run(llama, max_new_tokens=1)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         steps[0].token_id = 3
     assert isinstance(steps[0], StepRecord)
 

@@ -47,7 +47,7 @@ def test_every_panel_has_one_frame_per_step_naming_its_step(bundle, trace):
 
 
 def test_frames_carry_the_steps_own_numbers(bundle, trace):
-    P, st = bundle["panels"], trace.settings
+    P = bundle["panels"]
     for s, step in enumerate(trace.steps):
         raw, fin = P["dist-plot"]["frames"][s]["data"]  # the two bars: temperature 1, and as sampled
         np.testing.assert_allclose(arr(raw["x"])[:20], step.top_probs[:20], rtol=1e-6)
