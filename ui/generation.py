@@ -52,18 +52,19 @@ class Generation:
         return out
 
     def stream(self, prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, live, spec_on, spec_k, spec_draft,
-               state, cont: dict | None = None, one_step=False):
+               shown, state, cont: dict | None = None, one_step=False):
         """Generate and stream: cheap panels every token, heavy ones at a bounded rate, `finish` draws all
-        at the end. `cont`: go on from the trace on screen, as pipeline.continuation.continue_generation's
-        keywords ({"start_step": None} after its last step; a step to re-sample from; with "force_rank",
-        a branch); `one_step`: one token."""
+        at the end. `shown`: the page's model line when it was clicked (ui/model.py's ModelHolder.get).
+        `cont`: go on from the trace on screen, as pipeline.continuation.continue_generation's keywords
+        ({"start_step": None} after its last step; a step to re-sample from; with "force_rank", a branch);
+        `one_step`: one token."""
         C, prev = self.C, state
         opts = ViewOptions(layer, head, temperature, top_k, top_p)
         try:
             settings = session.settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new)
             n_new = 1 if one_step else session.tokens_to_make(prev, cont, settings.max_new_tokens)
             spec = (bool(spec_on) and cont is None and not one_step, spec_k, spec_draft)  # +1 token and re-sample stay plain
-            lm, gen = model.start_run(prompt, settings, prev, cont, n_new, spec)
+            lm, gen = model.start_run(prompt, settings, prev, cont, n_new, spec, shown=shown)
         except SettingsError as e:
             # a warning, not an error: the panels keep what they show, and nothing typed is touched
             yield self._refused(e)
@@ -93,10 +94,11 @@ class Generation:
             yield {C["spec_summary"]: page.speculative_summary_html(trace, speed)}
 
     def _refused(self, e: Exception) -> dict:
-        """A refused run: the warning, and one update that changes nothing but the `ran` flag. (A
-        generator that yields nothing makes Gradio set every output to None: an empty step slider.)"""
+        """A refused run: the warning, and one update that changes nothing but the `ran` flag (and the model
+        line, when the model was the reason). (A generator that yields nothing makes Gradio set every
+        output to None: an empty step slider.)"""
         gr.Warning(session.sentence(e))
-        return {self.C["ran"]: False}
+        return {self.C["ran"]: False, **({self.C["info"]: model.HOLDER.status} if isinstance(e, model.ModelNotReady) else {})}
 
     def finish(self, ran, trace, step, layer, head, temperature, top_k, top_p):
         """After streaming ends or is stopped: every panel for the last step. Nothing when the run was refused."""

@@ -23,12 +23,31 @@ MAX_NEW_TOKENS = 512
 MAX_PROMPT_TOKENS = int(os.environ.get("LLM_VIZ_MAX_PROMPT_TOKENS", 2048))
 
 
+LOADING = "loading the model ..."
+
+
+class ModelNotReady(SettingsError):
+    """A run refused for want of the model; the refusal also redraws the page's model line."""
+
+
+def _same_text(line) -> str:
+    return " ".join(str(line or "").split())  # (a Markdown value may come back re-indented)
+
+
 class ModelHolder:
-    """Loads the model in the background so the page (with the example trace) is up at once."""
+    """Loads the model in the background so the page (with the example trace) is up at once.
+
+    A click is answered at once and as the page's model line said when it was clicked (`get`): a line
+    that said "loading" never starts a run, even when the model arrived since. Else the click became a
+    whole run of what the page held then (the default chat prompt, 64 tokens), and while a run of
+    Generate is pending the page drops every further click on it (Gradio's trigger_mode "once"): the
+    prompt typed next, clicked once the line said "Model:", went unanswered for over a minute on a busy
+    2-core machine (issue 23). A click used to wait up to 3 s for the model, which widened that window."""
 
     def __init__(self, spec: str | None):
-        self.spec, self.lm, self.error, self.status = spec, None, None, "loading the model ..."
+        self.spec, self.lm, self.error, self.status = spec, None, None, LOADING
         self.ready = threading.Event()
+        self.loading_lines = {_same_text(LOADING)}  # every line the page may have been sent while loading
 
     def start(self) -> "ModelHolder":
         threading.Thread(target=self._load, daemon=True).start()
@@ -40,7 +59,7 @@ class ModelHolder:
         gate = os.environ.get("LLM_VIZ_LOAD_GATE")
         while gate and not Path(gate).exists():  # tests: loading waits until the file appears
             time.sleep(0.2)
-        try:
+        try:  # the model first, then the line that says so: once the page reads "Model:", get() has it
             self.lm = load_model(self.spec, progress=self._progress)
             self.status = page.model_markdown(self.lm.info)
         except Exception as e:  # shown on the page; the example trace stays explorable
@@ -51,16 +70,23 @@ class ModelHolder:
 
     def _progress(self, msg: str):
         print(msg, flush=True)
-        self.status = f"_{msg.strip()}_"
+        line = f"_{msg.strip()}_"
+        self.loading_lines.add(_same_text(line))  # before any page can be sent it
+        self.status = line
 
-    def get(self):
-        if not self.ready.wait(timeout=3):
-            raise SettingsError(f"the model is still loading ({self.status.strip('_')}); the example trace below "
+    def get(self, shown: str | None = None):
+        """The model, or at once the reason (ModelNotReady) there is none. `shown`: the model line the page
+        showed when it was clicked (None: no page, as for the API)."""
+        if self.lm is not None and _same_text(shown) not in self.loading_lines:
+            return self.lm
+        if self.lm is not None:  # loaded since the page last asked: the refusal redraws its line
+            raise ModelNotReady("the model was still loading when the page last asked; it has just finished: "
+                                "press Generate again")
+        if not self.ready.is_set():
+            raise ModelNotReady(f"the model is still loading ({self.status.strip('_')}); the example trace below "
                                 "can be explored meanwhile: try Generate again in a moment")
-        if self.lm is None:
-            raise SettingsError(f"the model could not be loaded: {self.error}. Restart the app with --model "
-                                "pointing at a working model")
-        return self.lm
+        raise ModelNotReady(f"the model could not be loaded: {self.error}. Restart the app with --model "
+                            "pointing at a working model")
 
 
 HOLDER: ModelHolder | None = None  # set once by start() (app.py's main); None when only the page is built
@@ -74,8 +100,9 @@ def start(spec: str | None) -> ModelHolder:
 
 
 def status() -> str:
-    """The model line the page shows (empty when no model was started)."""
-    return HOLDER.status if HOLDER else ""
+    """The model line the page is built with: empty until the page has asked (its first load, then a
+    timer): a line it was built with says nothing of when it was clicked (see ModelHolder.get)."""
+    return ""
 
 
 def loaded():
@@ -109,10 +136,11 @@ def _draft(lm, spec: str):
     return DRAFTS[key]
 
 
-def start_run(prompt, settings, prev: Trace | None, cont: dict | None, n_new: int, spec: tuple):
+def start_run(prompt, settings, prev: Trace | None, cont: dict | None, n_new: int, spec: tuple, shown: str | None = None):
     """(lm, the generation a click asks for): a fresh one (`cont` None; speculative when `spec`'s
-    first item is on), or one going on from the trace on screen (pipeline.continuation)."""
-    lm = HOLDER.get()
+    first item is on), or one going on from the trace on screen (pipeline.continuation). `shown`: the
+    page's model line when it was clicked (ModelHolder.get)."""
+    lm = HOLDER.get(shown)
     if not 1 <= n_new <= MAX_NEW_TOKENS:
         raise SettingsError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this page, not {n_new}")
     spec_on, spec_k, spec_draft = spec

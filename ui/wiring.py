@@ -59,7 +59,8 @@ class Wires:
             send_bundle=(viewer.bundle_message, [state, C["layer"], C["head"], C["metric"]], C["viewer_data"]),
             view_in=view_in,
             gen_in=[C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"],
-                    C["head"], C["live"], C["spec_on"], C["spec_k"], C["spec_draft"], state],
+                    C["head"], C["live"], C["spec_on"], C["spec_k"], C["spec_draft"],
+                    C["info"], state],  # the model line as clicked: a click while it said "loading" starts no run
             all_out=[C["ran"], state, *panels, C["slider"], C["download"], C["spec_summary"], C["info"], C["layer"], C["head"], C["viewer_data"],
                      C["example"], C["example_look"]],
             fin_in=[C["ran"], *view_in],

@@ -1,0 +1,54 @@
+"""The model holder answers a click at once, and as the page's model line said when it was clicked."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ui import model
+from ui.model import LOADING, ModelHolder, ModelNotReady
+
+LOADED_LINE = "Model: **SmolLM2-135M-Instruct** (embedded)"
+
+
+def _holder(lm=None, ready=False, error=None) -> ModelHolder:
+    h = ModelHolder(None)  # never started: the test sets what loading would
+    h.lm, h.error = lm, error
+    if ready:
+        h.ready.set()
+    return h
+
+
+def test_a_click_while_loading_is_refused_at_once():
+    h = _holder()
+    t0 = time.perf_counter()
+    with pytest.raises(ModelNotReady, match="still loading"):
+        h.get(LOADING)
+    assert time.perf_counter() - t0 < 0.5, "a click must not wait for the model"
+
+
+def test_a_click_made_while_the_line_said_loading_starts_no_run_though_the_model_is_there():
+    lm = object()
+    h = _holder(lm, ready=True)
+    # (the message keeps the words "still loading": assets/links.js waits for the model line on them)
+    with pytest.raises(ModelNotReady, match="still loading .* just finished"):
+        h.get(LOADING)
+    with pytest.raises(ModelNotReady):
+        h.get("  loading the model\n ...  ")  # the same line, however Markdown re-spaced it
+    h._progress("converting the GGUF ...")  # a progress line is a loading line too
+    with pytest.raises(ModelNotReady):
+        h.get("_converting the GGUF ..._")
+    assert h.get(LOADED_LINE) is lm
+    assert h.get("Viewing a saved trace of tiny-llama") is lm
+    assert h.get("") is lm  # the line the page is built with (model.status()): not yet asked
+    assert h.get(None) is lm  # no page (the API)
+
+
+def test_a_model_that_failed_to_load_says_so():
+    h = _holder(ready=True, error="no such model")
+    with pytest.raises(ModelNotReady, match="could not be loaded: no such model"):
+        h.get("**Model failed to load:** no such model")
+
+
+def test_the_page_is_built_with_an_empty_model_line():
+    assert model.status() == ""
