@@ -239,15 +239,16 @@
       .concat(cutText(r, n));
     const title = `Next token at position ${c.position}` + lines.map((line) => `<br><sup>${line}</sup>`).join('');
     const out = Object.assign({}, layout, { shapes, annotations: annotations.concat(notes),
-      title: Object.assign({}, layout.title, { text: title }), datarevision: `${s}|${r.key}` });
+      title: Object.assign({}, layout.title, { text: title }), datarevision: `${s}|${r.key}`, meta: Object.assign({}, layout.meta, r.used) });
     return { data: [raw, bar].concat(data.slice(2)), layout: out };
   }
 
   // A panel's figure at a step; the distribution reshaped for state {t, k, p} (the app's page uses this too).
   function figureFor(bundle, id, s, state) {
     if (id !== 'dist-plot') return merged(bundle.panels[id], s);
-    const r = reshape(bundle.sampling, s, state.t, state.k, state.p);
-    r.key = `${state.t}|${state.k}|${state.p}`;
+    const S = bundle.sampling, r = reshape(S, s, state.t, state.k, state.p);
+    r.key = `${state.t}|${state.k}|${state.p}`; // and the settings reshape used, named in layout.meta (DESIGN.md):
+    r.used = { temperature: S.temperatures[gridIndex(S.temperatures, state.t)], top_k: Math.round(state.k), top_p: S.top_ps[gridIndex(S.top_ps, state.p)] };
     return distFigure(bundle, s, r);
   }
 
@@ -255,8 +256,7 @@
   // A step's figure is the panel's figure with the step's frame merged in, drawn by Plotly.react, which
   // redraws only what changed (measured 4-5x faster here than Plotly.animate with redraw: true).
   const PLAY_FPS = 12; // steps per second while playing
-  // Drawing with Plotly: assets/viewer_plot.js, loaded before this file (the reshaping above needs none).
-  const react = (el, fig) => root.LLMViewer.react(el, fig);
+  const react = (el, fig) => root.LLMViewer.react(el, fig); // assets/viewer_plot.js, loaded first (reshaping needs none)
 
   // A slider as the app's: #id holds a range input and a number input that follow each other.
   function slider(id, { min, max, step, value }, onChange) {

@@ -217,4 +217,6 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
                          shapes=shapes, annotations=annotations,
                          xaxis=dict(range=[0, 1.08], autorange=False, tickformat=".0%", title=dict(text="probability"), fixedrange=True),
                          yaxis=dict(type="category", autorange="reversed", fixedrange=True, tickfont=dict(size=12)))
+    # the contract the page and its tests read: the settings these numbers were computed with (DESIGN.md)
+    layout["meta"] = {"temperature": float(temperature), "top_k": int(top_k), "top_p": float(top_p)}
     return {"data": bars, "layout": layout}

@@ -84,7 +84,7 @@ def distribution_only(trace: Trace, *, step, temperature, top_k, top_p):
     # the page has no repetition-penalty control: the trace's own value applies
     fig = distribution.distribution_figure(trace.steps[s], temperature=float(temperature), top_k=int(top_k), top_p=float(top_p),
                                            repetition_penalty=trace.settings.repetition_penalty, vocab_size=trace.model.vocab_size)
-    return fig.update_layout(meta={"step": s})
+    return fig.update_layout(meta={"step": s, **fig.layout.meta})  # and the settings it was computed with
 
 
 def overview_only(trace: Trace, *, step, metric: str = "entropy"):
@@ -116,7 +116,7 @@ def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, heavy:
     keys = only if only is not None else [k for k in PANEL_KEYS if heavy or k not in HEAVY]
     out = {k: makers[k]() for k in keys}
     for k in STEP_FIGURES.intersection(out):  # the contract the page and the tests read: the step a panel shows
-        out[k].update_layout(meta={"step": s})
+        out[k].update_layout(meta={**(out[k].layout.meta or {}), "step": s})  # (the distribution's settings kept)
     return out
 
 

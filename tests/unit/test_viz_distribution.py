@@ -187,3 +187,12 @@ def test_greedy_keeps_one_token_and_shows_zero_entropy():
     fig = distribution_figure(st, temperature=0.0, top_k=0, top_p=0.9)
     assert "→ 0.00 bits" in fig.layout.title.text and "-0.00" not in fig.layout.title.text
     assert "greedy" in fig.layout.title.text
+
+
+@pytest.mark.parametrize("kw", [dict(temperature=0.0, top_k=0, top_p=0.5), dict(temperature=1.3, top_k=5, top_p=0.8), REC])
+def test_the_figure_names_the_settings_it_was_computed_with(kw):
+    """DESIGN.md: a distribution names (in layout.meta) the settings it was computed with."""
+    fig = distribution_figure(make_trace(**REC).steps[1], **kw)
+    meta = fig.layout.meta
+    assert meta == {"temperature": kw["temperature"], "top_k": kw["top_k"], "top_p": kw["top_p"]}
+    assert type(meta["top_k"]) is int and type(meta["temperature"]) is float and type(meta["top_p"]) is float
