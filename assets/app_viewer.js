@@ -15,7 +15,8 @@
   'use strict';
 
   const IDS = ['dist-plot', 'attn-plot', 'attn-overview', 'emb-plot', 'kv-plot'];
-  const SLIDERS = '#step-slider, #temperature, #top-k, #top-p'; // the sliders the page answers itself
+  const SAMPLING = '#temperature, #top-k, #top-p';
+  const SLIDERS = `#step-slider, ${SAMPLING}`; // the sliders the page answers itself
   const PLAY = '▶ Play', PAUSE = '⏸ Pause';
 
   const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, drawn: {}, busy: false, dirty: false, dragging: false,
@@ -41,7 +42,7 @@
 
   function numberOf(id, fallback) {
     const box = document.querySelector(`#${id} input[type=number]`) || document.querySelector(`#${id} input[type=range]`);
-    const v = box ? Number(box.value) : NaN;
+    const v = box && box.value.trim() !== '' ? Number(box.value) : NaN; // (a box emptied to type anew: not 0)
     return Number.isFinite(v) ? v : fallback;
   }
 
@@ -100,11 +101,33 @@
     IDS.forEach((id) => observe(panelWatch, id));
     observe(insideWatch, 'panel-inside');
     st.step = Math.round(numberOf('step-slider', m.bundle.n_steps - 1));
-    st.t = numberOf('temperature', m.bundle.settings.temperature);
-    st.k = Math.round(numberOf('top-k', m.bundle.settings.top_k));
-    st.p = numberOf('top-p', m.bundle.settings.top_p);
+    readSampling();
     render();
     if (playWanted) { wantPlay(false); togglePlay(); } // pressed before the bundle came
+  }
+
+  // The distribution is reshaped with what the temperature / top-k / top-p fields show, however they came to
+  // show it: typed or dragged (onInput), or written by the page with no event at all (a link's settings,
+  // an example's or a loaded trace's own: Gradio sets the inputs' `value`). Before, such a write left the
+  // distribution computed with the settings the viewer last had while the fields showed others.
+  function readSampling() { // true when the fields differ from what the distribution was drawn with
+    const t = numberOf('temperature', st.t), k = Math.round(numberOf('top-k', st.k)), p = numberOf('top-p', st.p);
+    const moved = t !== st.t || k !== st.k || p !== st.p;
+    st.t = t; st.k = k; st.p = p;
+    return moved;
+  }
+
+  let fieldsSet = false; // a check queued: the fields' inputs had a value written by a script
+  function watchSampling() {
+    const proto = root.HTMLInputElement && root.HTMLInputElement.prototype;
+    const d = proto && Object.getOwnPropertyDescriptor(proto, 'value');
+    if (!d || !d.set || !d.configurable) return;
+    Object.defineProperty(proto, 'value', Object.assign({}, d, { set(v) {
+      d.set.call(this, v);
+      if (fieldsSet || !this.closest || !this.closest(SAMPLING)) return;
+      fieldsSet = true;
+      queueMicrotask(() => { fieldsSet = false; if (readSampling()) render(); }); // (both inputs written by then)
+    } }));
   }
 
   // The text, chips, counts, KV summary and speculative round of the step on screen, from the server's
@@ -309,6 +332,7 @@
     done();
   });
 
+  watchSampling();
   document.addEventListener('input', onInput, true);
   document.addEventListener('change', onInput, true);
   document.addEventListener('click', (e) => { if (e.target.closest && e.target.closest('#play')) togglePlay(); }, true);
