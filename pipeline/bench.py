@@ -1,8 +1,8 @@
 """Side-by-side benchmark: plain `model.generate` against the traced generator, one run, one machine.
 
 Both decode greedily the same number of new tokens from the same prompt with the same model
-object; runs alternate (plain, traced, plain, traced, ...) so drift on a noisy machine hits
-both alike, and the median of each is reported. `run_speculative` does the same for the
+object; runs alternate in pairs (plain then traced, traced then plain, ...) so drift on a noisy
+machine hits both alike, and the ratio is the median of the pairs' ratios (their range printed). `run_speculative` does the same for the
 traced generator against the speculative one (pipeline/speculative.py).
 """
 from __future__ import annotations
@@ -40,17 +40,25 @@ def _traced(lm: LoadedModel, prompt: str, n: int) -> tuple[float, int, float, li
 
 
 def run(lm: LoadedModel, *, prompt: str = DEFAULT_PROMPT, new_tokens: int = 48, repeats: int = 3) -> dict:
+    """`repeats` pairs of runs, plain and traced side by side, the order swapped every pair
+    (plain-traced, traced-plain, ...) so that neither always runs on the other's warm caches or
+    into the other's noise. The ratio is the median over the pairs of traced/plain tokens/s: a
+    slow stretch of a shared machine hits both runs of a pair, and the median drops a pair it split."""
     ids = list(start(lm, prompt, Settings(max_new_tokens=1)).prompt.token_ids)
     _plain(lm, ids, 4)  # warm-up of both paths
     _traced(lm, prompt, 4)
     plain, traced, prefill, decode = [], [], [], []
-    for _ in range(repeats):
-        dt, n = _plain(lm, ids, new_tokens)
-        plain.append(n / dt)
-        dt, n, pre_ms, dec_ms = _traced(lm, prompt, new_tokens)
-        traced.append(n / dt)
-        prefill.append(pre_ms)
-        decode.append(statistics.median(dec_ms))
+    for i in range(repeats):
+        for kind in (("plain", "traced") if i % 2 == 0 else ("traced", "plain")):
+            if kind == "plain":
+                dt, n = _plain(lm, ids, new_tokens)
+                plain.append(n / dt)
+            else:
+                dt, n, pre_ms, dec_ms = _traced(lm, prompt, new_tokens)
+                traced.append(n / dt)
+                prefill.append(pre_ms)
+                decode.append(statistics.median(dec_ms))
+    ratios = [t / p for p, t in zip(plain, traced)]
     p, t = statistics.median(plain), statistics.median(traced)
     return {
         "model": lm.info.id,
@@ -59,7 +67,11 @@ def run(lm: LoadedModel, *, prompt: str = DEFAULT_PROMPT, new_tokens: int = 48, 
         "repeats": repeats,
         "plain_tokens_per_s": p,
         "traced_tokens_per_s": t,
-        "ratio": t / p,
+        "ratio": statistics.median(ratios),
+        "ratios": ratios,
+        "ratio_of_medians": t / p,
+        "plain_runs": plain,
+        "traced_runs": traced,
         "prefill_ms": statistics.median(prefill),
         "decode_ms_per_token": statistics.median(decode),
         "torch_threads": torch.get_num_threads(),
@@ -67,14 +79,16 @@ def run(lm: LoadedModel, *, prompt: str = DEFAULT_PROMPT, new_tokens: int = 48, 
 
 
 def report(r: dict) -> str:
+    rs = r["ratios"]
     return "\n".join(
         [
-            f"model {r['model']}, prompt {r['prompt_tokens']} tokens, {r['new_tokens']} new tokens, median of {r['repeats']} alternating runs, {r['torch_threads']} torch threads",
-            f"plain model.generate : {r['plain_tokens_per_s']:7.2f} tokens/s",
-            f"traced generator     : {r['traced_tokens_per_s']:7.2f} tokens/s",
-            f"ratio traced/plain   : {r['ratio']:7.3f}",
+            f"model {r['model']}, prompt {r['prompt_tokens']} tokens, {r['new_tokens']} new tokens, {r['repeats']} alternating pairs "
+            f"(order swapped every pair), {r['torch_threads']} torch threads",
+            f"plain model.generate : {r['plain_tokens_per_s']:7.2f} tokens/s  (median; runs {min(r['plain_runs']):.2f} to {max(r['plain_runs']):.2f})",
+            f"traced generator     : {r['traced_tokens_per_s']:7.2f} tokens/s  (median; runs {min(r['traced_runs']):.2f} to {max(r['traced_runs']):.2f})",
+            f"ratio traced/plain   : {r['ratio']:7.3f}  (median of the pairs; range {min(rs):.3f} to {max(rs):.3f}: {', '.join(f'{x:.3f}' for x in rs)})",
             f"prefill              : {r['prefill_ms']:7.1f} ms",
-            f"decode               : {r['decode_ms_per_token']:7.1f} ms/token",
+            f"decode               : {r['decode_ms_per_token']:7.1f} ms/token (traced, the records' own times)",
         ]
     )
 

@@ -17,7 +17,7 @@ import torch
 
 from . import sampling
 from .formulas import kv_cache_bytes
-from .capture import residual_stream, run_with_cache
+from .capture import block_names, captured_rows, residual_stream, run_with_cache
 from .loading import LoadedModel, rms_rows
 from .records import PromptRecord, Segment, Settings, StageRecord, StepRecord, Trace
 from .errors import SettingsError
@@ -200,6 +200,12 @@ def run_trace(lm: LoadedModel, text: str, settings: Settings) -> Trace:
 def top_n(logits: np.ndarray, n: int) -> np.ndarray:
     """Ids of the n largest logits, by logit descending (ties by id)."""
     n = min(n, logits.size)
+    cand = sampling.top_candidates(logits, n)  # a few hundred ids holding the n largest, or None
+    if cand is not None:
+        order = cand[np.lexsort((cand, -logits[cand]))]
+        if order.size == n or logits[order[n - 1]] != logits[order[n]]:
+            return order[:n]  # the n largest are one set: the same ids, in the same order, as below
+        # a tie straddles the n-th place: which tied ids come in is the partition's choice; ask it
     idx = np.argpartition(-logits, n - 1)[:n]
     return idx[np.lexsort((idx, -logits[idx]))]
 
@@ -261,16 +267,31 @@ def token_fields(lm: LoadedModel, token: int) -> dict:
 
 def _query_rows(pats: list, row: int, position: int) -> np.ndarray:
     """(L, H, position+1) attention of the query at `position` (row `row` of the pass) over keys
-    0..position. A sliding-window layer's pass holds only its window's keys, so its captured row
-    is shorter: its keys are placed at their own positions, and every key before the window gets
-    weight 0, which is what the layer gave it."""
-    out = np.zeros((len(pats), pats[0].shape[0], position + 1), np.float32)
-    for i, p in enumerate(pats):  # p: (H, q, K)
-        q, K = p.shape[1], p.shape[2]
+    0..position, from each layer's captured (1, H, q, K) pattern. A sliding-window layer's pass
+    holds only its window's keys, so its captured row is shorter: its keys are placed at their own
+    positions, and every key before the window gets weight 0, which is what the layer gave it."""
+    if all(p.shape[2] == 1 and p.shape[3] == position + 1 for p in pats):
+        # a decode pass of full-attention layers: each layer's one row covers keys 0..position, so
+        # one cat and one copy to numpy replace an index and a copy per layer
+        return torch.cat(pats)[:, :, 0, :].float().cpu().numpy()  # (L, H, position+1)
+    out = np.zeros((len(pats), pats[0].shape[1], position + 1), np.float32)
+    for i, p in enumerate(pats):  # p: (1, H, q, K)
+        q, K = p.shape[2], p.shape[3]
         r = row % q
         first = position + (q - 1 - r) + 1 - K  # the position of key 0: the pass's keys end at its last query
-        out[i, :, first:] = p[:, r, : position + 1 - first].float().cpu().numpy()
+        out[i, :, first:] = p[0, :, r, : position + 1 - first].float().cpu().numpy()
     return out
+
+
+def _same_array(a, b) -> bool:
+    """Whether `a` and `b` are the same numpy array or views of the same memory with one layout
+    (a speculative pass slices its logits afresh for each use)."""
+    if a is b:
+        return True
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return False
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.dtype == b.dtype
+            and a.shape == b.shape and a.strides == b.strides)
 
 
 def record_fields(
@@ -281,23 +302,26 @@ def record_fields(
     `row` is the query row of the captured pass whose logits chose the token (the last one,
     except in a speculative verification pass, which feeds several tokens at once)."""
     L = lm.info.n_layers
-    lse = sampling.logsumexp(logits)
-    probs = np.exp(logits.astype(np.float64) - lse)  # (vocab,) temperature 1
+    lse = res.logsumexp if _same_array(res.logits, logits) else sampling.logsumexp(logits)  # apply_stages computed it
+    probs = logits.astype(np.float64)  # (vocab,) temperature 1: exp(logit - lse), worked in one array
+    probs -= lse
+    np.exp(probs, out=probs)
     top = top_n(logits, TOP_N)
-    # attention of every layer and head: (layers, heads, q, k) per layer in the capture
-    pats = [cap[f"blocks.{i}.attn.pattern"][0] for i in range(L)]
+    # attention of every layer and head: (1, heads, q, k) per layer in the capture
+    pats = [cap[n] for n in block_names("attn.pattern", L)]
     attention = _query_rows(pats, row, position)  # (L, H, position+1)
     matrix = None
     T = position + 1  # prefill: the context so far, all of it fed in this pass
     if phase == "prefill" and T <= MAX_MATRIX_TOKENS:
-        matrix = torch.stack([p[:, :T, :T] for p in pats]).float().cpu().numpy()  # (L, H, T, T)
+        matrix = torch.stack([p[0, :, :T, :T] for p in pats]).float().cpu().numpy()  # (L, H, T, T)
     hidden = residual_stream(lm.arch, cap, row).float().cpu().numpy()  # (L+1, d)
     h64 = hidden.astype(np.float64)
     resid_norm = np.linalg.norm(h64, axis=1).astype(np.float32)  # (L+1,)
     update_norm = np.linalg.norm(np.diff(h64, axis=0), axis=1).astype(np.float32)  # (L,)
     resid_2d = lm.resid_projection.apply(rms_rows(hidden)) if lm.resid_projection is not None else None
-    attn_norm = torch.stack([cap[f"blocks.{i}.attn.out"][0, row].float().norm() for i in range(L)])  # (L,)
-    mlp_norm = torch.stack([cap[f"blocks.{i}.mlp.out"][0, row].float().norm() for i in range(L)])  # (L,)
+    # one norm over the stacked rows (each row reduced alone, as `row.norm()` does) rather than one per block
+    attn_norm = captured_rows(cap, block_names("attn.out", L), row).float().norm(dim=-1)  # (L,)
+    mlp_norm = captured_rows(cap, block_names("mlp.out", L), row).float().norm(dim=-1)  # (L,)
     return dict(
         index=index,
         phase=phase,
@@ -307,7 +331,7 @@ def record_fields(
         **token_fields(lm, token),
         text=text,
         top_ids=top.astype(np.int64),
-        top_pieces=tuple(lm.tokens.piece(int(i)) for i in top),
+        top_pieces=tuple(lm.tokens.pieces(top.tolist())),
         top_logits=logits[top].astype(np.float32),
         top_probs=probs[top].astype(np.float32),
         top_final_probs=res.final_probs[top].astype(np.float32),

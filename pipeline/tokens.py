@@ -57,6 +57,7 @@ class TokenView:
         dec = _byte_decoder()
         self._byte_level = any(r.startswith("Ġ") for r in self._raw[:5000])
         self._dec = dec
+        self._pieces: dict[int, str] = {}  # id -> piece(id), filled as ids are shown
 
     # -- pieces ---------------------------------------------------------------------------------
     def raw_piece(self, i: int) -> str:
@@ -77,11 +78,16 @@ class TokenView:
 
     def piece(self, i: int) -> str:
         """Readable text of one token: 'Ġa' -> ' a'; a lone UTF-8 lead byte -> '<0xE2>'."""
-        b = self.piece_bytes(i)
-        return self.raw_piece(i) if b is None else bytes_to_readable(b)
+        i = int(i)
+        p = self._pieces.get(i)
+        if p is None:  # made once per id: a decode step names its 100 candidates (~3 us each to make)
+            b = self.piece_bytes(i)
+            p = self._pieces[i] = self.raw_piece(i) if b is None else bytes_to_readable(b)
+        return p
 
     def pieces(self, ids) -> list[str]:
-        return [self.piece(int(i)) for i in ids]
+        get = self._pieces.get  # the made pieces looked up directly: a step names 100 candidates
+        return [p if (p := get(i)) is not None else self.piece(i) for i in map(int, ids)]
 
     def common_ids(self, n: int) -> list[int]:
         """Ids of frequent ordinary tokens (BPE ranks roughly follow frequency), for a background cloud."""
