@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import numpy as np
 
+from .sampling import build_stages
+
 SCHEMA = "llm-pipeline-trace/2"  # what pipeline.trace_io writes
 SCHEMA_V1 = "llm-pipeline-trace/1"  # still read (pipeline.trace_v1)
 STOP_REASONS = ("eos", "max_new_tokens", "context_limit")
@@ -48,6 +50,12 @@ class Settings:
     chat: bool = True
     system_prompt: str | None = None  # None: the chat template's own default
     parse_special: bool = False  # True: special-token text in the prompt acts as special tokens
+
+    def stages(self, context_ids=()) -> list:
+        """The sampling stages these settings make, in order (the one place they are built):
+        repetition penalty over `context_ids`, temperature, top-k, top-p."""
+        return build_stages(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
+                            repetition_penalty=self.repetition_penalty, context_ids=context_ids)
 
 
 @dataclass(frozen=True)
