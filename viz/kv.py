@@ -64,6 +64,58 @@ def kv_timing_figure(*, steps: Sequence[StepRecord], step: int, model: ModelInfo
     return go.Figure(kv_timing_figure_dict(steps=steps, step=step, model=model, rounds=rounds))
 
 
+def _cache_traces(steps: list[StepRecord], model: ModelInfo, rounds: Sequence[RoundRecord]) -> list[dict]:
+    """The cache size after each step, measured and by formula, on axes x / y, and the legend entry of
+    the step on screen."""
+    x = [s.index for s in steps]
+    made_by = {i: f"round {r.index}" for r in rounds for i in range(r.first_step, r.first_step + len(r.token_ids))}
+    per_layer = [f"step {s.index} ({made_by.get(s.index, s.phase)}): {s.position + 1:,} positions cached<br>measured "
+                 f"{human_bytes(s.kv_cache_bytes)} = {human_bytes(s.kv_cache_bytes / model.n_layers)} in each of {model.n_layers} layers"
+                 for s in steps]
+    return [
+        dict(type="scatter", x=x, y=[s.kv_cache_bytes for s in steps], mode="lines+markers", name="measured (cache tensors)",
+             line=dict(color=PROMPT_COLOR, width=2), marker=dict(size=5), customdata=per_layer,
+             hovertemplate="%{customdata}<br>%{y:,} bytes<extra>measured</extra>"),
+        dict(type="scatter", x=x, y=[s.kv_cache_bytes_formula for s in steps], mode="lines", name="formula",
+             line=dict(color=GEN_COLOR, width=2, dash="dot"),
+             hovertemplate="formula: %{y:,} bytes<extra>2 × layers × KV heads × head size × positions × bytes</extra>"),
+        # the step on screen: a legend entry here; its ring and its bar's outline are shapes, so a step
+        # changes only shapes, which Plotly redraws alone (a moved point or outline redraws the figure)
+        dict(type="scatter", x=[None], y=[None], mode="markers", name="step on screen", hoverinfo="skip",
+             marker=dict(size=13, color=NEW_COLOR, symbol="circle-open", line=dict(width=3))),
+    ]
+
+
+def _step_timing(steps: list[StepRecord], cur: StepRecord) -> tuple[list, list, dict]:
+    """A plain trace's time, per step: the prefill bar coloured apart from the decode bars, the step on
+    screen's bar outlined (a shape, as the ring)."""
+    bar = dict(type="bar", x=[s.index for s in steps], y=[s.ms for s in steps], name="ms per step", xaxis="x2", yaxis="y2",
+               showlegend=False, marker=dict(color=[PROMPT_COLOR if s.phase == "prefill" else GEN_COLOR for s in steps]),
+               customdata=[f"step {s.index}: {s.phase}, {(s.position + 1) if s.phase == 'prefill' else 1} token(s) fed" for s in steps],
+               hovertemplate="%{customdata}<br>%{y:.1f} ms<extra></extra>")
+    t = timing_stats(steps)
+    notes = []
+    if t["prefill_ms"] is not None:
+        notes.append(f"prefill: {t['prefill_ms']:.0f} ms for {t['prefill_tokens']:,} tokens")
+    if t["decode_median_ms"] is not None:
+        notes.append(f"decode: median {t['decode_median_ms']:.1f} ms/token = {t['decode_tokens_per_s']:.1f} tokens/s")
+    half = (1 - BARGAP) / 2
+    outline = dict(type="rect", name="step on screen", xref="x2", yref="y2", x0=cur.index - half, x1=cur.index + half,
+                   y0=0, y1=cur.ms, line=dict(color=NEW_COLOR, width=2.5))
+    return [bar], notes, outline
+
+
+def _annotations(time_title: str, notes: list[str]) -> list[dict]:
+    """Both panels' titles, and the timing's figures in words in the timing panel's corner."""
+    sub = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=13))
+    annotations = [dict(sub, x=0.22, xanchor="center", text="KV cache size after each step"),
+                   dict(sub, x=0.78, xanchor="center", text=time_title)]
+    if notes:
+        annotations.append(dict(xref="x2 domain", yref="y2 domain", x=0.98, y=0.98, xanchor="right", yanchor="top", showarrow=False,
+                                align="right", text="<br>".join(notes), font=dict(size=12), bgcolor="rgba(255,255,255,0.85)"))
+    return annotations
+
+
 def kv_timing_figure_dict(*, steps: Sequence[StepRecord], step: int, model: ModelInfo, rounds: Sequence[RoundRecord] = ()) -> dict:
     """Left: KV cache bytes after each step, measured and by formula, the step on screen marked.
     Right: milliseconds per step, the prefill bar coloured apart from the decode bars; for a
@@ -71,62 +123,26 @@ def kv_timing_figure_dict(*, steps: Sequence[StepRecord], step: int, model: Mode
     steps = list(steps)
     x = [s.index for s in steps]
     cur = steps[step]
-    made_by = {i: f"round {r.index}" for r in rounds for i in range(r.first_step, r.first_step + len(r.token_ids))}
-    per_layer = [f"step {s.index} ({made_by.get(s.index, s.phase)}): {s.position + 1:,} positions cached<br>measured "
-                 f"{human_bytes(s.kv_cache_bytes)} = {human_bytes(s.kv_cache_bytes / model.n_layers)} in each of {model.n_layers} layers"
-                 for s in steps]
-    traces = [
-        # (a) cache size, on axes x / y
-        dict(type="scatter", x=x, y=[s.kv_cache_bytes for s in steps], mode="lines+markers", name="measured (cache tensors)",
-             line=dict(color=PROMPT_COLOR, width=2), marker=dict(size=5), customdata=per_layer,
-             hovertemplate="%{customdata}<br>%{y:,} bytes<extra>measured</extra>"),
-        dict(type="scatter", x=x, y=[s.kv_cache_bytes_formula for s in steps], mode="lines", name="formula",
-             line=dict(color=GEN_COLOR, width=2, dash="dot"),
-             hovertemplate="formula: %{y:,} bytes<extra>2 × layers × KV heads × head size × positions × bytes</extra>"),
-        # the step on screen: a legend entry here; its ring and its bar's outline are shapes (below), so a
-        # step changes only shapes, which Plotly redraws alone (a moved point or outline redraws the figure)
-        dict(type="scatter", x=[None], y=[None], mode="markers", name="step on screen", hoverinfo="skip",
-             marker=dict(size=13, color=NEW_COLOR, symbol="circle-open", line=dict(width=3))),
-    ]
     xa = dict(range=[min(x) - 0.5, max(x) + 0.5], autorange=False, title=dict(text="step"))
     shapes = [dict(type="circle", name="step on screen", xref="x", yref="y", xsizemode="pixel", ysizemode="pixel",
                    xanchor=cur.index, yanchor=cur.kv_cache_bytes, x0=-6.5, x1=6.5, y0=-6.5, y1=6.5, line=dict(color=NEW_COLOR, width=3))]
-    if rounds:  # (b) timing, on axes x2 / y2: per round
+    if rounds:  # timing, on axes x2 / y2: per round
         bars, notes, xa2 = _round_timing(rounds, cur)
-        traces += bars
         tmax = max(1e-3, max(r.draft_ms + r.target_ms for r in rounds))
         time_title = "Time per round: draft + verify"
-    else:  # (b) timing, on axes x2 / y2: per step
-        traces.append(
-            dict(type="bar", x=x, y=[s.ms for s in steps], name="ms per step", xaxis="x2", yaxis="y2", showlegend=False,
-                 marker=dict(color=[PROMPT_COLOR if s.phase == "prefill" else GEN_COLOR for s in steps]),
-                 customdata=[f"step {s.index}: {s.phase}, {(s.position + 1) if s.phase == 'prefill' else 1} token(s) fed" for s in steps],
-                 hovertemplate="%{customdata}<br>%{y:.1f} ms<extra></extra>"))
-        t = timing_stats(steps)
-        notes = []
-        if t["prefill_ms"] is not None:
-            notes.append(f"prefill: {t['prefill_ms']:.0f} ms for {t['prefill_tokens']:,} tokens")
-        if t["decode_median_ms"] is not None:
-            notes.append(f"decode: median {t['decode_median_ms']:.1f} ms/token = {t['decode_tokens_per_s']:.1f} tokens/s")
+    else:  # timing, on axes x2 / y2: per step
+        bars, notes, outline = _step_timing(steps, cur)
         xa2, tmax, time_title = xa, max(1e-3, max(s.ms for s in steps)), "Time per step"
-        half = (1 - BARGAP) / 2  # the step's bar outlined: a shape, as the ring
-        shapes.append(dict(type="rect", name="step on screen", xref="x2", yref="y2", x0=cur.index - half, x1=cur.index + half,
-                           y0=0, y1=cur.ms, line=dict(color=NEW_COLOR, width=2.5)))
-    sub = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=13))
-    annotations = [dict(sub, x=0.22, xanchor="center", text="KV cache size after each step"),
-                   dict(sub, x=0.78, xanchor="center", text=time_title)]
-    if notes:
-        annotations.append(dict(xref="x2 domain", yref="y2 domain", x=0.98, y=0.98, xanchor="right", yanchor="top", showarrow=False,
-                                align="right", text="<br>".join(notes), font=dict(size=12), bgcolor="rgba(255,255,255,0.85)"))
+        shapes.append(outline)
     ymax = max(1, max(max(s.kv_cache_bytes, s.kv_cache_bytes_formula) for s in steps))
     layout = base_layout(
         "KV cache and timing", height=400, margin=dict(l=70, r=20, t=80, b=80), bargap=BARGAP, barmode="stack",
-        legend=dict(orientation="h", x=0, y=-0.22), annotations=annotations, shapes=shapes,
+        legend=dict(orientation="h", x=0, y=-0.22), annotations=_annotations(time_title, notes), shapes=shapes,
         xaxis=dict(xa, domain=[0.0, 0.44], anchor="y"), xaxis2=dict(xa2, domain=[0.56, 1.0], anchor="y2"),
         yaxis=dict(range=[0, ymax * 1.08], autorange=False, tickformat="~s", title=dict(text="bytes"), anchor="x"),
         yaxis2=dict(range=[0, tmax * 1.12], autorange=False, title=dict(text="milliseconds"), anchor="x2"),
     )
-    return {"data": traces, "layout": layout}
+    return {"data": _cache_traces(steps, model, rounds) + bars, "layout": layout}
 
 
 def kv_summary_html(*, steps: Sequence[StepRecord], step: int, model: ModelInfo) -> str:
