@@ -165,15 +165,15 @@ def path(name: str, folder: str | Path | None = None) -> Path:
 
 
 def load(name: str, folder: str | Path | None = None) -> Trace:
-    """The saved trace called `name` (via pipeline.records.loads)."""
-    from . import records
+    """The saved trace called `name` (via pipeline.trace_io.loads)."""
+    from . import trace_io
 
     p = path(name, folder)
     try:
         data = p.read_bytes()
     except FileNotFoundError as e:
         raise GalleryError(f"the gallery lists {name!r} but its file {p} is missing; run scripts/make_gallery.py") from e
-    return records.loads(data)
+    return trace_io.loads(data)
 
 
 __all__ = ["Entry", "CLAIMS", "entries", "entry", "path", "load", "GALLERY_DIR", "MAX_FILE_BYTES", "MAX_TOTAL_BYTES"]

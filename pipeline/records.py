@@ -476,23 +476,3 @@ class Trace:
     @property
     def text(self) -> str:
         return "".join(s.text for s in self.steps)
-
-
-# ---------------------------------------------------------------------------------------
-# The trace file lives in pipeline/trace_io.py; these wrappers keep older callers working.
-
-from .errors import TraceFormatError  # noqa: E402, F401  (re-exported: older callers name it here)
-
-
-def dumps(trace: Trace, *, full: bool = False) -> str:
-    """The trace as /2 JSON text: see pipeline.trace_io.dumps."""
-    from .trace_io import dumps as _dumps
-
-    return _dumps(trace, full=full)
-
-
-def loads(data: str | bytes) -> Trace:
-    """A trace from /1 or /2 JSON text or bytes, gzip or not: see pipeline.trace_io.loads."""
-    from .trace_io import loads as _loads
-
-    return _loads(data)

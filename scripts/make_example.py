@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline import records  # noqa: E402
+from pipeline import trace_io  # noqa: E402
 from pipeline.generate import run_trace  # noqa: E402
 from pipeline.inside import with_inside  # noqa: E402
 from pipeline.loading import load_model  # noqa: E402
@@ -23,7 +23,7 @@ def main() -> None:
     trace = run_trace(lm, "Why is the sky blue?", Settings(temperature=0.7, top_p=0.9, seed=0, max_new_tokens=40))
     trace = with_inside(lm, trace)  # the logit lens of every step, parameter counts, this machine's limits
     out = ROOT / "assets" / "example_trace.json.gz"
-    out.write_bytes(gzip.compress(records.dumps(trace).encode("utf-8"), 9, mtime=0))
+    out.write_bytes(gzip.compress(trace_io.dumps(trace).encode("utf-8"), 9, mtime=0))
     print(f"{out}: {len(trace.steps)} steps, {out.stat().st_size / 1e6:.1f} MB, text: {trace.text!r}")
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline import gallery, records  # noqa: E402
+from pipeline import gallery, trace_io  # noqa: E402
 from pipeline.records import Settings, Trace  # noqa: E402
 
 
@@ -92,7 +92,7 @@ def make(lm, spec: Spec, folder: Path) -> dict:
     k = focus_step(spec, trace)
     file = f"{spec.name}.json.gz"
     out = folder / file
-    out.write_bytes(gzip.compress(records.dumps(trace).encode("utf-8"), 9, mtime=0))
+    out.write_bytes(gzip.compress(trace_io.dumps(trace).encode("utf-8"), 9, mtime=0))
     size = out.stat().st_size
     assert size <= gallery.MAX_FILE_BYTES, f"{file} is {size} bytes, over {gallery.MAX_FILE_BYTES}: shorten it"
     print(f"{file}: {len(trace.steps)} steps, {size / 1e6:.2f} MB, {time.perf_counter() - t0:.0f} s, "

@@ -8,7 +8,7 @@ as the page's Generate (so it waits for a slot like a click does), and returns i
 
     from gradio_client import Client
     path = Client("http://127.0.0.1:7860/").predict(prompt="Why is the sky blue?", temperature=0, api_name="/trace")
-    trace = records.loads(open(path, "rb").read())  # from pipeline import records
+    trace = trace_io.loads(open(path, "rb").read())  # from pipeline import trace_io
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def add_trace_endpoint(demo: gr.Blocks, start_run: Callable, folder: Path, max_n
               top_p: float = 0.9, seed: int = 0, max_new_tokens: int = 64):
         """Generate text from `prompt` with the app's loaded model and return the trace file (.json.gz,
         format llm-pipeline-trace/2: every step's token, candidates, attention and inside-the-model data;
-        read it with pipeline.records.loads). mode: "chat" (the chat template, with system_prompt; empty: the
+        read it with pipeline.trace_io.loads). mode: "chat" (the chat template, with system_prompt; empty: the
         template's own) or "raw" (the text as it is). temperature 0 is greedy; top_k 0 and top_p 1 are off;
         seed fixes the sampling. Waits for a free generation slot, like the page's Generate."""
         try:

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from pipeline import records
+from pipeline import records, trace_io
 
 pytestmark = pytest.mark.browser
 
@@ -52,7 +52,7 @@ def test_trace_returns_the_greedy_run_of_the_pipeline(client, tmp_path):
     assert str(path).endswith(".json.gz")  # (scripts/classroom_load.py count_tokens reads it by this name)
     data = Path(path).read_bytes()
     assert json.loads(gzip.decompress(data))["schema"] == records.SCHEMA == "llm-pipeline-trace/2"
-    got = records.loads(data)
+    got = trace_io.loads(data)
     s = got.settings
     assert (s.temperature, s.top_k, s.top_p, s.seed, s.max_new_tokens, s.chat, s.system_prompt) == (0, 5, 1.0, 7, 6, True, "You are brief.")
     assert got.prompt.text == PROMPT
@@ -70,7 +70,7 @@ def test_trace_returns_the_greedy_run_of_the_pipeline(client, tmp_path):
 
 
 def test_trace_raw_mode(client):
-    got = records.loads(Path(call_trace(client, prompt="The sky is", mode="raw", temperature=0, max_new_tokens=2)).read_bytes())
+    got = trace_io.loads(Path(call_trace(client, prompt="The sky is", mode="raw", temperature=0, max_new_tokens=2)).read_bytes())
     assert got.settings.chat is False and got.settings.system_prompt is None and len(got.steps) <= 2
 
 

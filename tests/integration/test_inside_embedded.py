@@ -6,7 +6,8 @@ import torch
 
 from pipeline import inside
 from pipeline.generate import start
-from pipeline.records import MachineInfo, Settings, dumps, loads
+from pipeline.records import MachineInfo, Settings
+from pipeline.trace_io import dumps, loads
 from tests.helpers import records_equal
 
 pytestmark = pytest.mark.integration

@@ -69,7 +69,7 @@ def test_a_token_outside_the_vocabulary_is_refused(lm):
 def test_the_forced_mark_survives_a_download_and_reload(lm):
     from dataclasses import replace
 
-    from pipeline.records import dumps, loads
+    from pipeline.trace_io import dumps, loads
     from tests.helpers import records_equal
 
     gen = start(lm, PROMPT, Settings(temperature=0, max_new_tokens=3))

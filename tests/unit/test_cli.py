@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from pipeline.records import SCHEMA, loads
-from pipeline.trace_io import load
+from pipeline.records import SCHEMA
+from pipeline.trace_io import load, loads
 from tests import tiny
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -9,8 +9,9 @@ import torch
 from pipeline import sampling
 from pipeline.capture import capture, hook_names, hooks_installed
 from pipeline.generate import TOP_N, start
-from pipeline.records import Settings, StepRecord, dumps, loads
+from pipeline.records import Settings, StepRecord
 from pipeline.sampling import SettingsError
+from pipeline.trace_io import dumps, loads
 from tests import tiny
 from tests.stats import chi2_p_value
 from tests.helpers import records_equal

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pipeline.records import loads
+from pipeline.trace_io import loads
 from tests import tiny
 from tests.unit.test_cli import cli
 

@@ -200,7 +200,7 @@ def test_summary_alpha_counts_tested_proposals_and_the_papers_expectation(target
 
 
 def test_a_lookup_trace_keeps_where_proposals_came_from_through_the_file(target):
-    from pipeline.records import dumps, loads
+    from pipeline.trace_io import dumps, loads
     from tests.helpers import records_equal
 
     gen, rounds = spec_run(target, Settings(temperature=0, max_new_tokens=12, chat=False), prompt=LOOKUP_PROMPT, k=2, draft="ngram")

@@ -16,8 +16,9 @@ from pipeline.capture import hooks_installed
 from pipeline.draft import SpeculativeError, first_layers, make_draft
 from pipeline.generate import start
 from pipeline.loading import prepare
-from pipeline.records import Settings, dumps, loads, speculative_summary
+from pipeline.records import Settings, speculative_summary
 from pipeline.speculative import accept_prob, residual, start_speculative
+from pipeline.trace_io import dumps, loads
 from tests import tiny
 from tests.helpers import records_equal
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import inside, records, trace_io
+from pipeline import inside, trace_io
 from pipeline.errors import TraceFormatError
 from pipeline.generate import start
 from pipeline.records import SCHEMA, Settings, StepRecord, Trace
@@ -179,7 +179,7 @@ def test_gzip_by_name_and_by_content(trace, tmp_path):
     odd = tmp_path / "named-plain.json"  # a gzip file with a plain name: the content decides
     odd.write_bytes(gz.read_bytes())
     assert records_equal(trace_io.load(odd), want)
-    assert records_equal(records.loads(gz.read_bytes()), want) and records.dumps(trace) == plain.read_text(encoding="utf-8")
+    assert records_equal(trace_io.loads(gz.read_bytes()), want) and trace_io.dumps(trace) == plain.read_text(encoding="utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["named-plain.json", "t.json", "t.json.gz"]  # no .part left
 
 

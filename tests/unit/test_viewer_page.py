@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pipeline.records import dumps
+from pipeline.trace_io import dumps
 from tests.synthetic import make_trace
 from viz.viewer_page import SLOT, TEMPLATE, output_html, render_html
 
