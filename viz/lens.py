@@ -72,21 +72,9 @@ def _check(lens: LensRecord, n_layers: int | None) -> int:
     return rows
 
 
-def logit_lens_figure(lens: LensRecord, n_layers: int | None = None, *, forced: bool = False) -> go.Figure:
-    """Left: a table of the top-5 tokens at every depth (rows: embedding, layer 1..L; cells coloured by
-    probability; the chosen token in bold and outlined). Right: the chosen token's probability at every depth.
-    The row from which the chosen token stays on top is marked ("prediction forms here"). `forced`: the
-    step's token was chosen by a person (a branch), not drawn."""
-    rows = _check(lens, n_layers)
-    L = rows - 1
-    labels = row_labels(rows)
-    probs = np.asarray(lens.top_probs, np.float64)  # (L+1, K)
-    ids = np.asarray(lens.top_ids, np.int64)  # (L+1, K)
-    K = probs.shape[1]
-    chosen = np.asarray(lens.chosen_probs, np.float64)  # (L+1,)
-    ranks = np.asarray(lens.chosen_ranks, np.int64)  # (L+1,)
-    entropy = np.asarray(lens.entropy, np.float64)  # (L+1,)
-
+def _lens_heatmap(lens: LensRecord, labels: list[str], probs: np.ndarray, ids: np.ndarray, entropy: np.ndarray) -> go.Heatmap:
+    """The top-5 table: a row per depth, cells coloured by probability, the chosen token in bold."""
+    rows, K = probs.shape
     text, hover = [], []
     for k in range(rows):
         top5 = "<br>".join(
@@ -95,27 +83,33 @@ def logit_lens_figure(lens: LensRecord, n_layers: int | None = None, *, forced: 
         hover.append([f"<b>{labels[k]}</b> · entropy {entropy[k]:.2f} bits<br>{top5}"] * K)
         text.append([(f"<b>{plot_piece(lens.top_pieces[k][c], 9)}</b>" if ids[k, c] == lens.token_id
                       else plot_piece(lens.top_pieces[k][c], 9)) for c in range(K)])
-    heat = go.Heatmap(
+    return go.Heatmap(
         z=probs.astype(np.float32), x=[f"#{c + 1}" for c in range(K)], y=labels, text=text, texttemplate="%{text}",
         textfont=dict(size=11), customdata=hover, hovertemplate="%{customdata}<extra></extra>",
         colorscale=WEIGHT_SCALE, zmin=0.0, zmax=1.0, showscale=False, xgap=1, ygap=1, name="top 5 per layer",
     )
+
+
+def _lens_line(lens: LensRecord, labels: list[str], chosen: np.ndarray, ranks: np.ndarray) -> go.Scatter:
+    """The chosen token's probability at every depth, a filled marker where it is the top prediction."""
     line_hover = [f"{labels[k]}: {plot_piece(lens.piece, 24)} has probability {pct(chosen[k])}, rank #{int(ranks[k]) + 1}"
-                  for k in range(rows)]
-    line = go.Scatter(
+                  for k in range(len(labels))]
+    return go.Scatter(
         x=chosen.astype(np.float32), y=labels, xaxis="x2", yaxis="y", mode="lines+markers", name="chosen token's probability",
         line=dict(color=NEW_COLOR, width=2), marker=dict(size=6, color=[NEW_COLOR if r == 0 else "white" for r in ranks],
                                                          line=dict(color=NEW_COLOR, width=1.5)),
         customdata=line_hover, hovertemplate="%{customdata}<extra></extra>",
     )
-    forms = forms_at(ranks)
-    # the chosen token's cells outlined
+
+
+def _lens_marks(lens: LensRecord, ids: np.ndarray, forms: int | None) -> tuple[list[dict], list[dict]]:
+    """(shapes, annotations): the chosen token's cells outlined, the row where the prediction forms
+    marked across both panels, and the panels' titles."""
     shapes = [dict(type="rect", xref="x", yref="y", x0=float(c) - 0.5, x1=float(c) + 0.5, y0=float(k) - 0.5, y1=float(k) + 0.5,
                    line=dict(color=NEW_COLOR, width=2), fillcolor="rgba(0,0,0,0)", name="chosen")
               for k, c in zip(*np.nonzero(ids == lens.token_id))]
     annotations = []
     if forms is not None:
-        # a line above the row where the prediction forms, across both panels
         shapes.append(dict(type="line", xref="paper", yref="y", x0=0, x1=1, y0=forms - 0.5, y1=forms - 0.5,
                            line=dict(color=NEW_COLOR, width=2, dash="dash"), name="forms"))
         annotations.append(dict(xref="x2 domain", yref="y", x=0.98, y=forms - 0.5, xanchor="right", yanchor="bottom",
@@ -126,6 +120,24 @@ def logit_lens_figure(lens: LensRecord, n_layers: int | None = None, *, forced: 
         dict(xref="x2 domain", yref="paper", x=0.5, y=1.0, xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12),
              text=f"p({plot_piece(lens.piece, 12)})"),
     ]
+    return shapes, annotations
+
+
+def logit_lens_figure(lens: LensRecord, n_layers: int | None = None, *, forced: bool = False) -> go.Figure:
+    """Left: a table of the top-5 tokens at every depth (rows: embedding, layer 1..L; cells coloured by
+    probability; the chosen token in bold and outlined). Right: the chosen token's probability at every depth.
+    The row from which the chosen token stays on top is marked ("prediction forms here"). `forced`: the
+    step's token was chosen by a person (a branch), not drawn."""
+    rows = _check(lens, n_layers)
+    L = rows - 1
+    labels = row_labels(rows)
+    probs = np.asarray(lens.top_probs, np.float64)  # (L+1, K)
+    ids = np.asarray(lens.top_ids, np.int64)  # (L+1, K)
+    ranks = np.asarray(lens.chosen_ranks, np.int64)  # (L+1,)
+    heat = _lens_heatmap(lens, labels, probs, ids, np.asarray(lens.entropy, np.float64))
+    line = _lens_line(lens, labels, np.asarray(lens.chosen_probs, np.float64), ranks)
+    forms = forms_at(ranks)
+    shapes, annotations = _lens_marks(lens, ids, forms)
     sub = (f"the chosen token is on top from {_from(forms, L)}" if forms is not None
            else f"the chosen token is ranked #{int(ranks[-1]) + 1} at the output "
                 f"({'forced by a branch' if forced else 'sampled'}, not the top prediction)")
