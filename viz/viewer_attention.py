@@ -24,6 +24,8 @@ import numpy as np
 from pipeline.records import Trace
 
 from . import attention
+from .viewer_frames import animated_plain
+from .viewer_sampling import packed
 
 ATTN_CELLS = 1_000_000  # heatmap cells over all frames and heads when every step ships its own (4 bytes each)
 
@@ -71,8 +73,6 @@ def _band(m: np.ndarray, w: int) -> np.ndarray:
 def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int | None) -> dict:
     """One layer and head (None: every head, tiled in a grid) at each step (see the module doc). Every
     step's figure holds the same frame of positions: the window, or the whole context if shorter."""
-    from .viewer import animated_plain
-
     last = trace.steps[steps[-1]]
     pieces, T = list(last.context_pieces), last.position + 1
     H = trace.model.n_heads
@@ -89,12 +89,9 @@ def attention_panel(trace: Trace, steps: list[int], *, layer: int, head: int | N
 
 
 def _banded(trace: Trace, figs: list[dict], steps: list[int], full: np.ndarray, pieces: list[str], size: int, grid: bool) -> dict:
-    """viewer.animated_plain's panel of the figures without their matrices and labels (so its frames
+    """animated_plain's panel of the figures without their matrices and labels (so its frames
     hold the layout that moves: title, outlines), its trace given the band of each head shown and
     every label, `tiles` naming the grid, and each frame its window `zwin`. full: (heads shown, T, T)."""
-    from .viewer import animated_plain
-    from .viewer_sampling import packed
-
     T = full.shape[-1]
     shipped = ("z", "x", "y", "customdata")  # matrices, labels, heads per cell: the bands and the tiles stand for them
     panel = animated_plain([{**f, "data": [{k: v for k, v in tr.items() if k not in shipped} for tr in f["data"]]}
