@@ -14,10 +14,8 @@ from pipeline.records import (
     MachineInfo,
     ParamCounts,
     Settings,
-    dumps,
-    loads,
 )
-from pipeline.trace_io import trace_from_json, trace_to_json
+from pipeline.trace_io import dumps, loads, trace_from_json, trace_to_json
 from tests import tiny
 from tests.helpers import records_equal
 
