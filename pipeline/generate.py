@@ -29,12 +29,7 @@ MAX_MATRIX_TOKENS = 512  # the prefill T x T attention is stored up to this prom
 
 def validate(settings: Settings) -> None:
     """Raise SettingsError (one sentence: what is wrong, what to do) for out-of-range settings."""
-    sampling.build_stages(
-        temperature=settings.temperature,
-        top_k=settings.top_k,
-        top_p=settings.top_p,
-        repetition_penalty=settings.repetition_penalty,
-    )
+    settings.stages()  # the sampler's own checks
     if int(settings.max_new_tokens) != settings.max_new_tokens or settings.max_new_tokens < 1:
         raise SettingsError(f"max new tokens must be a whole number of at least 1, not {settings.max_new_tokens}")
     if int(settings.seed) != settings.seed or settings.seed < 0:
@@ -230,13 +225,7 @@ def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tupl
         position = len(context) - 1
         # 2. the next-token distribution, over the full vocabulary
         logits = cap["logits"][0, -1, : lm.info.vocab_size].float().cpu().numpy()  # (vocab,)
-        stages = sampling.build_stages(
-            temperature=settings.temperature,
-            top_k=settings.top_k,
-            top_p=settings.top_p,
-            repetition_penalty=settings.repetition_penalty,
-            context_ids=context,
-        )
+        stages = settings.stages(context)
         res = sampling.apply_stages(logits, stages)
         token = sampling.greedy_or_draw(res, stages, rng)
         # 3. why it stops, if it does; the text it releases (the end releases held-back bytes as they are)

@@ -275,9 +275,13 @@ def apply_stages(logits: np.ndarray, stages: Sequence) -> SampleResult:
     return SampleResult(x, final, tuple(all_probs), tuple(kept), tuple(mass), logits, lse)
 
 
-def draw(final_probs: np.ndarray, rng: np.random.Generator) -> int:
-    """Inverse-CDF draw of one token id from a full-vocabulary distribution."""
+def draw(final_probs: np.ndarray, rng: np.random.Generator, n: int | None = None):
+    """Inverse-CDF draw of one token id from a full-vocabulary distribution: u = random() x total,
+    the first cdf entry above u. With `n`: an (n,) array of ids, the same rule with one uniform
+    each, the uniforms the stream would give n single draws in a row."""
     cdf = np.cumsum(final_probs)
+    if n is not None:
+        return np.minimum(np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right"), final_probs.size - 1)
     u = rng.random() * cdf[-1]
     return int(min(np.searchsorted(cdf, u, side="right"), final_probs.size - 1))
 

@@ -195,12 +195,6 @@ def run_speculative_trace(lm: LoadedModel, text: str, settings: Settings, **kw) 
     return gen.trace()
 
 
-def _stages(s: Settings, context: Sequence[int]) -> list:
-    return sampling.build_stages(
-        temperature=s.temperature, top_k=s.top_k, top_p=s.top_p, repetition_penalty=s.repetition_penalty, context_ids=context
-    )
-
-
 def truncate(cache, n: int) -> int:
     """Cut a KV cache back to its first n positions; returns how many it removed (0 without a cache)."""
     if cache is None:
@@ -236,7 +230,7 @@ def _propose(draft: Draft, s: Settings, context: list[int], cache, k: int, vocab
     for _ in range(k):
         # a layer draft runs the target's own modules under the target's own lock; no hooks
         cap = run_with_cache(draft, feed, cache=cache, hooks=False)
-        stages = _stages(s, context + proposals)
+        stages = s.stages(context + proposals)
         res = sampling.apply_stages(cap["logits"][0, -1, :vocab].float().cpu().numpy(), stages)  # (vocab,)
         proposals.append(sampling.greedy_or_draw(res, stages, rng))
         q.append(res.final_probs)
@@ -303,7 +297,7 @@ def _run(gen: SpecGeneration) -> Iterator[RoundResult]:
         feed = context[tcache.get_seq_length():] + prop.tokens
         cap = run_with_cache(lm, feed, cache=tcache, keep=k + 1)  # the target's one pass over all proposals
         logits = cap["logits"][0, -(k + 1):, :V].float().cpu().numpy()  # (k+1, vocab)
-        p_stages = [_stages(s, context + prop.tokens[:i]) for i in range(k + 1)]
+        p_stages = [s.stages(context + prop.tokens[:i]) for i in range(k + 1)]
         p_res = [sampling.apply_stages(logits[i], p_stages[i]) for i in range(k + 1)]
         # 3-4. accept with probability min(1, p/q) in order; a residual or bonus token ends the round
         records, extra, residual_rec, bonus_rec = _test(lm, prop, p_res, p_stages, greedy, rng, stop_ids)

@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 
-from . import sampling
 from .errors import TRACE_HINT, SettingsError, TraceFormatError
 from .records import STOP_REASONS, LensRecord, PromptRecord, RoundRecord, Settings, StepRecord, Trace
 
@@ -68,7 +67,7 @@ def check(trace: Trace) -> Trace:
 
 def _settings(s: Settings, where: str) -> None:
     try:
-        sampling.build_stages(temperature=s.temperature, top_k=s.top_k, top_p=s.top_p, repetition_penalty=s.repetition_penalty)
+        s.stages()
     except (SettingsError, OverflowError, ValueError) as e:
         raise _bad(where, str(e)) from e
     if not (math.isfinite(s.temperature) and 0 <= s.seed < 2**128 and 0 <= s.max_new_tokens <= MAX_SIZE):

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from pipeline import sampling
-from pipeline.records import StepRecord
+from pipeline.records import Settings, StepRecord
 
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
 
@@ -55,8 +55,8 @@ def reshape(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: floa
     Order of sources: the step's recorded numbers when the settings are its own (and
     use_recorded); a recomputation from step.logits (full vocabulary, exact); else a
     recomputation over the top N logits only (exact=False). Raises SettingsError for bad settings."""
-    stages = sampling.build_stages(temperature=temperature, top_k=top_k, top_p=top_p,
-                                   repetition_penalty=repetition_penalty, context_ids=step.context_ids)
+    what_if = Settings(temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=repetition_penalty)
+    stages = what_if.stages(step.context_ids)
     wanted = [(s.name, float(s.param)) for s in stages]
     raw = np.asarray(step.top_probs, np.float64)  # (N,)
     N = raw.size
@@ -78,8 +78,7 @@ def reshape(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: floa
     # Approximate: only the top N logits are known; the repetition penalty sees the context ids among them.
     ctx = set(int(i) for i in step.context_ids)
     local = [j for j, i in enumerate(step.top_ids) if int(i) in ctx]
-    stages = sampling.build_stages(temperature=temperature, top_k=top_k, top_p=top_p,
-                                   repetition_penalty=repetition_penalty, context_ids=local)
+    stages = what_if.stages(local)
     res = sampling.apply_stages(np.asarray(step.top_logits, np.float32), stages)
     info = [(s.name, s.param, k, m) for s, k, m in zip(stages, res.stage_kept, res.stage_mass)]
     return _result(raw, res.final_probs, np.isfinite(res.final_logits), info, res.stage_kept[-1],

@@ -1,12 +1,12 @@
 """Two or three sampling settings applied to the same step, side by side.
 
-Each setting goes through pipeline.sampling (build_stages / apply_stages: the very code that
+Each setting goes through Settings.stages and pipeline.sampling.apply_stages (the very code that
 chose the token) on the step's captured logits. For each one the figure shows the exact final
 probabilities of the step's top candidates, one bar for all other tokens (so the bars add up
 to 1), and the share of `draws` seeded random draws that landed on each candidate.
 
-The draws are inverse-CDF draws from the exact final distribution, the same rule as
-pipeline.sampling.draw (one uniform number per draw), vectorised; temperature 0 is greedy
+The draws are pipeline.sampling.draw's inverse-CDF draws from the exact final distribution (one
+uniform number per draw, all of them at once); temperature 0 is greedy
 (every draw is the argmax, as pipeline.sampling.greedy_or_draw does). Every setting gets a
 fresh generator with the same seed, so the same random numbers go through each setting and
 the differences between the columns come from the distributions alone.
@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from pipeline import sampling
-from pipeline.records import StepRecord
+from pipeline.records import Settings, StepRecord
 
 from .distribution import reshape
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
@@ -70,20 +70,13 @@ def _label(t: float, k: int, p: float, rp: float) -> str:
     return s
 
 
-def _inverse_cdf(probs: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
-    """n draws by pipeline.sampling.draw's rule (u = random() * total, first cdf entry above u)."""
-    cdf = np.cumsum(probs)
-    u = rng.random(n) * cdf[-1]
-    return np.minimum(np.searchsorted(cdf, u, side="right"), probs.size - 1)
-
-
 def _one(step: StepRecord, s: Mapping, *, vocab_size: int, repetition_penalty: float, draws: int, seed: int, top: int) -> SettingSample:
     t = float(s.get("temperature", 1.0))
     k = s.get("top_k", 0)
     k = int(k) if float(k).is_integer() else k
     p = float(s.get("top_p", 1.0))
     rp = float(s.get("repetition_penalty", repetition_penalty))
-    stages = sampling.build_stages(temperature=t, top_k=k, top_p=p, repetition_penalty=rp, context_ids=step.context_ids)
+    stages = Settings(temperature=t, top_k=k, top_p=p, repetition_penalty=rp).stages(step.context_ids)
     greedy = t == 0
     n = max(1, min(int(top), len(step.top_ids)))
     ids = np.asarray(step.top_ids, np.int64)[:n]
@@ -94,7 +87,7 @@ def _one(step: StepRecord, s: Mapping, *, vocab_size: int, repetition_penalty: f
         if greedy:
             drawn = np.full(draws, int(np.argmax(res.final_logits)), np.int64)
         else:
-            drawn = _inverse_cdf(final, rng, draws)
+            drawn = sampling.draw(final, rng, draws)
         probs = final[ids]
         counts = np.array([int(np.sum(drawn == i)) for i in ids] + [0], np.int64)
         counts[-1] = draws - counts[:-1].sum()
@@ -105,7 +98,7 @@ def _one(step: StepRecord, s: Mapping, *, vocab_size: int, repetition_penalty: f
         if greedy:
             drawn = np.full(draws, int(np.argmax(cats)), np.int64)
         else:
-            drawn = _inverse_cdf(cats / cats.sum(), rng, draws)
+            drawn = sampling.draw(cats / cats.sum(), rng, draws)
         probs = r.final_probs[:n]
         counts = np.array([int(np.sum(drawn == j)) for j in range(n)] + [0], np.int64)
         counts[-1] = draws - counts[:-1].sum()

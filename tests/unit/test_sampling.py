@@ -74,6 +74,13 @@ def test_greedy_keeps_only_the_argmax():
     assert sampling.greedy_or_draw(res, sampling.build_stages(temperature=0), np.random.default_rng(0)) == int(np.argmax(x))
 
 
+def test_n_draws_are_n_single_draws_in_a_row():
+    p = sampling.softmax(_logits(9))
+    many = sampling.draw(p, np.random.default_rng(4), 500)
+    rng = np.random.default_rng(4)
+    assert many.shape == (500,) and many.tolist() == [sampling.draw(p, rng) for _ in range(500)]
+
+
 def test_stage_bookkeeping():
     x = _logits(8)
     stages = sampling.build_stages(temperature=0.7, top_k=40, top_p=0.8)
