@@ -182,8 +182,8 @@ def rounds_html(rounds: Sequence[RoundRecord], *, step: int | None = None, last:
     if not rounds:
         return "<p class='spec-empty' style='color:#718096'>No speculative rounds yet: tick “Speculative decoding” and press Generate.</p>"
     shown = list(rounds)[-last:]
-    rows = [round_html(r, on_screen=step is not None and r.first_step <= step < r.first_step + len(r.token_ids), pieces=pieces)
-            for r in shown]
+    on = None if step is None else round_of_step(rounds, step)
+    rows = [round_html(r, on_screen=r is on, pieces=pieces) for r in shown]
     more = f"<p style='color:#718096;font-size:12.5px'>{len(rounds) - len(shown)} earlier rounds not shown.</p>" if len(rounds) > len(shown) else ""
     return legend_html() + more + "".join(rows)
 
