@@ -22,6 +22,7 @@ from dataclasses import replace
 from .branch import forced_step
 from .errors import SettingsError
 from .generate import Generation, replay_detokenizer, start
+from .indices import clamp_index
 from .loading import LoadedModel
 from .records import Settings, StepRecord, Trace
 
@@ -61,9 +62,9 @@ def _kept(lm: LoadedModel, prev: Trace, start_step: int | None, force_rank: int 
         return steps, len(steps)
     s = int(start_step)
     if force_rank is None:  # re-sample from step s
-        s = max(0, min(s, len(steps)))
+        s = clamp_index(s, len(steps) + 1)  # keep 0 .. all of the steps
         return steps[:s], s
-    s = max(0, min(s, len(steps) - 1))
+    s = clamp_index(s, len(steps))
     base, k = steps[s], int(force_rank)
     if not 0 <= k < len(base.top_ids):
         raise SettingsError("click one of the candidate bars to branch; the last bar stands for the rest of the vocabulary")

@@ -8,6 +8,7 @@ import gradio as gr
 
 from pipeline import session
 from pipeline.errors import SettingsError
+from pipeline.indices import clamp_index
 from pipeline.records import Trace
 from ui import model
 from ui.layout import Page
@@ -47,7 +48,7 @@ class Inside:
         if trace is None or not trace.steps or tab not in INSIDE or not INSIDE[tab]:
             return {C["lens_html"]: gr.skip()}  # (an empty dict would read as one missing value)
         cmp, (price_in, price_out, seed) = rest[:9], rest[9:12]
-        s = max(0, min(int(step or 0), len(trace.steps) - 1))
+        s = clamp_index(step or 0, len(trace.steps))
         st = trace.steps[s]
         out = {}
         try:
@@ -108,7 +109,7 @@ def kv_compare_click(trace, step):
     if lm is None:
         gr.Warning("Recomputing a step needs the model that made this trace; it is not the one loaded (or it is still loading).")
         return gr.skip(), gr.skip()
-    s = max(0, min(int(step or 0), len(trace.steps) - 1))
+    s = clamp_index(step or 0, len(trace.steps))
     kvc = inside.kv_compare(lm, trace, trace.steps[s].index)
     pieces = [lm.tokens.piece(int(i)) for i in kvc.top_ids]
     return compute.kv_compare_html(kvc, pieces), compute.kv_compare_figure(kvc, pieces)

@@ -29,6 +29,7 @@ import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotatio
 
 from pipeline import gallery
 from pipeline.errors import GalleryError, TraceFormatError
+from pipeline.indices import clamp_index
 from ui.viewer_wiring import LIGHT
 
 LINKS_JS = (Path(__file__).resolve().parents[1] / "assets" / "links.js").read_text(encoding="utf-8")
@@ -250,7 +251,7 @@ def open_example(d: Deps, name, layer, head, temperature, top_k, top_p, step=Non
     trace = out.get(d.state)
     if trace is None:  # load_trace said why
         return out
-    s = max(0, min(int(e.step if step is None else step), len(trace.steps) - 1))
+    s = clamp_index(e.step if step is None else step, len(trace.steps))
     st = trace.settings
     out.update({C["slider"]: d.slider(trace, s), **d.view(trace, s, 0, "all", st.temperature, st.top_k, st.top_p, only=LIGHT)})
     out[C["example_look"]] = f"**{e.title}.** {e.look}"

@@ -17,6 +17,7 @@ import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotatio
 
 from pipeline import session, trace_io
 from pipeline.errors import SettingsError, TraceFormatError
+from pipeline.indices import clamp_index
 from pipeline.records import Trace
 from viz import page
 from viz import tour as tour_viz
@@ -104,9 +105,9 @@ class Listeners:
         if trace is None or not trace.steps:
             gr.Warning("Generate some text first: the tour walks through one step of it.")
             return {C["tour_target"]: ""}
-        s = max(0, min(int(step), len(trace.steps) - 1))
+        s = clamp_index(step, len(trace.steps))
         stages = tour_viz.tour_stages(trace, s)
-        i = max(0, min(int(i), len(stages) - 1))
+        i = clamp_index(i, len(stages))
         return {C["tour_group"]: gr.Group(visible=True), C["tour_box"]: tour_viz.tour_html(trace, s, i), self.p.tour_i: i,
                 C["tour_target"]: stages[i].target}
 

@@ -38,13 +38,15 @@ import gradio as gr
 import plotly
 
 from pipeline.errors import SettingsError
+from pipeline.indices import clamp_index
 from pipeline.records import Trace
 from viz import page
 from viz.viewer import MAX_FRAMES, attention_panel, frame_steps, bundle_json, overview_panel, viewer_bundle
+from viz.viewer_page import VIEWER_SCRIPTS
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
-SCRIPTS = (PLOTLY_JS, ASSETS / "viewer_plot.js", ASSETS / "viewer.js", ASSETS / "app_viewer.js")
+SCRIPTS = (PLOTLY_JS, *(ASSETS / f for f in VIEWER_SCRIPTS), ASSETS / "app_viewer.js")
 LIGHT = ("output", "tokens", "kv_text", "compare", "spec")  # drawn by the server for a whole trace; the page shows their steps
 FIVE = ("dist", "attn", "overview", "emb", "kv")  # the panels the page draws from the bundle
 INBOX_JS = "(s) => { (window.LLMAppInbox = window.LLMAppInbox || []).push(s); if (window.LLMApp) window.LLMApp.drain(); }"
@@ -64,17 +66,14 @@ def head_html() -> str:
 
 
 def _layer(trace: Trace, layer) -> int:
-    try:
-        return max(0, min(int(layer), trace.model.n_layers - 1))
-    except (TypeError, ValueError):
-        return 0
+    return clamp_index(layer, trace.model.n_layers, default=0)
 
 
 def _head(trace: Trace, head) -> int | None:
     if head in (None, "", "all"):
         return None
     try:
-        return max(0, min(int(head), trace.model.n_heads - 1))
+        return clamp_index(head, trace.model.n_heads)
     except (TypeError, ValueError):
         return None
 

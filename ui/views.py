@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from pipeline.indices import clamp_index
 from pipeline.records import Trace
 from viz import page
 
@@ -53,7 +54,7 @@ def slider(trace: Trace | None, value=None, *, keep_value: bool = False):
     the step a person may just have dragged to is left alone."""
     n = len(trace.steps) if trace else 0
     top = max(n - 1, 0)
-    v = top if value is None else max(0, min(int(value), top))
+    v = top if value is None else clamp_index(value, top + 1)
     # a Gradio slider needs minimum < maximum: with one step or none it shows 0..1, locked
     if keep_value:
         return gr.Slider(minimum=0, maximum=max(top, 1), step=1, interactive=n > 1)

@@ -11,6 +11,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from pipeline.indices import clamp_index
 from pipeline.records import AccountingRecord, KVCompareRecord, MachineInfo, ModelInfo, ParamCounts
 
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes, html_piece, plot_piece
@@ -129,7 +130,7 @@ def accounting_figure(records: Sequence[AccountingRecord], step: int) -> go.Figu
     recs = list(records)
     x = [r.step for r in recs]
     col = [PROMPT_COLOR if r.phase == "prefill" else GEN_COLOR for r in recs]
-    cur = next((r for r in recs if r.step == step), recs[min(max(step, 0), len(recs) - 1)])
+    cur = next((r for r in recs if r.step == step), recs[clamp_index(step, len(recs))])
     width = [3 if r.step == cur.step else 0 for r in recs]
     info = [f"step {r.step} ({r.phase}, {r.tokens:,} token{'s' if r.tokens != 1 else ''})" for r in recs]
     balance = cur.machine_balance

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
+from pipeline.indices import clamp_index
 from pipeline.records import Trace
 
 from .style import GEN_COLOR, PROMPT_COLOR, base_layout
@@ -59,7 +60,7 @@ def context_use(trace: Trace, step: int, *, price_in_per_m: float | None = None,
     pin = _check_price(price_in_per_m, "input")
     pout = _check_price(price_out_per_m, "output")
     n_steps = len(trace.steps)
-    step = max(-1, min(int(step), n_steps - 1))
+    step = clamp_index(step, n_steps, low=-1)
     window = int(trace.model.context_length)
     p = len(trace.prompt.token_ids)
     g = step + 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 from functools import lru_cache
 
+from pipeline.indices import clamp_index
 from pipeline.records import ModelInfo, Trace
 from pipeline.tiktoken_offline import ENCODINGS, EncodingUnavailable, encode_pieces
 
@@ -21,12 +22,8 @@ HEAVY = ("emb", "attn", "overview", "kv", "kv_text", "compare", "spec")
 
 
 def _clamp_step(trace: Trace, step) -> int:
-    n = len(trace.steps)
-    try:
-        s = int(step)
-    except (TypeError, ValueError):
-        s = n - 1
-    return max(0, min(s, n - 1))
+    """The step on screen as an index into the trace's steps (no number: the last)."""
+    return clamp_index(step, len(trace.steps), default=len(trace.steps) - 1)
 
 
 def _head(head):
@@ -34,10 +31,7 @@ def _head(head):
 
 
 def _layer(trace: Trace, layer) -> int:
-    try:
-        return max(0, min(int(layer), trace.model.n_layers - 1))
-    except (TypeError, ValueError):
-        return 0
+    return clamp_index(layer, trace.model.n_layers, default=0)
 
 
 @lru_cache(maxsize=64)

@@ -19,3 +19,13 @@ def test_the_step_slider_passes_it_through_as_an_int():
 
 def test_the_page_draws_it_with_gradios_own_slider():
     assert StepSlider(0, 2).get_block_name() == "slider"
+
+
+def test_one_clamp_for_every_index_from_outside():
+    from pipeline.indices import clamp_index
+
+    assert [clamp_index(i, 5) for i in (-3, 0, 2, 4, 9, 3.7, "2")] == [0, 0, 2, 4, 4, 3, 2]
+    assert clamp_index(7, 0) == 0 and clamp_index(-5, 3, low=-1) == -1  # no steps; -1: the prompt alone
+    assert clamp_index(None, 5, default=4) == 4 and clamp_index("all", 3, default=9) == 2
+    with pytest.raises(TypeError):
+        clamp_index(None, 5)
