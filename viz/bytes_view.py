@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 
 from pipeline.records import PromptRecord, StepRecord
 
+from . import fmt
 from .style import html_piece, visible
 
 _MARKER = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -256,8 +257,8 @@ def bytes_html(prompt: PromptRecord, steps: Sequence[StepRecord], upto: int, *,
     total = sum(len(c.data) for c in cells if c.data is not None)
     specials = sum(1 for c in cells if c.data is None)
     head = (f"<div class='bytes-counts' style='font-size:13.5px;color:#2d3748;margin-bottom:4px'>{len(cells):,} tokens → "
-            f"{total:,} bytes of text" + (f" and {specials:,} special token{'s' if specials != 1 else ''}" if specials else "")
-            + (f" · {n_split:,} character{'s' if n_split != 1 else ''} split across tokens" if n_split else "") + "</div>")
+            f"{total:,} bytes of text" + (f" and {fmt.count(specials, 'special token')}" if specials else "")
+            + (f" · {fmt.count(n_split, 'character')} split across tokens" if n_split else "") + "</div>")
     last = max((c.step for c in cells if c.step is not None), default=0)
     body = "<div style='max-height:520px;overflow-y:auto'>" + "".join(_cell_html(c, last) for c in cells) + "</div>"
     legend = ("<div style='font-size:12px;color:#718096;margin-top:4px'>Top: the readable piece (‘·’ a space, ‘↵’ a newline). "

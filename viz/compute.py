@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from pipeline.indices import clamp_index
 from pipeline.records import AccountingRecord, KVCompareRecord, MachineInfo, ModelInfo, ParamCounts
 
+from . import fmt
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes, html_piece, plot_piece
 
 _TABLE = "border-collapse:collapse;font-size:13.5px;margin:4px 0"
@@ -132,7 +133,7 @@ def accounting_figure(records: Sequence[AccountingRecord], step: int) -> go.Figu
     col = [PROMPT_COLOR if r.phase == "prefill" else GEN_COLOR for r in recs]
     cur = next((r for r in recs if r.step == step), recs[clamp_index(step, len(recs))])
     width = [3 if r.step == cur.step else 0 for r in recs]
-    info = [f"step {r.step} ({r.phase}, {r.tokens:,} token{'s' if r.tokens != 1 else ''})" for r in recs]
+    info = [f"step {r.step} ({r.phase}, {fmt.tokens(r.tokens)})" for r in recs]
     balance = cur.machine_balance
     traces = [
         go.Bar(x=x, y=[r.arithmetic_intensity for r in recs], name="arithmetic intensity", showlegend=False,

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from pipeline.indices import clamp_index
 from pipeline.records import Trace
 
+from . import fmt
 from .style import GEN_COLOR, PROMPT_COLOR, base_layout
 
 FREE_COLOR = "#e2e8f0"
@@ -86,16 +87,6 @@ def format_cost(x: float, currency: str = "$") -> str:
     return f"{currency}{s}"
 
 
-def _pct(f: float) -> str:
-    if f != f:
-        return "–"
-    return f"{f:.1%}" if f >= 0.001 or f == 0 else "<0.1%"
-
-
-def _tok(n: int) -> str:
-    return f"{n:,} token" + ("" if n == 1 else "s")
-
-
 def context_html(trace: Trace, step: int, *, price_in_per_m: float | None = None,
                  price_out_per_m: float | None = None, currency: str = "$") -> str:
     """Tokens in and out at the step, the share of the context window used, and (with prices per
@@ -103,9 +94,9 @@ def context_html(trace: Trace, step: int, *, price_in_per_m: float | None = None
     u = context_use(trace, step, price_in_per_m=price_in_per_m, price_out_per_m=price_out_per_m)
     cur = html.escape(currency)
     lines = [
-        f"<b>Input</b> (prompt with chat template): {_tok(u.prompt_tokens)} · "
-        f"<b>Output</b> (generated so far): {_tok(u.generated_tokens)}",
-        f"<b>Context window</b>: {u.used:,} of {u.window:,} tokens used ({_pct(u.fraction)}), {u.free:,} free",
+        f"<b>Input</b> (prompt with chat template): {fmt.tokens(u.prompt_tokens)} · "
+        f"<b>Output</b> (generated so far): {fmt.tokens(u.generated_tokens)}",
+        f"<b>Context window</b>: {u.used:,} of {u.window:,} tokens used ({fmt.pct_tenths(u.fraction)}), {u.free:,} free",
     ]
     if u.input_cost is not None or u.output_cost is not None:
         parts = []
@@ -128,10 +119,10 @@ def context_figure(trace: Trace, step: int) -> go.Figure:
              ("generated", u.generated_tokens, GEN_COLOR), ("free", u.free, FREE_COLOR)]
     bars = [
         go.Bar(y=["context window"], x=[n], orientation="h", name=f"{name}: {n:,}", marker=dict(color=color),
-               hovertemplate=f"{name}: {n:,} tokens ({_pct(n / u.window if u.window else float('nan'))} of the window)<extra></extra>")
+               hovertemplate=f"{name}: {n:,} tokens ({fmt.pct_tenths(n / u.window if u.window else float('nan'))} of the window)<extra></extra>")
         for name, n, color in parts
     ]
-    title = f"Context window: {u.used:,} of {u.window:,} tokens used ({_pct(u.fraction)})"
+    title = f"Context window: {u.used:,} of {u.window:,} tokens used ({fmt.pct_tenths(u.fraction)})"
     layout = base_layout(title, height=200, barmode="stack", margin=dict(l=20, r=20, t=50, b=40),
                          legend=dict(orientation="h", x=0, y=-0.3, yanchor="top"),
                          xaxis=dict(range=[0, max(u.window, u.used)], autorange=False, title=dict(text="tokens"), fixedrange=True),

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from pipeline import sampling
 from pipeline.records import Settings, StepRecord
 
+from . import fmt
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
 
 # the title (position, entropies, up to two filtering stages) and the legend above the bars: the same
@@ -97,18 +98,14 @@ def _result(raw, final, kept, info, n_kept, final_entropy, exact, source) -> Res
     )
 
 
-def _tokens(k: int) -> str:
-    return f"{k:,} token" + ("" if k == 1 else "s")
-
-
 def _cut_text(r: Reshaped) -> list[str]:
     """What the filtering stages did, in words, from the stage records: one line per stage."""
     parts = []
     for name, param, k, m in zip(r.stage_names, r.stage_params, r.stage_kept, r.stage_mass):
         if name == "top_p":
-            parts.append(f"top-p {param:g} keeps {_tokens(k)} holding {m:.1%} of the probability")
+            parts.append(f"top-p {param:g} keeps {fmt.tokens(k)} holding {m:.1%} of the probability")
         elif name == "top_k":
-            parts.append(f"top-k {int(param)} keeps {_tokens(k)} ({m:.1%})")
+            parts.append(f"top-k {int(param)} keeps {fmt.tokens(k)} ({m:.1%})")
         elif name == "temperature" and param == 0:
             parts.append("temperature 0: greedy, only the most likely token")
     return parts

@@ -27,6 +27,7 @@ from plotly.subplots import make_subplots
 from pipeline import sampling
 from pipeline.records import Settings, StepRecord
 
+from . import fmt
 from .distribution import reshape
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
 
@@ -126,10 +127,6 @@ def compare_samples(step: StepRecord, settings: Sequence[Mapping], *, vocab_size
                       seed=seed, top=int(top)) for s in settings)
 
 
-def _tokens(k: int) -> str:
-    return f"{k:,} token" + ("" if k == 1 else "s")
-
-
 def subplot_title(r: SettingSample) -> str:
     survive = "1 token survives" if r.n_kept == 1 else f"{r.n_kept:,} tokens survive"
     approx = " · approximate" if not r.exact else ""
@@ -203,9 +200,9 @@ def sampling_compare_html(step: StepRecord, settings: Sequence[Mapping], *, voca
         other = f" (+ {r.counts[-1]:,} draws outside the top {r.ids.size})" if r.counts[-1] else ""
         rows.append(
             f"<tr><td>{html.escape(r.label)}</td><td style='text-align:right'>{r.entropy:.2f} bits</td>"
-            f"<td style='text-align:right'>{_tokens(r.n_kept)}</td>"
+            f"<td style='text-align:right'>{fmt.tokens(r.n_kept)}</td>"
             f"<td style='text-align:right'>{float(r.probs[0]):.1%}</td>"
-            f"<td>{_tokens(int(np.count_nonzero(r.counts[:-1])))} of the top {r.ids.size} drawn{other}</td></tr>"
+            f"<td>{fmt.tokens(int(np.count_nonzero(r.counts[:-1])))} of the top {r.ids.size} drawn{other}</td></tr>"
         )
     head = ("<tr><th style='text-align:left'>setting</th><th>entropy</th><th>can be drawn</th>"
             f"<th>top candidate</th><th style='text-align:left'>{draws:,} draws (seed {seed})</th></tr>")

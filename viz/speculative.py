@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from pipeline.records import DraftInfo, RoundRecord, speculative_summary
 from pipeline.speculative_cost import CostCurve, break_even_alpha, round_ms
 
+from . import fmt
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_text, visible
 
 # status -> (background, border, words)
@@ -73,7 +74,7 @@ def _lookup_words(r: RoundRecord, pieces: Sequence[str] | None) -> str:
     src, n = r.proposals[0].source_position, r.match_length
     gram = _text_at(pieces, src - n, src)
     copied = _text_at(pieces, src, min(src + r.k, r.position + 1))
-    return (f"lookup: the last {n} token{'s' if n != 1 else ''}{f' {gram!r}' if gram is not None else ''} also stand at "
+    return (f"lookup: the last {fmt.tokens(n)}{f' {gram!r}' if gram is not None else ''} also stand at "
             f"position{'s' if n != 1 else ''} {src - n}{f'–{src - 1}' if n > 1 else ''}; copied from position {src} on"
             + (f" ({copied!r}…)" if copied is not None else ""))
 
@@ -102,9 +103,8 @@ def round_html(r: RoundRecord, *, on_screen: bool = False, pieces: Sequence[str]
         rollback = f" · KV roll-back: target −{r.target_rollback}, draft −{r.draft_rollback} positions"
     n_tok = len(r.token_ids)
     head = ("nothing proposed → a plain step" if r.k == 0 else f"{r.n_accepted}/{r.k} accepted")
-    meta = (f"{head} → {n_tok} token{'s' if n_tok != 1 else ''} from {r.target_passes} target pass of {r.target_tokens_fed} "
-            f"token{'s' if r.target_tokens_fed != 1 else ''} fed · draft {r.draft_ms:.1f} ms"
-            + (f" ({r.draft_passes} pass{'es' if r.draft_passes != 1 else ''})" if r.draft_passes else "")
+    meta = (f"{head} → {fmt.tokens(n_tok)} from {r.target_passes} target pass of {fmt.tokens(r.target_tokens_fed)} fed · "
+            f"draft {r.draft_ms:.1f} ms" + (f" ({fmt.count(r.draft_passes, 'pass', 'passes')})" if r.draft_passes else "")
             + f" + verify {r.target_ms:.0f} ms{rollback}")
     lookup = _lookup_words(r, pieces)
     # the round holding the step on screen: a class (assets/style.css), moved by the page's step viewer

@@ -77,3 +77,13 @@ def test_the_kv_summary_counts_only_a_sliding_windows_positions():
     assert bytes_per_value(st, model) == 4
     html = kv_summary_html(steps=[st], step=0, model=model)
     assert "1 of 2 layers use a sliding window and keep only their last 3 positions" in html and f"{formula:,} bytes" in html
+
+
+def test_one_way_to_write_counts_and_percentages():
+    from viz import fmt
+
+    assert [fmt.tokens(n) for n in (0, 1, 2, 2048)] == ["0 tokens", "1 token", "2 tokens", "2,048 tokens"]
+    assert fmt.count(1, "pass", "passes") == "1 pass" and fmt.count(3, "pass", "passes") == "3 passes"
+    assert [fmt.pct(p) for p in (0.873, 0.023, 0.00123, 4e-6, 0.0)] == ["87%", "2.3%", "0.12%", "0.0004%", "0%"]
+    assert [fmt.pct_tenths(f) for f in (0.1234, 0.0004, 0.0, float("nan"))] == ["12.3%", "<0.1%", "0.0%", "–"]
+    assert lens_viz.pct(0.023) == fmt.pct(0.023)  # the lens panel says it the same way
