@@ -76,15 +76,6 @@ def split_char_steps(trace: Trace) -> list[int]:
     return [s.index for s in trace.steps if is_partial_utf8(s.piece_bytes)]
 
 
-def repeated_ngram(ids: list[int], n: int = LOOP_N, times: int = LOOP_TIMES) -> tuple[int, ...] | None:
-    """The most frequent run of `n` ids that occurs at least `times` times, else None."""
-    grams = Counter(tuple(ids[i : i + n]) for i in range(len(ids) - n + 1))
-    if not grams:
-        return None
-    gram, count = grams.most_common(1)[0]
-    return gram if count >= times else None
-
-
 def loop_steps(trace: Trace) -> list[int]:
     """The steps where a run of LOOP_N generated tokens starts that is generated LOOP_TIMES
     times or more: the model writing the same thing again and again."""

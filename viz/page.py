@@ -81,11 +81,6 @@ def distribution_only(trace: Trace, *, step, temperature, top_k, top_p):
     return fig.update_layout(meta={"step": s, **fig.layout.meta})  # and the settings it was computed with
 
 
-def overview_only(trace: Trace, *, step, metric: str = "entropy"):
-    st = trace.steps[_clamp_step(trace, step)]
-    return attention.attention_overview_figure(step=st, n_kv_heads=trace.model.n_kv_heads, metric=metric)
-
-
 def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, heavy: bool = True, metric: str = "entropy",
            only: tuple[str, ...] | None = None) -> dict:
     """{panel key: value} for the step on screen: the light panels, the heavy ones too when

@@ -27,7 +27,6 @@ from plotly.subplots import make_subplots
 from pipeline import sampling
 from pipeline.records import Settings, StepRecord
 
-from . import fmt
 from .distribution import reshape
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
 
@@ -187,23 +186,3 @@ def sampling_compare_figure(step: StepRecord, settings: Sequence[Mapping], *, vo
     for a in fig.layout.annotations:  # subplot titles: smaller, two lines
         a.font = dict(size=12)
     return fig
-
-
-def sampling_compare_html(step: StepRecord, settings: Sequence[Mapping], *, vocab_size: int, repetition_penalty: float = 1.0,
-                          draws: int = 1000, seed: int = 0, top: int = 15) -> str:
-    """A short table: per setting, entropy, tokens that survive, the top candidate's probability,
-    and how many different tokens the draws produced."""
-    results = compare_samples(step, settings, vocab_size=vocab_size, repetition_penalty=repetition_penalty,
-                              draws=draws, seed=seed, top=top)
-    rows = []
-    for r in results:
-        other = f" (+ {r.counts[-1]:,} draws outside the top {r.ids.size})" if r.counts[-1] else ""
-        rows.append(
-            f"<tr><td>{html.escape(r.label)}</td><td style='text-align:right'>{r.entropy:.2f} bits</td>"
-            f"<td style='text-align:right'>{fmt.tokens(r.n_kept)}</td>"
-            f"<td style='text-align:right'>{float(r.probs[0]):.1%}</td>"
-            f"<td>{fmt.tokens(int(np.count_nonzero(r.counts[:-1])))} of the top {r.ids.size} drawn{other}</td></tr>"
-        )
-    head = ("<tr><th style='text-align:left'>setting</th><th>entropy</th><th>can be drawn</th>"
-            f"<th>top candidate</th><th style='text-align:left'>{draws:,} draws (seed {seed})</th></tr>")
-    return (f"<table class='sampling-compare' style='font-size:13.5px;border-collapse:collapse'>{head}{''.join(rows)}</table>")

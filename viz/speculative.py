@@ -193,12 +193,6 @@ def round_of_step(rounds: Sequence[RoundRecord], step: int) -> RoundRecord | Non
     return next((r for r in rounds if r.first_step <= step < r.first_step + len(r.token_ids)), None)
 
 
-def round_time_words(r: RoundRecord) -> str:
-    """A round's time, honestly: draft plus verify, and the tokens it added (never 'prefill' / 'decode')."""
-    n = len(r.token_ids)
-    return (f"round {r.index}: draft {r.draft_ms:.1f} ms + verify {r.target_ms:.1f} ms "
-            f"({r.target_tokens_fed} token{'s' if r.target_tokens_fed != 1 else ''} fed), {n} token{'s' if n != 1 else ''}")
-
 
 # ---------------------------------------------------------------------------------------
 # The cost curve

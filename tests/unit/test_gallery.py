@@ -103,12 +103,6 @@ def test_each_claim_function_rejects_the_other_entries(traces):
         assert any(not fn(traces[e.name]) for e in ENTRIES if e.claim != claim), claim
 
 
-def test_repeated_ngram():
-    assert gallery.repeated_ngram([1, 2, 3, 4] * 3) == (1, 2, 3, 4)
-    assert gallery.repeated_ngram([1, 2, 3, 4] * 2 + [5]) is None
-    assert gallery.repeated_ngram([1, 2]) is None
-
-
 def test_unknown_name_and_damaged_manifest(tmp_path):
     with pytest.raises(GalleryError, match="confident"):  # the error lists the names there are
         gallery.load("no-such-example")

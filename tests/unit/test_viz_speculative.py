@@ -7,7 +7,7 @@ import pytest
 from pipeline.records import (
     BonusRecord, DraftInfo, ProposalRecord, ResidualRecord, RoundRecord, expected_tokens_per_pass, speculative_summary,
 )
-from viz.speculative import round_html, round_of_step, round_time_words, rounds_html, summary_html
+from viz.speculative import round_html, round_of_step, rounds_html, summary_html
 
 
 def _prop(tid, piece, q, p, u, status):
@@ -117,9 +117,7 @@ def test_a_round_with_nothing_to_propose_is_shown_as_a_plain_step():
     assert "1 target pass of 1 token fed" in h
 
 
-def test_round_time_words_never_say_prefill_or_decode():
-    w = round_time_words(ROUNDS[0])
-    assert w == "round 0: draft 12.0 ms + verify 80.0 ms (4 tokens fed), 2 tokens"
+def test_the_round_of_a_step():
     assert round_of_step(ROUNDS, 3) is ROUNDS[1] and round_of_step(ROUNDS, 9) is None
 
 
