@@ -1,5 +1,6 @@
-"""Command line: `python -m pipeline trace ...` writes a JSON trace; `python -m pipeline bench` measures;
-`python -m pipeline html TRACE --out FILE.html` writes one self-contained page that replays a trace.
+"""Command line: `python -m pipeline trace ...` writes a JSON trace; `python -m pipeline bench` measures.
+The page that replays a trace is drawn by viz: `python -m viz html TRACE --out FILE.html` (pipeline
+never imports viz; `python -m pipeline html` says so and exits with status 2).
 `trace` and `bench` take `--speculative [--k K] [--draft ngram[:N] | layers:N | MODEL]` for speculative decoding.
 `bench --speculative --tasks copy` runs a fixed set of copy/edit prompts and one free-writing
 prompt and prints a table; `bench --cost-curve` prints what a target pass costs by tokens fed,
@@ -18,6 +19,7 @@ from pathlib import Path
 from .records import Settings
 
 EXIT_USAGE = 2
+HTML_MOVED = "use `python -m viz html TRACE --out FILE.html` (the same arguments)"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,12 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--drafts", default=None, help="with --cost-curve: comma-separated drafts (default ngram,layers:10,layers:20,layers:28)")
     _speculative_args(be)
 
-    ht = sub.add_parser("html", help="write one self-contained HTML page replaying a trace: no server, no network")
-    ht.add_argument("trace", help="a trace file (.json, or .json.gz) written by `trace` or the app")
-    ht.add_argument("--out", required=True, help="the .html file to write")
-    ht.add_argument("--layer", type=int, default=0, help="the attention panel's block, from 0")
-    ht.add_argument("--head", type=int, default=0, help="the attention panel's head, from 0")
-    ht.add_argument("--max-frames", type=int, default=256, help="steps the page holds at most")
+    sub.add_parser("html", help=f"moved: {HTML_MOVED}")
     return ap
 
 
@@ -190,29 +187,16 @@ def _bench(a) -> int:
     return 0
 
 
-def _html(a) -> int:
-    from viz.viewer_page import write_html  # the one command that draws: viz is imported only here
-
-    from .errors import SettingsError
-    from .trace_io import load
-
-    trace = load(a.trace)  # .json or .json.gz, /1 or /2
-    m = trace.model
-    if not trace.steps:
-        raise SettingsError("the trace has no steps: generate at least one token")
-    if not (0 <= a.layer < m.n_layers and 0 <= a.head < m.n_heads and a.max_frames >= 1):
-        raise SettingsError(f"--layer must be 0 to {m.n_layers - 1}, --head 0 to {m.n_heads - 1}, --max-frames 1 or more")
-    size = write_html(trace, a.out, layer=a.layer, head=a.head, max_frames=a.max_frames)
-    print(f"[{min(len(trace.steps), a.max_frames)} of {len(trace.steps)} steps; {a.out}: {size / 1e6:.2f} MB]", file=sys.stderr)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     from .errors import ModelLoadError, SettingsError, TraceFormatError
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["html"]:  # whatever its arguments: one line, no usage text
+        print(f"error: the html command moved: {HTML_MOVED}", file=sys.stderr)
+        return EXIT_USAGE
     a = _parser().parse_args(argv)
     try:
-        return {"trace": _trace, "bench": _bench, "html": _html}[a.cmd](a)
+        return {"trace": _trace, "bench": _bench}[a.cmd](a)
     except (SettingsError, ModelLoadError, TraceFormatError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -88,3 +88,12 @@ def test_bad_input_one_sentence_no_traceback(args, words, tmp_path, model_dir):
     assert words in r.stderr and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("error: ")
     assert not (tmp_path / "x.json").exists()
+
+
+def test_the_html_command_moved_to_viz(tmp_path):
+    """pipeline never draws: its old html command names the new one in one line, whatever it was given."""
+    for args in (["html"], ["html", "t.json", "--out", str(tmp_path / "t.html"), "--layer", "3"]):
+        r = cli(*args)
+        assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "python -m viz html" in r.stderr, r.stderr
+    assert not (tmp_path / "t.html").exists()
+    assert "python -m viz html" in cli("--help").stdout

@@ -1,4 +1,4 @@
-"""The offline page: one file, everything inlined, every piece escaped; `python -m pipeline html`."""
+"""The offline page: one file, everything inlined, every piece escaped; `python -m viz html`."""
 import gzip
 import html
 import json
@@ -52,7 +52,7 @@ def test_the_text_has_one_span_per_step_and_escapes_every_piece(trace):
 
 def cli(*args):
     env = {**os.environ, "PYTHONPATH": ROOT}
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "viz", *args], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
 
 
 def test_the_html_command_reads_json_and_gzip(trace, tmp_path):

@@ -1,0 +1,62 @@
+"""Command line: `python -m viz html TRACE --out FILE.html` writes one self-contained page that
+replays a trace (no server, no network), drawn by viz from a trace file that `python -m pipeline
+trace` or the app wrote.
+
+Errors a person can cause print one sentence on stderr and exit with status 2 (no traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m viz", description="Draw a trace of a language model generating text.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    ht = sub.add_parser("html", help="write one self-contained HTML page replaying a trace: no server, no network")
+    ht.add_argument("trace", help="a trace file (.json, or .json.gz) written by `python -m pipeline trace` or the app")
+    ht.add_argument("--out", required=True, help="the .html file to write")
+    ht.add_argument("--layer", type=int, default=0, help="the attention panel's block, from 0")
+    ht.add_argument("--head", type=int, default=0, help="the attention panel's head, from 0")
+    ht.add_argument("--max-frames", type=int, default=256, help="steps the page holds at most")
+    return ap
+
+
+def _html(a) -> int:
+    from pipeline.errors import SettingsError
+    from pipeline.trace_io import load
+
+    from .viewer_page import write_html
+
+    trace = load(a.trace)  # .json or .json.gz, /1 or /2
+    m = trace.model
+    if not trace.steps:
+        raise SettingsError("the trace has no steps: generate at least one token")
+    if not (0 <= a.layer < m.n_layers and 0 <= a.head < m.n_heads and a.max_frames >= 1):
+        raise SettingsError(f"--layer must be 0 to {m.n_layers - 1}, --head 0 to {m.n_heads - 1}, --max-frames 1 or more")
+    size = write_html(trace, a.out, layer=a.layer, head=a.head, max_frames=a.max_frames)
+    print(f"[{min(len(trace.steps), a.max_frames)} of {len(trace.steps)} steps; {a.out}: {size / 1e6:.2f} MB]", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pipeline.errors import SettingsError, TraceFormatError
+
+    a = _parser().parse_args(argv)
+    try:
+        return {"html": _html}[a.cmd](a)
+    except (SettingsError, TraceFormatError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:  # e.g. the output file cannot be written
+        print(f"error: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
