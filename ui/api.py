@@ -20,7 +20,7 @@ from typing import Callable
 
 import gradio as gr
 
-from pipeline import session
+from ui import session
 from pipeline.errors import SettingsError
 from pipeline.generate import validate
 from ui.links import MAX_TEXT

@@ -12,12 +12,12 @@ import time
 
 import gradio as gr
 
-from pipeline import offheap, session
+from pipeline import offheap
 from pipeline.errors import SettingsError
 from pipeline.records import Trace
 from viz import branches as branches_viz
 from viz import page
-from ui import model
+from ui import model, session
 from ui import viewer_wiring as viewer
 from ui.layout import DOWNLOAD, Page
 from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged

@@ -6,7 +6,7 @@ import html
 
 import gradio as gr
 
-from pipeline import session
+from ui import session
 from pipeline.errors import SettingsError
 from pipeline.indices import clamp_index
 from pipeline.records import Trace

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotations against this module's names)
 
-from pipeline import session, trace_io
+from pipeline import trace_io
 from pipeline.errors import SettingsError, TraceFormatError
 from pipeline.indices import clamp_index
 from pipeline.records import Trace
 from viz import page
 from viz import tour as tour_viz
-from ui import model
+from ui import model, session
 from ui import viewer_wiring as viewer
 from ui.layout import DOWNLOAD, DOWNLOAD_PAGE, Page
 from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged

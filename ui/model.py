@@ -11,7 +11,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from pipeline import session
+from ui import session
 from pipeline.errors import SettingsError
 from pipeline.records import Trace
 from viz import page

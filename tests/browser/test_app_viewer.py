@@ -39,7 +39,7 @@ def _impatient_generate(page, prompt: str, n: int):
 def _same_run_with_logits(saved):
     """The page's greedy run made again by the pipeline in this process, with every step's full-vocabulary
     logits (a downloaded trace holds only the top candidates); the same tokens, checked."""
-    from pipeline import session
+    from ui import session
     from pipeline.generate import start
     from pipeline.loading import load_model
 

@@ -1,16 +1,17 @@
-"""pipeline.session on tiny random models: what the page does besides drawing (the lens cache, the
+"""ui.session on tiny random models: what the page does besides drawing (the lens cache, the
 download file, the speed measurement, the swap demo's default, the page's fields as Settings)."""
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from pipeline import inside, session, trace_io
+from pipeline import inside, trace_io
 from pipeline.errors import SettingsError
 from pipeline.generate import start
 from pipeline.records import Settings
 from tests.helpers import records_equal
 from pipeline.speculative import start_speculative
+from ui import session
 from tests import tiny
 
 PROMPT = "The quick brown fox"

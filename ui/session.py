@@ -1,5 +1,6 @@
-"""What the page does besides drawing: plain functions over a loaded model and a trace, with no
-UI imports, so they are tested on tiny models without a browser.
+"""What the page does besides drawing: its input parsing and the work behind its buttons, as plain
+functions over a loaded model and a trace. No Gradio here, so they are tested on tiny models
+without a browser.
 
     lm = same_model(loaded, trace)                 # the loaded model, if it made `trace`
     rec = LENS.get(lm, trace, step)                # the logit lens of a step (trace's own, or computed once)
@@ -21,8 +22,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .errors import SettingsError
-from .records import LensRecord, ModelInfo, Settings, StepRecord, Trace
+from pipeline.errors import SettingsError
+from pipeline.records import LensRecord, ModelInfo, Settings, StepRecord, Trace
 
 LENS_CACHE_SIZE = 256  # lens records kept across sessions (one is ~40 KB)
 
@@ -65,7 +66,7 @@ class LensCache:
     def get(self, lm, trace: Trace, st: StepRecord) -> LensRecord | None:
         """The lens of step `st`: the trace's own record when it carries one, else computed with `lm`
         (once) when `lm` made the trace and the step kept its hidden states; else None."""
-        from . import inside
+        from pipeline import inside
 
         for rec in trace.lens:
             if rec.step == st.index and rec.token_id == st.token_id:
@@ -96,7 +97,7 @@ LENS = LensCache()
 def trace_for_download(lm, trace: Trace, cache: LensCache = LENS) -> Trace:
     """The trace with what the inside-the-model views need from the model (the logit lens of every
     step, parameter counts, position scheme, this machine's limits), when `lm` made it; else as is."""
-    from . import inside
+    from pipeline import inside
 
     lm = same_model(lm, trace)
     if lm is None:
@@ -117,7 +118,7 @@ def write_download(lm, trace: Trace, folder: Path, cache: LensCache = LENS) -> P
     folder.mkdir(parents=True, exist_ok=True)
     for old in list(folder.glob("trace-*")):
         old.unlink(missing_ok=True)
-    from . import trace_io
+    from pipeline import trace_io
 
     full = trace_for_download(lm, trace, cache)
     return trace_io.save(full, folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}{DOWNLOAD_SUFFIX}")
@@ -152,7 +153,7 @@ def remove_download_folder(root: Path, session_hash: str | None) -> bool:
 def accounting_for(lm, trace: Trace):
     """(accounting records of every step, machine, params), or None when neither the trace nor the
     model that made it holds parameter counts."""
-    from . import inside
+    from pipeline import inside
 
     lm = same_model(lm, trace)
     params = trace.params or (inside.param_counts(lm) if lm else None)
@@ -164,7 +165,7 @@ def accounting_for(lm, trace: Trace):
 
 def position_for(lm, trace: Trace):
     """The trace's position scheme, or the model's when it made the trace; else None."""
-    from . import inside
+    from pipeline import inside
 
     lm = same_model(lm, trace)
     return trace.position or (inside.position_info(lm) if lm else None)
@@ -186,7 +187,7 @@ def default_swap(trace: Trace) -> tuple[int, int]:
 def speed_against_plain(lm, trace: Trace) -> dict:
     """Tokens per second of the speculative run (its rounds' own wall time) and of plain decoding of
     the same prompt and settings for as many tokens (its steps' own wall time), both traced alike."""
-    from .generate import start
+    from pipeline.generate import start
 
     n = len(trace.steps)
     plain = list(start(lm, trace.prompt.text, replace(trace.settings, max_new_tokens=n), ignore_eos=True))
