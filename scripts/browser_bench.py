@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.browser.harness import (CHROMIUM_FLAGS, app_server, chromium_path, open_page, set_number,  # noqa: E402
-                                   slider_max, wait_model_loaded)
+from scripts.browser_kit import (CHROMIUM_FLAGS, app_server, chromium_path, open_page, set_number,  # noqa: E402
+                                slider_max, wait_model_loaded)
 
 PROMPT = "Tell me a long story about a brave little robot."
 

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.browser.harness import CHROMIUM_FLAGS, chromium_path  # noqa: E402
+from scripts.browser_kit import CHROMIUM_FLAGS, chromium_path  # noqa: E402
 
 IDS = ("dist-plot", "attn-plot", "attn-overview", "emb-plot", "kv-plot")
 SCRUB = """async (s) => { const r = document.querySelector('#step-slider input[type=range]'); const t = performance.now();

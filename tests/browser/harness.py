@@ -1,108 +1,26 @@
-"""Start the real app on a free port and drive it in Debian's headless Chromium.
+"""The browser tests' helpers: start the real app and drive it in Debian's headless Chromium.
 
-Shared by the browser tests and scripts/browser_bench.py.
+Starting the app and opening a page are shared with the scripts that drive the page: they live in
+scripts/browser_kit.py and are re-exported here, so a test imports every helper from one place.
 """
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
+from scripts.browser_kit import (  # noqa: F401  (re-exported for the tests)
+    CHROMIUM_FLAGS,
+    RECORD_ERROR_TOASTS,
+    app_server,
+    chromium_path,
+    free_port,
+    new_page,
+    open_page,
+    set_number,
+    slider_max,
+    wait_model_loaded,
+)
+
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-quic",
-]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def app_server(*args: str, log: Path | None = None, timeout: float = 300, env: dict | None = None):
-    """`python app.py` in a subprocess; yields its URL once it answers HTTP. `env`: extra variables
-    (e.g. LLM_VIZ_LOAD_GATE, to hold the model's loading until the test lets it go)."""
-    port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
-    out = open(log, "w") if log else subprocess.DEVNULL
-    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port), *args], cwd=ROOT, env=env,
-                            stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"app.py exited with code {proc.returncode}" + (f"; see {log}" if log else ""))
-            try:
-                urllib.request.urlopen(url, timeout=2).read(1)
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise RuntimeError(f"app.py did not answer on {url} within {timeout} s") from None
-                time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if log:
-            out.close()
-
-
-def chromium_path() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def wait_model_loaded(page, timeout_ms: int = 300_000):
-    """The model line reads 'Model: ...' once loading has finished (or says it failed)."""
-    page.wait_for_function(
-        "() => { const t = document.querySelector('#model-info')?.innerText || '';"
-        " return t.startsWith('Model:') || t.includes('failed'); }", timeout=timeout_ms)
-    text = page.inner_text("#model-info")
-    if "failed" in text:
-        raise RuntimeError(text)
-
-
-# every error toast the page shows, recorded as it appears (toasts vanish): read by error_toasts()
-RECORD_ERROR_TOASTS = """
-window.__errorToasts = [];
-new MutationObserver(() => {
-  document.querySelectorAll('.toast-body.error').forEach(t => {
-    if (!t.__seen) { t.__seen = true; window.__errorToasts.push(t.innerText); }
-  });
-}).observe(document, {subtree: true, childList: true});
-"""
-
-
-def new_page(browser, *, width: int = 1400, height: int = 1000, record_toasts: bool = True):
-    """A page that records its script errors, dialogs and console errors in `page.errors`, and its
-    error toasts (see error_toasts; record_toasts=False for timings: the record watches every node
-    the page adds or removes, a few ms of each step move)."""
-    page = browser.new_page(viewport={"width": width, "height": height})
-    page.errors = []  # type: ignore[attr-defined]
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on("dialog", lambda d: (page.errors.append(f"dialog: {d.message}"), d.dismiss()))
-    if record_toasts:
-        page.add_init_script(RECORD_ERROR_TOASTS)
-    return page
-
-
-def open_page(browser, url: str, *, width: int = 1400, height: int = 1000, record_toasts: bool = True):
-    page = new_page(browser, width=width, height=height, record_toasts=record_toasts)
-    page.goto(url)
-    page.wait_for_selector("#panel-distribution .js-plotly-plot", timeout=60_000)
-    return page
 
 
 def error_toasts(page) -> list[str]:
@@ -119,20 +37,8 @@ def wait_title(page, elem_id: str, text: str, timeout_ms: int = 30_000):
 
 
 # -- reading the page --------------------------------------------------------------------------
-def slider_max(page, elem_id: str = "step-slider") -> int:
-    return int(page.get_attribute(f"#{elem_id} input[type=range]", "max"))
-
-
 def slider_value(page, elem_id: str = "step-slider") -> int:
     return int(float(page.input_value(f"#{elem_id} input[type=number]")))
-
-
-def set_number(page, elem_id: str, value) -> None:
-    """Type into a slider's or number box's number field and commit it, as a person would."""
-    box = page.locator(f"#{elem_id} input[type=number]")
-    box.fill(str(value))
-    box.press("Enter")
-    box.blur()
 
 
 def plot_data(page, elem_id: str) -> list:
