@@ -4,12 +4,35 @@ A record holds plain Python / numpy data only (no torch), so the UI, the JSON ex
 and the tests all read the same thing. The trace file (pipeline/trace_io.py, documented in
 docs/TRACE_FORMAT.md) is written from these dataclasses' fields: a field added here, with a
 default, travels in traces with no other change.
+
+The records of speculative decoding and of the inside-the-model views have modules of their own
+(records_speculative, records_inside); every record is imported from here.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 import numpy as np
 
+from .records_inside import (  # noqa: F401  (re-exported: most callers import every record from here)
+    LENS_TOP,
+    AccountingRecord,
+    KVCompareRecord,
+    LensRecord,
+    MachineInfo,
+    ParamCounts,
+    PositionRecord,
+    SwapRecord,
+)
+from .records_speculative import (  # noqa: F401  (re-exported, as above)
+    BonusRecord,
+    DraftInfo,
+    ProposalRecord,
+    ResidualRecord,
+    RoundRecord,
+    SpeculativeInfo,
+    expected_tokens_per_pass,
+    speculative_summary,
+)
 from .sampling import build_stages
 
 SCHEMA = "llm-pipeline-trace/2"  # what pipeline.trace_io writes
@@ -152,283 +175,6 @@ class StepRecord:
     forced: bool = False  # True: a person chose this token (a branch); the model did not draw it
     wait_ms: float = 0.0  # time the step waited for the model's lock (another pass running): not in `ms`
     rng_state: str = ""  # the random stream's state after this step's draws (JSON; "" before it was recorded)
-
-
-# ---------------------------------------------------------------------------------------
-# Speculative decoding (pipeline/speculative.py): a draft proposes, the target checks.
-
-
-@dataclass(frozen=True)
-class DraftInfo:
-    """The cheap model that proposes tokens for the target to check."""
-
-    spec: str  # as asked: "ngram", "ngram:3", "layers:10", a Hub id or a local directory
-    kind: str  # "ngram": prompt lookup, no model | "layers": the target's own first n layers + its final norm and LM head | "model"
-    id: str  # shown name
-    n_layers: int
-    n_params: int  # parameters one draft forward pass uses
-    shares_weights: bool  # True for "layers": the draft is a view of the target, no extra memory
-
-
-@dataclass(frozen=True)
-class SpeculativeInfo:
-    k: int  # proposals per round (fewer in the last round, when fewer tokens are left to generate)
-    draft: DraftInfo
-
-
-@dataclass(frozen=True)
-class ProposalRecord:
-    """One draft proposal and the test that accepted or rejected it.
-
-    p and q are the target's and the draft's next-token distributions after the same
-    sampling stages (temperature / top-k / top-p / repetition penalty)."""
-
-    token_id: int
-    piece: str
-    draft_prob: float  # q(token): the draft drew it from q
-    target_prob: float  # p(token)
-    accept_prob: float  # min(1, p / q)
-    u: float | None  # the uniform number in [0, 1) that decided: accepted iff u < accept_prob; None if never tested
-    status: str  # "accepted" | "rejected" | "discarded" (never tested: after a rejection, or after an accepted end of sequence)
-    # both distributions at a few ids: the union of each one's 10 most likely tokens (and the proposal)
-    top_ids: np.ndarray  # (n,) int64, by max(p, q) descending
-    top_pieces: tuple[str, ...]
-    top_draft_probs: np.ndarray  # (n,) float32, q
-    top_target_probs: np.ndarray  # (n,) float32, p
-    source_position: int | None = None  # prompt lookup: the context position this token was copied from (None: a model drew it)
-
-
-@dataclass(frozen=True)
-class ResidualRecord:
-    """After a rejection the token comes from the residual: max(0, p - q), normalised."""
-
-    token_id: int
-    piece: str
-    prob: float  # its probability in the normalised residual
-    mass: float  # sum of max(0, p - q) before normalising: the chance that a proposal here is rejected
-    top_ids: np.ndarray  # (n,) int64, the residual's largest non-zero entries (at most 10), descending
-    top_pieces: tuple[str, ...]
-    top_probs: np.ndarray  # (n,) float32, normalised residual
-
-
-@dataclass(frozen=True)
-class BonusRecord:
-    """After all proposals were accepted the target's pass gives one more token for free."""
-
-    token_id: int
-    piece: str
-    prob: float  # its probability in the target's distribution (after the sampling stages)
-
-
-@dataclass(frozen=True)
-class RoundRecord:
-    """One draft-then-verify round: up to k proposals, one target forward pass, 1 to k+1 new tokens."""
-
-    index: int
-    position: int  # the query at this position (the context's last token) predicts the first proposal
-    proposals: tuple[ProposalRecord, ...]
-    n_accepted: int
-    residual: ResidualRecord | None  # set when a proposal was rejected
-    bonus: BonusRecord | None  # set when every proposal was accepted
-    token_ids: tuple[int, ...]  # what the round added: accepted proposals, then the residual / bonus token (cut at a stop)
-    first_step: int  # index of the step (StepRecord) of token_ids[0]
-    draft_passes: int  # forward passes of the draft
-    target_passes: int  # forward passes of the target (1)
-    draft_tokens_fed: int
-    target_tokens_fed: int
-    draft_rollback: int  # positions removed from the draft's KV cache after the test
-    target_rollback: int  # positions removed from the target's KV cache (the rejected proposals)
-    draft_ms: float
-    target_ms: float  # the verifying forward pass, with capture
-    ms: float  # the whole round: draft, target, test, roll-back, records (not the waits for the model's lock: its steps' wait_ms)
-    match_length: int = 0  # prompt lookup: length of the n-gram that matched (0: nothing matched, or a model draft)
-
-    @property
-    def k(self) -> int:
-        return len(self.proposals)
-
-    @property
-    def n_tested(self) -> int:
-        """Proposals whose test ran (a u was drawn): accepted or rejected."""
-        return sum(p.u is not None for p in self.proposals)
-
-
-def expected_tokens_per_pass(alpha: float, k: int) -> float:
-    """Leviathan et al. (2023), eq. 1: the expected tokens one target pass yields when each
-    proposal is accepted with probability alpha, independently: (1 - alpha^(k+1)) / (1 - alpha)."""
-    if alpha >= 1.0:
-        return float(k + 1)
-    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
-
-
-def speculative_summary(rounds) -> dict:
-    """How the proposals fared, counted two ways, and tokens per target forward pass.
-
-    acceptance_rate: Leviathan et al.'s alpha, accepted / tested (a proposal after a rejection is
-    never tested); share_accepted: accepted / all proposals. expected_tokens_per_target_pass: the
-    paper's (1 - alpha^(k+1)) / (1 - alpha) for each round's own k (0 for a plain step), averaged
-    over the rounds, to set beside the measured tokens_per_target_pass."""
-    proposed = sum(len(r.proposals) for r in rounds)
-    tested = sum(r.n_tested for r in rounds)
-    accepted = sum(r.n_accepted for r in rounds)
-    tokens = sum(len(r.token_ids) for r in rounds)
-    target = sum(r.target_passes for r in rounds)
-    alpha = accepted / tested if tested else None
-    # no proposal at all (every round a plain step): alpha is undefined, and every round yields 1
-    expected = sum(expected_tokens_per_pass(alpha or 0.0, r.k) for r in rounds) / len(rounds) if rounds else None
-    return {
-        "rounds": len(rounds),
-        "proposed": proposed,
-        "tested": tested,
-        "accepted": accepted,
-        "acceptance_rate": alpha,
-        "share_accepted": accepted / proposed if proposed else None,
-        "rounds_without_proposals": sum(r.k == 0 for r in rounds),
-        "tokens": tokens,
-        "target_passes": target,
-        "draft_passes": sum(r.draft_passes for r in rounds),
-        "tokens_per_target_pass": tokens / target if target else None,
-        "expected_tokens_per_target_pass": expected,
-        "draft_ms": sum(r.draft_ms for r in rounds),
-        "target_ms": sum(r.target_ms for r in rounds),
-        "ms": sum(r.ms for r in rounds),
-    }
-
-
-# ---------------------------------------------------------------------------------------
-# Inside the model (pipeline/inside.py computes these; re-exported there).
-
-LENS_TOP = 5  # candidates kept per layer
-
-
-@dataclass(frozen=True)
-class LensRecord:
-    """Logit lens of one step: the final norm and LM head applied to the residual stream of the
-    query at `position` after every layer. Row 0 is the input embedding; row i (1..L) is after
-    block i; row L is what the model itself predicted (it equals the step's own distribution)."""
-
-    step: int  # StepRecord.index
-    position: int
-    token_id: int  # the token the step chose
-    piece: str
-    top_ids: np.ndarray  # (L+1, LENS_TOP) int64, most likely first
-    top_pieces: tuple[tuple[str, ...], ...]  # (L+1) x LENS_TOP
-    top_probs: np.ndarray  # (L+1, LENS_TOP) float32, softmax over the full vocabulary at temperature 1
-    chosen_probs: np.ndarray  # (L+1,) float32, probability of the chosen token at each depth
-    chosen_ranks: np.ndarray  # (L+1,) int64, its rank (0 = most likely) at each depth
-    entropy: np.ndarray  # (L+1,) float32, bits
-
-
-@dataclass(frozen=True)
-class KVCompareRecord:
-    """One step computed twice: with the KV cache (the step's own pass: only the new token goes
-    through the model) and without it (the whole context up to `position` recomputed)."""
-
-    step: int
-    position: int
-    tokens_with: int  # tokens fed through the model with the cache (1 for a decode step; T for prefill)
-    tokens_without: int  # position + 1
-    macs_with: float  # multiply-adds of the pass with the cache (weights x tokens + attention)
-    macs_without: float
-    ms_with: float  # measured now, same machine, median of a few repeats
-    ms_without: float
-    max_abs_diff: float  # max |logit with cache - logit without| over the full vocabulary
-    same_argmax: bool
-    top_ids: np.ndarray  # (n,) int64 the step's top candidates
-    logits_with: np.ndarray  # (n,) float32 at top_ids
-    logits_without: np.ndarray  # (n,) float32 at top_ids
-    argmax_id: int = -1  # the token the pass with the cache ranks first (over the full vocabulary)
-
-
-@dataclass(frozen=True)
-class ParamCounts:
-    """Parameters of the model by where a forward pass reads them.
-
-    total = embedding + lm_head + positions + n_layers x (per_layer_attn + per_layer_mlp +
-    per_layer_norm) + final_norm + other, counting a tied matrix once. Per-layer counts are
-    block 0's (biases included); `per_layer_norm` is whatever a block holds outside its
-    attention and feed-forward modules (its norms)."""
-
-    total: int
-    embedding: int  # the input embedding matrix (a lookup reads one row per token)
-    lm_head: int  # the output projection (0 extra when tied to the embedding)
-    tied: bool  # the LM head is the embedding matrix
-    per_layer_attn: int  # one block's attention weights
-    per_layer_mlp: int  # one block's feed-forward weights
-    per_layer_norm: int
-    final_norm: int
-    n_layers: int
-    bytes_per_param: int  # 4 for float32
-    positions: int = 0  # learned position embeddings (GPT-2's wpe; a lookup, like the embedding)
-    other: int = 0  # anything not placed above (0 for the supported families)
-
-    @property
-    def read_per_pass(self) -> int:
-        """Parameters a forward pass reads in full: every block, the final norm, the LM head."""
-        return self.n_layers * (self.per_layer_attn + self.per_layer_mlp + self.per_layer_norm) + self.final_norm + self.lm_head_rows
-
-    @property
-    def lm_head_rows(self) -> int:
-        return self.embedding if self.tied else self.lm_head
-
-
-@dataclass(frozen=True)
-class MachineInfo:
-    """This machine's measured limits (not a datasheet)."""
-
-    memory_gb_s: float  # sustained memory bandwidth, measured by copying a large array
-    matmul_gflop_s: float  # float32 matrix-multiply throughput, measured
-    threads: int  # torch threads
-
-
-@dataclass(frozen=True)
-class AccountingRecord:
-    """Compute and memory of one step, against the machine's measured limits."""
-
-    step: int
-    phase: str
-    tokens: int  # tokens the pass processed (T for prefill, 1 for decode)
-    params_read: int
-    macs: float  # multiply-adds: ~params x tokens + attention (QK^T and AV)
-    weight_bytes: float  # bytes of weights read
-    kv_bytes_read: float  # bytes of KV cache read by attention
-    arithmetic_intensity: float  # flops (2 x macs) per byte read
-    ms: float  # the step's measured wall time
-    memory_bound_ms: float  # (weight + KV bytes) / measured bandwidth: the floor if memory limits
-    compute_bound_ms: float  # 2 x macs / measured matmul throughput: the floor if compute limits
-    machine_balance: float  # matmul flops per byte of bandwidth: above it a pass is compute-bound
-
-    @property
-    def bound(self) -> str:
-        """"compute" above the machine balance, else "memory": which floor is the higher one."""
-        return "compute" if self.arithmetic_intensity > self.machine_balance else "memory"
-
-
-@dataclass(frozen=True)
-class PositionRecord:
-    """How the model knows order."""
-
-    kind: str  # "rope" | "learned" | "none"
-    rope_theta: float | None
-    rotary_dim: int | None  # dimensions of a head that rotate (head_dim x partial_rotary_factor)
-    inv_freq: np.ndarray | None  # (rotary_dim/2,) radians per position of each frequency pair
-    learned_2d: np.ndarray | None  # (n, 2) learned position vectors 0..n-1 in the model's fixed projection
-
-
-@dataclass(frozen=True)
-class SwapRecord:
-    """The same prompt with two tokens swapped: attention of the last query, per layer (mean of
-    heads), over the keys, with the swapped run's keys put back in the original order."""
-
-    pieces: tuple[str, ...]  # the original prompt's pieces
-    swapped_pieces: tuple[str, ...]
-    i: int
-    j: int
-    attention: np.ndarray  # (L, T) original
-    attention_swapped: np.ndarray  # (L, T) swapped run, keys re-ordered to match `pieces`
-    max_abs_diff: float  # over layers and keys
-    top_piece: str  # the next-token prediction of each run
-    top_piece_swapped: str
 
 
 @dataclass(frozen=True)
