@@ -1,7 +1,7 @@
 """The viewer bundle: every panel that follows the step, built once by viz/, with Plotly frames.
 
-`viewer_bundle(trace)` is plain JSON-ready data for assets/viewer.js, which scrubs, plays and
-reshapes the distribution in the browser with no request. Each panel is one Plotly figure
+`viewer_bundle(trace)` is plain JSON-ready data for the viewer's scripts (assets/viewer*.js), which
+scrub, play and reshape the distribution in the browser with no request. Each panel is one Plotly figure
 (the first step's, drawn by the panel's own viz function) plus one frame per step holding only
 the traces and layout keys that change from step to step (viz.viewer_frames); every frame's
 `layout.meta.step` names its step. Axis ranges are fixed over the whole trace so frames never

@@ -7,7 +7,7 @@ block), so every step's matrix is a block of the last step's. The panel therefor
 a band: for each query row r, its weights on keys r - w + 1 .. r (blank where there are none). A
 frame names its window, `zwin: [lo, n, size]`: rows lo .. lo + n - 1 of the band spread out over
 keys lo .. lo + size - 1, and `size - n` blank rows after them, tiled as the panel's `tiles` say;
-its labels are positions lo .. lo + size - 1. assets/viewer.js (windowed) and `windowed` below do
+its labels are positions lo .. lo + size - 1. assets/viewer_frames.js (windowed) and `windowed` below do
 the same.
 
 Every step has the same frame (size = w, or T while the whole context fits, the matrix growing into

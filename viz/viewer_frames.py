@@ -2,7 +2,7 @@
 
 `animated` keeps the first step's figure whole and gives each frame only what moves between steps,
 down to the nested attribute; `animated_plain` does the same for figures built as plain data (viz's
-*_dict builders). The page merges a frame into the figure (assets/viewer.js, merged) and redraws it.
+*_dict builders). The page merges a frame into the figure (assets/viewer_frames.js, merged) and redraws it.
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def animated(figs: Sequence[dict], steps: Sequence[int]) -> dict:
     """One figure (the first step's) with a frame per step holding only what changes: the traces
     that move, and of those only the attributes that move, down to the nested one (a marker's
     colours, not the whole marker). The rest stays in the figure's trace, and the page merges a frame
-    into it (viewer.js merged): an array that does not move stays the same object, which Plotly.react
+    into it (viewer_frames.js merged): an array that does not move stays the same object, which Plotly.react
     needs to see to redraw only what moved (it redraws the whole figure for a new copy of an array).
 
     figs: one figure_json per step, all with the same traces in the same order."""

@@ -1,5 +1,5 @@
 """One self-contained HTML file per trace: the page template (assets/viewer.html) with Plotly.js,
-the viewer bundle (viz/viewer.py) and the page's scripts (assets/viewer_plot.js, viewer.js)
+the viewer bundle (viz/viewer.py) and the page's scripts (VIEWER_SCRIPTS, in assets/)
 inlined. It makes no request of any kind."""
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from .viewer import MAX_FRAMES, bundle_json, viewer_bundle
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TEMPLATE = ASSETS / "viewer.html"
 SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
-VIEWER_SCRIPTS = ("viewer_plot.js", "viewer.js")  # the page's own scripts, in order, after Plotly.js
+# the viewer's scripts in assets/, in the order they load, after Plotly.js (each needs those before it);
+# the offline page inlines them, the app loads them by URL (ui/viewer_wiring.py), the browser tests too
+VIEWER_SCRIPTS = ("viewer_plot.js", "viewer_text.js", "viewer_sampling.js", "viewer_frames.js", "viewer.js")
 
 
 def _plotly() -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Shared by the viewer's browser tests: assets/viewer.js in a blank Chromium page with the
+"""Shared by the viewer's browser tests: the viewer's scripts in a blank Chromium page with the
 network shut, and the reference numbers from pipeline.sampling it must reproduce."""
 from __future__ import annotations
 
@@ -8,23 +8,25 @@ import numpy as np
 
 from pipeline import sampling
 from pipeline.records import StepRecord
+from viz.viewer_page import VIEWER_SCRIPTS
 
 from .harness import ROOT
 
-VIEWER_JS = ROOT / "assets" / "viewer.js"
+VIEWER_JS = [ROOT / "assets" / f for f in VIEWER_SCRIPTS]  # in order
 TOL = 1e-6
 N_SHOWN = 20  # bars of the distribution panel; the rest-of-vocabulary bar is 1 minus their sum
 
 
 def js_page(browser):
-    """A blank page with viewer.js loaded; every network request is refused and recorded."""
+    """A blank page with the viewer's scripts loaded; every network request is refused and recorded."""
     page = browser.new_page()
     page.errors, page.requests = [], []  # type: ignore[attr-defined]
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     page.on("console", lambda m: page.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.route("**/*", lambda route: (page.requests.append(route.request.url), route.abort()))
     page.set_content("<!doctype html><meta charset='utf-8'><body></body>")
-    page.add_script_tag(content=VIEWER_JS.read_text(encoding="utf-8"))
+    for js in VIEWER_JS:
+        page.add_script_tag(content=js.read_text(encoding="utf-8"))
     return page
 
 

@@ -1,0 +1,145 @@
+/* A panel's figure at a step: the panel's figure with the step's frame merged in (viz/viewer_frames.py
+ * wrote each frame as only what moves), the attention panel's window cut from its bands, and the
+ * distribution reshaped for the sampling sliders and patched into viz.distribution's figure.
+ * Needs viewer_text.js and viewer_sampling.js.
+ */
+(function (root) {
+  'use strict';
+
+  const { decode, fixed, pct, tokens, gridIndex, reshape } = root.LLMViewer;
+
+  // A frame's {zwin: [lo, n, size]}: its window of the attention bands (viz/viewer_attention.py, windowed
+  // there too): rows lo .. lo+n-1 over keys lo .. lo+size-1, then size-n blank rows, each head's window a
+  // tile of one matrix as panel.tiles say (viz.attention tiled, tile_labels); labels from lo.
+  const TAG = '\u200b'; // viz.attention.TAG: a tile's labels read the same as the first tile's, kept apart
+  function tileLabels(labels, count, gap) {
+    const out = [];
+    for (let t = 0; t < count; t++) {
+      if (t) for (let i = 0; i < gap; i++) out.push(`gap ${t}.${i}`);
+      for (const lab of labels) out.push(lab + TAG.repeat(t));
+    }
+    return out;
+  }
+
+  function band(panel, i) {
+    panel._bands = panel._bands || {};
+    if (!panel._bands[i]) {
+      const spec = panel.data[i].z, [K, T, w] = String(spec.shape).split(',').map(Number); // shape "heads, T, w"
+      panel._bands[i] = { flat: decode(spec), K, T, w, cols: panel.tiles.cols, gap: panel.tiles.gap, rows: new Map() };
+    }
+    return panel._bands[i];
+  }
+
+  function windowed(panel, i, [lo, n, size]) {
+    const b = band(panel, i), step = size + b.gap, tileRows = Math.ceil(b.K / b.cols);
+    const W = b.cols * step - b.gap, blank = new Array(W).fill(null), z = [];
+    for (let R = 0; R < tileRows * step - b.gap; R++) {
+      const r = Math.floor(R / step), q = R % step; // tile row r, its row q (q >= size: between tiles)
+      if (q >= n) { z.push(blank); continue; }
+      const key = `${lo}|${size}|${R}`;
+      let row = b.rows.get(key);
+      if (!row) {
+        row = new Array(W).fill(null);
+        const pos = lo + q;
+        for (let c = 0; c < b.cols && r * b.cols + c < b.K; c++) {
+          const at = ((r * b.cols + c) * b.T + pos) * b.w;
+          for (let j = 0; j <= q; j++) { // keys up to the row's own position
+            const k = lo + j - (pos - b.w + 1), v = k >= 0 && k < b.w ? b.flat[at + k] : NaN;
+            row[c * step + j] = Number.isNaN(v) ? null : v;
+          }
+        }
+        if (b.rows.size > 4096) b.rows.clear();
+        b.rows.set(key, row);
+      }
+      z.push(row);
+    }
+    const labels = panel.data[i].x.slice(lo, lo + size);
+    return { z, x: tileLabels(labels, b.cols, b.gap), y: tileLabels(labels, tileRows, b.gap) };
+  }
+
+  // base with what a frame moved put in, nested objects merged: what did not move stays the same object
+  const plain = (x) => x !== null && typeof x === 'object' && !Array.isArray(x) && x.bdata === undefined;
+  function deepMerged(base, moved) {
+    const out = Object.assign({}, base);
+    for (const [k, v] of Object.entries(moved)) out[k] = plain(v) && plain(base[k]) ? deepMerged(base[k], v) : v;
+    return out;
+  }
+
+  // Plotly decodes a typed array given as {dtype, bdata} at every redraw: the 2D ones a figure keeps (the
+  // grid's heads per cell) are decoded here once, as rows.
+  function decoded(panel) {
+    if (panel._decoded) return;
+    panel._decoded = true;
+    panel.data = panel.data.map((tr) => {
+      const out = Object.assign({}, tr);
+      for (const [k, v] of Object.entries(tr)) {
+        const shape = v && v.bdata !== undefined && v.shape !== undefined ? String(v.shape).split(',').map(Number) : [];
+        if (shape.length !== 2) continue;
+        const flat = decode(v);
+        out[k] = Array.from({ length: shape[0] }, (_, r) => flat.subarray(r * shape[1], (r + 1) * shape[1]));
+      }
+      return out;
+    });
+  }
+
+  function merged(panel, s) {
+    decoded(panel);
+    const fr = panel.frames[s], data = panel.data.slice();
+    fr.traces.forEach((i, j) => { // a frame holds what moves
+      const { zwin, ...moved } = fr.data[j];
+      data[i] = Object.assign(deepMerged(panel.data[i], moved), zwin ? windowed(panel, i, zwin) : {});
+    });
+    return { data, layout: Object.assign({}, panel.layout, fr.layout) };
+  }
+
+  // The distribution figure of a step under a reshaping: viz.distribution's figure, patched.
+  function cutText(r, n) { // one line per filtering stage
+    const parts = [];
+    for (const st of r.stages) {
+      if (st.name === 'top_p') parts.push(`top-p ${st.param} keeps ${tokens(st.kept)} holding ${pct(st.mass, 1)} of the probability`);
+      else if (st.name === 'top_k') parts.push(`top-k ${st.param} keeps ${tokens(st.kept)} (${pct(st.mass, 1)})`);
+      else if (st.name === 'temperature' && st.param === 0) parts.push('temperature 0: greedy, only the most likely token');
+    }
+    if (r.cutoff >= n && parts.length) parts[parts.length - 1] += ` (more than the ${n} shown)`;
+    return parts;
+  }
+
+  function distFigure(bundle, s, r) {
+    const P = bundle.panels['dist-plot'], st = bundle.dist_style, c = P.candidates[s];
+    const { data, layout } = merged(P, s);
+    const n = c.labels.length - 1; // the last bar is the rest of the vocabulary
+    const show = (k) => r.kept[k] || k === c.rank;
+    const labels = c.labels.map((lab, k) => (k < n && !show(k) ? st.removed_label.replace('{}', lab) : lab));
+    const hover = c.hover.map((h, k) => (k < n && !r.kept[k] ? h + st.removed_hover : h));
+    const fin = Array.from(r.final.slice(0, n));
+    let sum = 0;
+    fin.forEach((v) => { sum += v; });
+    fin.push(Math.max(0, 1 - sum));
+    const raw = Object.assign({}, data[0], { y: labels, customdata: hover,
+      marker: Object.assign({}, data[0].marker, { color: labels.map((_, k) => (k < n ? (r.kept[k] ? st.kept_color : st.removed_color) : st.rest_color)) }) });
+    const bar = Object.assign({}, data[1], { y: labels, customdata: hover, x: fin, text: fin.map((v) => (v >= 0.005 ? pct(v, 0) : '')) });
+    const shapes = [], notes = (layout.annotations || []).filter((a) => a.name !== 'cut-off'), annotations = [];
+    if (r.cutoff > 0 && r.cutoff < n) {
+      const y = r.cutoff - 0.5;
+      shapes.push(Object.assign({}, st.cut_line, { y0: y, y1: y }));
+      annotations.push(Object.assign({}, st.cut_label, { y }));
+    }
+    const lines = [`entropy ${fixed(c.entropy, 2)} bits raw → ${fixed(r.entropy, 2)} bits sampled from` + (r.exact ? '' : ' (approximate)')]
+      .concat(cutText(r, n));
+    const title = `Next token at position ${c.position}` + lines.map((line) => `<br><sup>${line}</sup>`).join('');
+    const out = Object.assign({}, layout, { shapes, annotations: annotations.concat(notes),
+      title: Object.assign({}, layout.title, { text: title }), datarevision: `${s}|${r.key}`, meta: Object.assign({}, layout.meta, r.used) });
+    return { data: [raw, bar].concat(data.slice(2)), layout: out };
+  }
+
+  // A panel's figure at a step; the distribution reshaped for state {t, k, p} (the app's page uses this too).
+  function figureFor(bundle, id, s, state) {
+    if (id !== 'dist-plot') return merged(bundle.panels[id], s);
+    const S = bundle.sampling, r = reshape(S, s, state.t, state.k, state.p);
+    r.key = `${state.t}|${state.k}|${state.p}`; // and the settings reshape used, named in layout.meta (DESIGN.md):
+    r.used = { temperature: S.temperatures[gridIndex(S.temperatures, state.t)], top_k: Math.round(state.k), top_p: S.top_ps[gridIndex(S.top_ps, state.p)] };
+    return distFigure(bundle, s, r);
+  }
+
+  root.LLMViewer = Object.assign(root.LLMViewer || {}, { merged, cutText, distFigure, figureFor });
+})(typeof window !== 'undefined' ? window : globalThis);
