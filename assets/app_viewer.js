@@ -3,7 +3,7 @@
  * With a bundle of the trace on screen, the five panels that follow the step (distribution, attention,
  * attention overview, embeddings, KV) are drawn here, in the browser: the step slider, Play and the
  * temperature / top-k / top-p sliders cost the server nothing. Each figure is viz/'s, from the bundle
- * (LLMViewer.figureFor in viewer.js). The viewer's plot sits first inside each gr.Plot block
+ * (LLMViewer.figureFor in viewer_frames.js). The viewer's plot sits first inside each gr.Plot block
  * (`#dist-plot > .viewer-plot`), which it hides while the viewer shows; while a generation streams,
  * the server's own figures show instead. The text, the token chips and the speculative rounds the
  * server drew hold every step, marked with data-step: the viewer shows the step's part of them and
@@ -55,8 +55,8 @@
 
   // A generation starts. The viewer's plots stay, dimmed, until the server's first streamed figure of
   // that panel arrives; only then does the panel show the server's plot. (Showing the server's old
-  // plots at once redrew five figures in the very moment the first token should appear: measured
-  // 0.6 s before the cleared text and 1 s before the first token showed, on this 2-core machine.)
+  // plots at once would redraw five figures at the very moment the first token should appear, and
+  // hold back the cleared text and that token.)
   // Observers of the page's blocks: each block observed once by each (again after Gradio re-creates one).
   const observedBy = new WeakMap();
   function observe(obs, id, opts) {
@@ -94,8 +94,8 @@
 
   function mount(m) {
     st.bundle = m.bundle; st.key = m.key; st.drawn = {}; st.textStep = -1;
-    // plotWatch waits for the server's plots of a run only: watching the viewer's own redraws made
-    // a record of every node Plotly touched (about 10 ms of each step move, measured in the app)
+    // plotWatch waits for the server's plots of a run only: watching the viewer's own redraws would
+    // make a record of every node Plotly touches, a cost paid at every step move
     if (plotWatch) { plotWatch.disconnect(); observedBy.delete(plotWatch); }
     TEXT_IDS.forEach((id) => observe(textWatch, id, SUBTREE));
     IDS.forEach((id) => observe(panelWatch, id));
@@ -108,8 +108,8 @@
 
   // The distribution is reshaped with what the temperature / top-k / top-p fields show, however they came to
   // show it: typed or dragged (onInput), or written by the page with no event at all (a link's settings,
-  // an example's or a loaded trace's own: Gradio sets the inputs' `value`). Before, such a write left the
-  // distribution computed with the settings the viewer last had while the fields showed others.
+  // an example's or a loaded trace's own: Gradio sets the inputs' `value`), so the distribution is never
+  // computed with other settings than the fields show.
   function readSampling() { // true when the fields differ from what the distribution was drawn with
     const t = numberOf('temperature', st.t), k = Math.round(numberOf('top-k', st.k)), p = numberOf('top-p', st.p);
     const moved = t !== st.t || k !== st.k || p !== st.p;
@@ -253,7 +253,7 @@
   }
 
   // While playing, the slider's thumb and number move without Gradio's slider hearing of each step (its
-  // update cost Play a step in ten); setStep tells it once Play stops.
+  // update is slow enough to hold Play back); setStep tells it once Play stops.
   function showStep(s) {
     const box = document.getElementById('step-slider');
     if (!box) return;
@@ -268,7 +268,7 @@
 
   // Play: viewer.js's player, paced by the panels on screen (the others catch up when it stops). Pressed
   // while the page has no bundle yet (the page just opened, or a run is streaming), it starts once the
-  // bundle is there; the button says so meanwhile. Before, such a press did nothing.
+  // bundle is there, so the press is not lost; the button says so meanwhile.
   let play = null, playWanted = false;
   const playing = () => play !== null && play.playing();
   function stopPlay() { if (play) play.stop(); }
@@ -339,8 +339,8 @@
   // Any other control pressed during Play stops it first, so Gradio's slider holds the step on screen
   // before the control's event reads it (re-sample from this step, a branch, a link); a Play still
   // waiting for its bundle is called off. A slider held down: a drag moves at the pace of what is on
-  // screen (before, each move waited for all five figures, about 150 ms, so the thumb lagged the
-  // pointer); let go, every panel catches up.
+  // screen (waiting for all five figures at each move would make the thumb lag the pointer); let go,
+  // every panel catches up.
   const held = (el) => el.type === 'range' && el.closest(SLIDERS);
   document.addEventListener('pointerdown', (e) => {
     const el = e.target.closest && e.target.closest('button, input, textarea, select, [role=option]');

@@ -1,13 +1,13 @@
-/* Drawing a panel's figure with Plotly fast enough to follow the step slider (used by viewer.js).
+/* Drawing a panel's figure with Plotly fast enough to follow the step slider (used by viewer.js and app_viewer.js).
  *
  * Plotly.react redraws what changed, but a redraw of the data also redraws things that never change
  * from step to step: each of them is kept out of that per-step work here, drawn as Plotly draws it.
  *   - the config, given with a plot's first drawing only;
  *   - the plot's size, which Plotly would measure at every redraw (unmeasured);
  *   - the colour scale, drawn once as its own small Plotly figure over the plot's right margin
- *     (withoutScale, drawScale): Plotly draws and measures a colour bar at every redraw of the data,
- *     a third of the attention panels' time in the app.
- * Loaded just after Plotly.js, before viewer.js.
+ *     (withoutScale, drawScale): Plotly would draw and measure a colour bar at every redraw of the
+ *     data, a large part of a heatmap panel's redraw, though it never changes.
+ * Loaded just after Plotly.js, before the viewer's other scripts.
  */
 (function (root) {
   'use strict';
