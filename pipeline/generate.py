@@ -17,6 +17,7 @@ import torch
 
 from . import sampling
 from .formulas import kv_cache_bytes
+from .inside import trace_extras
 from .capture import block_names, captured_rows, residual_stream, run_with_cache
 from .loading import LoadedModel, rms_rows
 from .records import PromptRecord, Segment, Settings, StageRecord, StepRecord, Trace
@@ -139,8 +140,6 @@ def build_trace(lm: LoadedModel, settings: Settings, prompt: PromptRecord, steps
     `base`: the trace a continuation (+1 token, re-sample, branch) extends. Its settings stay the
     trace's: they are what its earlier steps were made with. When the steps from `first_new` on
     were made with other settings, a Segment says so."""
-    from .inside import trace_extras
-
     first, segments = settings, ()
     if base is not None:
         first, segments = base.settings, tuple(sg for sg in base.segments if sg.first_step < first_new)

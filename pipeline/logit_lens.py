@@ -1,0 +1,71 @@
+"""The logit lens: the model's own read-out (final norm, LM head, any logit scaling) applied to the
+residual stream after every layer, to see what each depth would predict.
+
+    lens = logit_lens(lm, step)                      # LensRecord: the prediction after every layer
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .loading import LoadedModel
+from .records import LENS_TOP, LensRecord, StepRecord
+
+
+def text_config(lm: LoadedModel):
+    """The model's text config (a multimodal config holds it inside; a plain one is it)."""
+    c = lm.model.config
+    return c.get_text_config() if hasattr(c, "get_text_config") else c
+
+
+def final_logits(lm: LoadedModel, x: torch.Tensor) -> torch.Tensor:
+    """The model's own read-out of residual rows x (..., d_model): final norm, LM head, then any
+    scaling the model applies after the head (Gemma 2/3 soft-capping, Cohere's logit_scale,
+    Granite's logits_scaling), cut to the vocabulary."""
+    y = lm.arch.lm_head(lm.arch.norm(x))
+    c = text_config(lm)
+    scale = getattr(c, "logit_scale", None)  # Cohere multiplies
+    if isinstance(scale, (int, float)) and scale not in (0, 1):
+        y = y * scale
+    div = getattr(c, "logits_scaling", None)  # Granite divides
+    if isinstance(div, (int, float)) and div not in (0, 1):
+        y = y / div
+    cap = getattr(c, "final_logit_softcapping", None)
+    if cap:
+        y = torch.tanh(y / cap) * cap
+    return y[..., : lm.info.vocab_size]
+
+
+def logit_lens(lm: LoadedModel, step: StepRecord) -> LensRecord:
+    """The final norm and LM head applied to the step's residual stream after every layer.
+
+    Row 0 is the input to block 0 (the embedding), row i the output of block i; row L is the
+    model's own prediction (equal to the step's logits)."""
+    if step.hidden is None:
+        raise ValueError(f"step {step.index} holds no hidden states (a trace exported without --full): the logit lens needs them")
+    p = next(lm.model.parameters())
+    h = torch.as_tensor(np.asarray(step.hidden, np.float32)).to(device=p.device, dtype=p.dtype)  # (L+1, d)
+    with torch.inference_mode():
+        logits = final_logits(lm, h).double()  # (L+1, vocab)
+        logp = torch.log_softmax(logits, dim=-1)
+        probs = logp.exp()
+        k = min(LENS_TOP, logits.shape[-1])
+        top_p, top_i = probs.topk(k, dim=-1)  # descending
+        chosen = logits[:, step.token_id]
+        ranks = (logits > chosen[:, None]).sum(-1)
+        entropy = -(probs * logp).nan_to_num().sum(-1) / math.log(2)
+    top_ids = top_i.cpu().numpy().astype(np.int64)
+    return LensRecord(
+        step=step.index,
+        position=step.position,
+        token_id=int(step.token_id),
+        piece=step.piece,
+        top_ids=top_ids,
+        top_pieces=tuple(tuple(lm.tokens.piece(int(i)) for i in row) for row in top_ids),
+        top_probs=top_p.cpu().numpy().astype(np.float32),
+        chosen_probs=probs[:, step.token_id].cpu().numpy().astype(np.float32),
+        chosen_ranks=ranks.cpu().numpy().astype(np.int64),
+        entropy=entropy.cpu().numpy().astype(np.float32),
+    )
