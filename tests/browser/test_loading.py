@@ -17,14 +17,21 @@ pytestmark = pytest.mark.browser
 COLD_STARTS = int(os.environ.get("LLM_VIZ_COLD_STARTS", 10))
 ANSWER_MS = 60_000  # a click after loading streams a token or says why within this; a hang fails
 MODEL_LINE = "() => (document.querySelector('#model-info')?.innerText || '')"
+PAGE_STATE = """() => ({output: (document.querySelector('#output')?.innerText || '').slice(0, 160),
+  stale: document.querySelectorAll('#output .stale').length,
+  fields: ['temperature', 'max-new-tokens'].map(id => document.querySelector('#' + id + ' input')?.value),
+  raw: document.querySelector('input[value="Raw text"]')?.checked,
+  prompt: document.querySelector('#prompt textarea')?.value,
+  generating: !!document.querySelector('#generate[disabled], .generating')})"""
 # every toast the page shows, warnings too (they vanish after a while): read by _toasts()
 RECORD_TOASTS = """
 window.__toasts = [];
 new MutationObserver(() => {
-  document.querySelectorAll('.toast-body').forEach(t => {
-    if (!t.__seen) { t.__seen = true; window.__toasts.push(t.innerText.replace(/\\s+/g, ' ')); }
+  document.querySelectorAll('.toast-body').forEach(t => {  // Gradio reuses a toast's element: a new text is a new toast
+    const text = t.innerText.replace(/\\s+/g, ' ');
+    if (t.__text !== text) { t.__text = text; window.__toasts.push(text); }
   });
-}).observe(document, {subtree: true, childList: true});
+}).observe(document, {subtree: true, childList: true, characterData: true});
 """
 
 
@@ -109,7 +116,7 @@ def _generate_and_wait(page, prompt: str, word: str, what: str) -> float:
                                arg=word, timeout=ANSWER_MS)
     except Exception as e:  # noqa: BLE001  (say which click went unanswered, and what the page said)
         raise AssertionError(f"{what}: no '{word}' within {ANSWER_MS / 1000:.0f} s; toasts since the click: {_toasts(page, n)}; "
-                             f"model line: {page.evaluate(MODEL_LINE)[:60]!r}") from e
+                             f"model line: {page.evaluate(MODEL_LINE)[:60]!r}; page: {page.evaluate(PAGE_STATE)}") from e
     return time.perf_counter() - t0
 
 
