@@ -3,16 +3,15 @@
 The codec walks the records' dataclass fields (`dataclasses.fields` and their type
 annotations), so a field added to a record, with a default, is written and read with no
 change here. A record is a JSON object keyed by field name; a numpy array is an "array
-object" {dtype, shape, data: base64 of the little-endian C-order bytes}; bytes are a list of
-ints 0-255; a tuple is a list. Format decisions that depend on a field live in the three
-tables below and nowhere else.
+object" {dtype, shape, data: base64 of the little-endian C-order bytes} (pipeline/trace_arrays.py);
+bytes are a list of ints 0-255; a tuple is a list. Format decisions that depend on a field live
+in the three tables below and nowhere else.
 
 One JSON document, gzip-compressed when the file name ends in ".gz". It is written step by
 step to the (gzip) stream, so a long trace never exists as one big string.
 """
 from __future__ import annotations
 
-import base64
 import dataclasses
 import functools
 import gzip
@@ -29,6 +28,7 @@ import numpy as np
 
 from . import trace_bounds, trace_check
 from .errors import TRACE_HINT, TraceFormatError
+from .trace_arrays import DTYPES, array_from_object, array_object, damaged  # noqa: F401  (DTYPES: part of the format's API)
 from .records import SCHEMA, SCHEMA_V1, StepRecord, Trace
 
 # Fields a reader rebuilds: a step's context is the prompt followed by the earlier steps'
@@ -43,93 +43,11 @@ TRIL = {StepRecord: ("attention_matrix",)}
 
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_LEVEL = 1  # measured: level 6 is 3x slower for 4% less (float16 bits barely compress)
-DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
 _JSON = dict(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _names(table: dict, cls: type) -> tuple[str, ...]:
     return tuple(n for base, names in table.items() if issubclass(cls, base) for n in names)
-
-
-# ---------------------------------------------------------------------------------------
-# Arrays
-
-
-def array_object(a: np.ndarray, dtype: str | None = None, *, tril: bool = False) -> dict:
-    """numpy array -> {"dtype", "shape", "data"}; `tril`: (..., T, T) with zeros above the
-    diagonal, written as its lower triangle only ("layout": "tril")."""
-    a = np.asarray(a)
-    dt = np.dtype(dtype or a.dtype)
-    assert dt.name in DTYPES, f"the trace format has no dtype {dt.name}"
-    d: dict[str, Any] = {"dtype": dt.name, "shape": list(a.shape)}
-    if tril and _is_tril(a):
-        q, k = np.tril_indices(a.shape[-1])
-        a = a[..., q, k]  # (..., T(T+1)/2) rows 0..T-1, keys 0..q each
-        d["layout"] = "tril"
-    a = _float16(a) if dt.name == "float16" else a
-    data = np.ascontiguousarray(a, dtype=dt.newbyteorder("<")).tobytes()
-    d["data"] = base64.b64encode(data).decode("ascii")
-    return d
-
-
-def _float16(a: np.ndarray) -> np.ndarray:
-    """a.astype(float16), bit for bit, but fast when many values are float16 subnormals
-    (below 2**-14, as ~40% of attention weights are: numpy's cast is ~10x slower on them).
-    A subnormal's bits are its magnitude in units of 2**-24, rounded half to even."""
-    a = np.asarray(a, np.float32)
-    small = np.abs(a) < np.float32(2.0**-14)
-    with np.errstate(over="ignore"):  # beyond 65504 becomes inf, as in astype
-        h = np.where(small, np.float32(0), a).astype(np.float16)
-    s = a[small]
-    sign = np.where(np.signbit(s), np.uint16(0x8000), np.uint16(0))
-    h.view(np.uint16)[small] = np.rint(np.abs(s) * np.float32(2.0**24)).astype(np.uint16) | sign
-    return h
-
-
-def _is_tril(a: np.ndarray) -> bool:
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2] or a.shape[-1] < 2:
-        return False
-    return not np.triu(a, 1).any()
-
-
-def array_from_object(d: Any, where: str = "") -> np.ndarray:
-    """The inverse of array_object; float16 widens to float32 (what the records hold)."""
-    if not isinstance(d, dict) or not {"dtype", "shape", "data"} <= d.keys():
-        raise _bad(where, "expected an array object {dtype, shape, data}")
-    dt, shape, layout, n = _array_header(d, where)
-    if not isinstance(d["data"], str):
-        raise _bad(where, f"the data is a {type(d['data']).__name__}, not base64 text")
-    try:
-        raw = base64.b64decode(d["data"], validate=True)
-    except (ValueError, TypeError) as e:
-        raise _bad(where, f"the data is not base64 ({e})") from e
-    if len(raw) != n * dt.itemsize:
-        raise _bad(where, f"{len(raw)} bytes of data for {n} values of {dt.name}")
-    flat = np.frombuffer(raw, dt).astype(np.float32 if dt.name == "float16" else dt.newbyteorder("="))
-    if layout == "dense":
-        return flat.reshape(shape)
-    out = np.zeros(shape, flat.dtype)  # (..., T, T)
-    rows = flat.reshape(*shape[:-2], -1) if out.size else flat  # (..., T(T+1)/2): row q holds keys 0..q
-    for q in range(shape[-1] if out.size else 0):  # row by row: no T x T index arrays
-        out[..., q, : q + 1] = rows[..., q * (q + 1) // 2: (q + 1) * (q + 2) // 2]
-    return out
-
-
-def _array_header(d: dict, where: str) -> tuple[np.dtype, tuple[int, ...], str, int]:
-    """(dtype, shape, layout, values stored) of an array object, within pipeline.trace_bounds."""
-    shape, layout = d["shape"], d.get("layout", "dense")
-    if d["dtype"] not in DTYPES or not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
-        raise _bad(where, f"unknown dtype {d['dtype']!r:.20} or bad shape {shape!r:.60}")
-    if len(shape) > trace_bounds.MAX_DIMS or math.prod(shape) > trace_bounds.MAX_ELEMENTS:
-        raise _bad(where, f"an array of shape {shape!r:.60} is larger than any trace holds")
-    n = math.prod(shape)
-    if layout == "tril":
-        if len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] > trace_bounds.MAX_TRIL:
-            raise _bad(where, f"a tril array needs a square last two axes of at most {trace_bounds.MAX_TRIL}, not {shape}")
-        n = n // max(shape[-1], 1) * (shape[-1] + 1) // 2
-    elif layout != "dense":
-        raise _bad(where, f"unknown layout {layout!r:.20}")
-    return np.dtype(d["dtype"]).newbyteorder("<"), tuple(shape), layout, n
 
 
 # ---------------------------------------------------------------------------------------
@@ -255,10 +173,6 @@ def save(trace: Trace, path: str | os.PathLike, *, full: bool = False) -> Path:
 # Reading: JSON value -> record, by the field's annotation
 
 
-def _bad(where: str, what: str) -> TraceFormatError:
-    return TraceFormatError(f"the trace file is damaged or incomplete ({where or 'top level'}: {what}); {TRACE_HINT}")
-
-
 @functools.lru_cache(maxsize=None)
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
@@ -296,11 +210,11 @@ def decode(hint: Any, v: Any, where: str = "") -> Any:
         return _decode_scalar(dict, v, where)
     if origin in (tuple, list):
         if not isinstance(v, list):
-            raise _bad(where, f"expected a list, found {type(v).__name__}")
+            raise damaged(where, f"expected a list, found {type(v).__name__}")
         if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
             args = args if len(args) == len(v) else ()  # fixed-length tuple
             if not args:
-                raise _bad(where, f"expected {len(typing.get_args(hint))} items, found {len(v)}")
+                raise damaged(where, f"expected {len(typing.get_args(hint))} items, found {len(v)}")
             return tuple(decode(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v)))
         item = args[0] if args else Any
         items = v if _plain_items(item, v) else [decode(item, x, f"{where}[{i}]") for i, x in enumerate(v)]
@@ -318,12 +232,12 @@ def _decode_scalar(hint: Any, v: Any, where: str) -> Any:
         return bytes(v)
     elif hint is str and type(v) is str:
         if len(v) > trace_bounds.MAX_STRING:
-            raise _bad(where, f"a text of {len(v)} characters, more than any trace holds")
+            raise damaged(where, f"a text of {len(v)} characters, more than any trace holds")
         if not v.isascii():
             try:  # JSON's "\ud800" escapes make texts that are no Unicode and that no page can show
                 v.encode("utf-8")
             except UnicodeEncodeError as e:
-                raise _bad(where, "a text with a lone surrogate, which is not Unicode text") from e
+                raise damaged(where, "a text with a lone surrogate, which is not Unicode text") from e
         return v
     elif hint in (int, bool) and type(v) is hint:
         return v
@@ -331,14 +245,14 @@ def _decode_scalar(hint: Any, v: Any, where: str) -> Any:
         return v
     else:
         assert hint in (float, bytes, int, str, bool, dict), f"the trace format cannot read a {hint}; add it to pipeline.trace_io.decode"
-    raise _bad(where, f"expected {getattr(hint, '__name__', hint)}, found {v!r:.40}")
+    raise damaged(where, f"expected {getattr(hint, '__name__', hint)}, found {v!r:.40}")
 
 
 def decode_record(cls: type, d: Any, where: str = "", given: dict | None = None) -> Any:
     """{field: value} -> cls(...); a missing key takes the field's default; unknown keys are
     ignored (a newer writer's fields). `given`: values already decoded (or rebuilt)."""
     if not isinstance(d, dict):
-        raise _bad(where, f"expected an object for {cls.__name__}, found {type(d).__name__}")
+        raise damaged(where, f"expected an object for {cls.__name__}, found {type(d).__name__}")
     hints, kw = _hints(cls), dict(given or {})
     for f in dataclasses.fields(cls):
         if f.name in kw or not f.init:
@@ -347,14 +261,14 @@ def decode_record(cls: type, d: Any, where: str = "", given: dict | None = None)
         if f.name in d:
             kw[f.name] = decode(hints[f.name], d[f.name], sub)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise _bad(sub, "missing")
+            raise damaged(sub, "missing")
     return cls(**kw)
 
 
 def _decode_steps(hint: Any, items: Any, prompt: Any) -> tuple:
     """steps[] with each step's derived context rebuilt: the prompt, then earlier steps' tokens."""
     if not isinstance(items, list):
-        raise _bad("steps", "expected a list")
+        raise damaged("steps", "expected a list")
     step_cls = typing.get_args(hint)[0]  # tuple[StepRecord, ...]
     ids, pieces, out = list(prompt.token_ids), list(prompt.pieces), []
     for i, d in enumerate(items):
@@ -376,7 +290,7 @@ def trace_from_json(d: Any, cls: type = Trace) -> Trace:
         try:  # /1's loosely typed values through /2's typed reader and its checks
             d, schema = trace_to_json(v1(d), full=True), SCHEMA
         except (TypeError, ValueError, AssertionError, OverflowError) as e:
-            raise _bad("", f"{type(e).__name__}: {e}") from e
+            raise damaged("", f"{type(e).__name__}: {e}") from e
     if schema != SCHEMA:
         newer = isinstance(schema, str) and schema.startswith("llm-pipeline-trace/")
         why = "written by a newer version of this app: update it" if newer else "not a trace of this app"
@@ -385,16 +299,16 @@ def trace_from_json(d: Any, cls: type = Trace) -> Trace:
         hints = _hints(cls)
         for key in ("prompt", "steps"):
             if key not in d:
-                raise _bad(key, "missing")
+                raise damaged(key, "missing")
         if isinstance(d["steps"], list) and len(d["steps"]) > trace_bounds.MAX_STEPS:
-            raise _bad("steps", f"{len(d['steps'])} steps, more than the {trace_bounds.MAX_STEPS} this app reads")
+            raise damaged("steps", f"{len(d['steps'])} steps, more than the {trace_bounds.MAX_STEPS} this app reads")
         prompt = decode(hints["prompt"], d["prompt"], "prompt")
         steps = _decode_steps(hints["steps"], d["steps"], prompt)
         return decode_record(cls, d, "", {"prompt": prompt, "steps": steps})
     except TraceFormatError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as e:  # a record refusing its values
-        raise _bad("", f"{type(e).__name__}: {e}") from e
+        raise damaged("", f"{type(e).__name__}: {e}") from e
 
 
 def loads(data: str | bytes, *, check: bool = True) -> Trace:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import inside, trace_io
+from pipeline import inside, trace_arrays, trace_io
 from pipeline.errors import TraceFormatError
 from pipeline.generate import start
 from pipeline.records import SCHEMA, Settings, StepRecord, Trace
@@ -86,7 +86,7 @@ def test_float16_is_numpys_cast_bit_for_bit():
         np.float32([2**-25, 3 * 2**-26, 1.5 * 2**-24, 2**-14 * (1 - 2**-12), 2**-14, 1, 65504, 7e4, -7e4, -0.0, np.inf, -np.inf, np.nan]),
     ])
     with np.errstate(over="ignore"):
-        assert np.array_equal(trace_io._float16(x).view(np.uint16), x.astype(np.float16).view(np.uint16))
+        assert np.array_equal(trace_arrays._float16(x).view(np.uint16), x.astype(np.float16).view(np.uint16))
 
 
 def test_every_step_field_is_written_or_derived(trace):
