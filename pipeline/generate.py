@@ -289,27 +289,11 @@ def record_fields(
 
     `row` is the query row of the captured pass whose logits chose the token (the last one,
     except in a speculative verification pass, which feeds several tokens at once)."""
-    L = lm.info.n_layers
     lse = res.logsumexp if _same_array(res.logits, logits) else sampling.logsumexp(logits)  # apply_stages computed it
     probs = logits.astype(np.float64)  # (vocab,) temperature 1: exp(logit - lse), worked in one array
     probs -= lse
     np.exp(probs, out=probs)
     top = top_n(logits, TOP_N)
-    # attention of every layer and head: (1, heads, q, k) per layer in the capture
-    pats = [cap[n] for n in block_names("attn.pattern", L)]
-    attention = _query_rows(pats, row, position)  # (L, H, position+1)
-    matrix = None
-    T = position + 1  # prefill: the context so far, all of it fed in this pass
-    if phase == "prefill" and T <= MAX_MATRIX_TOKENS:
-        matrix = torch.stack([p[0, :, :T, :T] for p in pats]).float().cpu().numpy()  # (L, H, T, T)
-    hidden = residual_stream(lm.arch, cap, row).float().cpu().numpy()  # (L+1, d)
-    h64 = hidden.astype(np.float64)
-    resid_norm = np.linalg.norm(h64, axis=1).astype(np.float32)  # (L+1,)
-    update_norm = np.linalg.norm(np.diff(h64, axis=0), axis=1).astype(np.float32)  # (L,)
-    resid_2d = lm.resid_projection.apply(rms_rows(hidden)) if lm.resid_projection is not None else None
-    # one norm over the stacked rows (each row reduced alone, as `row.norm()` does) rather than one per block
-    attn_norm = captured_rows(cap, block_names("attn.out", L), row).float().norm(dim=-1)  # (L,)
-    mlp_norm = captured_rows(cap, block_names("mlp.out", L), row).float().norm(dim=-1)  # (L,)
     return dict(
         index=index,
         phase=phase,
@@ -332,17 +316,39 @@ def record_fields(
         ),
         chosen_prob=float(probs[token]),
         chosen_final_prob=float(res.final_probs[token]),
+        **_inside_fields(lm, cap, row, phase, position),
+        kv_cache_bytes=kv_bytes(cache) if kv_cache_bytes is None else kv_cache_bytes,
+        kv_cache_bytes_formula=kv_formula(lm, position + 1),
+        logits=logits,
+    )
+
+
+def _inside_fields(lm, cap, row: int, phase: str, position: int) -> dict:
+    """The fields of a StepRecord read inside the model for the query at `position` (row `row` of the
+    captured pass): attention of every layer and head (and the prefill's whole matrix), the residual
+    stream after every block, and the size of what each block's attention and MLP added."""
+    L = lm.info.n_layers
+    # attention of every layer and head: (1, heads, q, k) per layer in the capture
+    pats = [cap[n] for n in block_names("attn.pattern", L)]
+    attention = _query_rows(pats, row, position)  # (L, H, position+1)
+    matrix = None
+    T = position + 1  # prefill: the context so far, all of it fed in this pass
+    if phase == "prefill" and T <= MAX_MATRIX_TOKENS:
+        matrix = torch.stack([p[0, :, :T, :T] for p in pats]).float().cpu().numpy()  # (L, H, T, T)
+    hidden = residual_stream(lm.arch, cap, row).float().cpu().numpy()  # (L+1, d)
+    h64 = hidden.astype(np.float64)
+    # one norm over the stacked rows (each row reduced alone, as `row.norm()` does) rather than one per block
+    attn_norm = captured_rows(cap, block_names("attn.out", L), row).float().norm(dim=-1)  # (L,)
+    mlp_norm = captured_rows(cap, block_names("mlp.out", L), row).float().norm(dim=-1)  # (L,)
+    return dict(
         attention=attention,
         attention_matrix=matrix,
         attn_out_norm=attn_norm.cpu().numpy(),
         mlp_out_norm=mlp_norm.cpu().numpy(),
-        kv_cache_bytes=kv_bytes(cache) if kv_cache_bytes is None else kv_cache_bytes,
-        kv_cache_bytes_formula=kv_formula(lm, position + 1),
-        logits=logits,
         hidden=hidden,
-        resid_2d=resid_2d,
-        resid_norm=resid_norm,
-        update_norm=update_norm,
+        resid_2d=lm.resid_projection.apply(rms_rows(hidden)) if lm.resid_projection is not None else None,
+        resid_norm=np.linalg.norm(h64, axis=1).astype(np.float32),  # (L+1,)
+        update_norm=np.linalg.norm(np.diff(h64, axis=0), axis=1).astype(np.float32),  # (L,)
     )
 
 

@@ -270,6 +270,29 @@ def _test(lm, prop: Proposed, p_res, p_stages, greedy: bool, rng, stop_ids: set[
     return records, extra, None, BonusRecord(int(extra), lm.tokens.piece(int(extra)), float(p[k][extra]))
 
 
+def _step_fields(gen: SpecGeneration, cap, new: list[int], logits, p_res, p_stages, *, row0: int, first_round: bool,
+                 context: list[int], pieces: list[str], detok, index: int, stop_ids: set[int]) -> list[tuple[dict, str | None]]:
+    """(StepRecord fields, stop reason) of each token a round adds, from the target's row for it (the
+    pass's row `row0` + i), stopping as the plain loop does. Extends `context` and `pieces` and feeds
+    `detok` as it goes; the step numbers run on from `index`."""
+    lm, s, tcache = gen.lm, gen.settings, gen.target_cache
+    c, ctx_len, fields = len(context), lm.info.context_length, []
+    for i, tok in enumerate(new):
+        position = c - 1 + i
+        stop = stop_reason(tok, index + 1, s.max_new_tokens, position, ctx_len, stop_ids)
+        text = "" if stop == "eos" else detok.add(tok, final=stop is not None)
+        phase = "prefill" if first_round and i == 0 else "decode"  # the prefill matrix is stored for the first one
+        f = record_fields(lm, cap, tcache, logits[i], p_res[i], p_stages[i], tok, index, phase, position, context, pieces, text,
+                          row=row0 + i, kv_cache_bytes=kv_bytes(tcache, upto=position + 1))
+        fields.append((f, stop))
+        context.append(tok)
+        pieces.append(f["piece"])
+        index += 1
+        if stop is not None:
+            break
+    return fields
+
+
 @torch.inference_mode()
 def _run(gen: SpecGeneration) -> Iterator[RoundResult]:
     from transformers import DynamicCache
@@ -306,20 +329,11 @@ def _run(gen: SpecGeneration) -> Iterator[RoundResult]:
         # 5. roll back: both caches keep the accepted context but its newest token (fed next round)
         t_roll, d_roll = truncate(tcache, c + n_acc), truncate(dcache, c + n_acc)
         # 6. a StepRecord per new token, from the target's row for it, stopping as the plain loop does
-        row0, first_step, fields, stop = len(feed) - (k + 1), index, [], None
-        for i, tok in enumerate(new):
-            position = c - 1 + i
-            stop = stop_reason(tok, index + 1, s.max_new_tokens, position, ctx_len, stop_ids)
-            text = "" if stop == "eos" else detok.add(tok, final=stop is not None)
-            phase = "prefill" if n_round == 0 and i == 0 else "decode"  # the prefill matrix is stored for the first one
-            f = record_fields(lm, cap, tcache, logits[i], p_res[i], p_stages[i], tok, index, phase, position, context, pieces, text,
-                              row=row0 + i, kv_cache_bytes=kv_bytes(tcache, upto=position + 1))
-            fields.append((f, stop))
-            context.append(tok)
-            pieces.append(f["piece"])
-            index += 1
-            if stop is not None:
-                break
+        first_step = index
+        fields = _step_fields(gen, cap, new, logits, p_res, p_stages, row0=len(feed) - (k + 1), first_round=n_round == 0,
+                              context=context, pieces=pieces, detok=detok, index=index, stop_ids=stop_ids)
+        index += len(fields)
+        stop = fields[-1][1] if fields else None
         assert len(fields) >= min(n_acc, len(new)), "an accepted proposal was cut: k must leave room for the round's last token"
         n_acc = min(n_acc, len(fields))  # acceptance counts only proposals whose tokens were emitted
         # the round's own time: everything but the waits for the model's lock
@@ -327,24 +341,10 @@ def _run(gen: SpecGeneration) -> Iterator[RoundResult]:
         ms = (time.perf_counter() - t0) * 1000.0 - wait
         steps = tuple(StepRecord(**f, stop_reason=st, ms=ms / len(fields), wait_ms=wait / len(fields)) for f, st in fields)
         rnd = RoundRecord(
-            index=n_round,
-            position=c - 1,
-            proposals=tuple(records),
-            n_accepted=n_acc,
-            residual=residual_rec,
-            bonus=bonus_rec,
-            token_ids=tuple(st.token_id for st in steps),
-            first_step=first_step,
-            draft_passes=prop.passes,
-            target_passes=1,
-            draft_tokens_fed=prop.fed,
-            target_tokens_fed=len(feed),
-            draft_rollback=d_roll,
-            target_rollback=t_roll,
-            draft_ms=(t1 - t0) * 1000.0 - prop.wait_ms,
-            target_ms=cap.ms,
-            ms=ms,
-            match_length=prop.match_length,
+            index=n_round, position=c - 1, proposals=tuple(records), n_accepted=n_acc, residual=residual_rec, bonus=bonus_rec,
+            token_ids=tuple(st.token_id for st in steps), first_step=first_step, draft_passes=prop.passes, target_passes=1,
+            draft_tokens_fed=prop.fed, target_tokens_fed=len(feed), draft_rollback=d_roll, target_rollback=t_roll,
+            draft_ms=(t1 - t0) * 1000.0 - prop.wait_ms, target_ms=cap.ms, ms=ms, match_length=prop.match_length,
         )
         yield RoundResult(rnd, steps)
         if stop is not None:
