@@ -83,7 +83,7 @@ def measure_machine(lock=None) -> MachineInfo:
 
 @functools.lru_cache(maxsize=1)
 def _measure() -> MachineInfo:
-    """The measurement itself (well under 2 s):
+    """The measurement itself (a few copies and matmuls, once per process):
 
     memory bandwidth: the best of a few copies of a 256 MB float32 array (bytes read + written
     over the time); matmul throughput: the best of a few 1024 x 1024 float32 torch matmuls."""

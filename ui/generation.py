@@ -74,7 +74,7 @@ class Generation:
         first = {C["ran"]: True, self.p.state: trace, C["viewer_data"]: viewer.live_message(), C["download"]: gr.Button(DOWNLOAD, interactive=False),
                  C["info"]: model.HOLDER.status, C["layer"]: layers, C["head"]: heads,
                  C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(()),
-                 C["example"]: gr.Dropdown(value=None), C["example_look"]: ""}  # (the page no longer shows a gallery trace)
+                 C["example"]: gr.Dropdown(value=None), C["example_look"]: ""}  # (the page shows this generation, not a gallery trace)
         if kept:  # continuing: the kept steps stay on screen
             first.update(panels(C, trace, len(kept) - 1, opts))
             first[C["slider"]] = slider(trace)

@@ -3,11 +3,10 @@
 Gradio checks a slider's value against the maximum the server last sent this session. The page's
 step viewer (assets/app_viewer.js) moves the step slider on its own, and a streamed run updates the
 slider's range while a stopped run's last update can arrive after another event has already read
-the old range; the check then refused an in-range step with "Value 8 is greater than maximum
-value 2" and the event never ran (seen: the fifth Generate after four Stops). The handlers clamp
-every step to the trace they draw (pipeline.indices.clamp_index, via viz.page._clamp_step), which
-is the one truth of how many steps there are, so this slider passes the number through instead
-of refusing it.
+the old range; the check would then refuse an in-range step ("Value 8 is greater than maximum
+value 2") and the event would never run. The handlers clamp every step to the trace they draw
+(pipeline.indices.clamp_index, via viz.page._clamp_step), which is the one truth of how many steps
+there are, so this slider passes the number through instead of refusing it.
 """
 from __future__ import annotations
 

@@ -75,8 +75,7 @@ def embeddings_figure_dict(*, prompt: PromptRecord, steps: Sequence[StepRecord],
     xr, yr = axis_ranges(prompt, steps, cloud)
     traces = []
     if cloud is not None and len(cloud.ids):
-        # WebGL: the cloud never moves, and as SVG its 1,500 points were most of each step's redraw
-        # (measured in Chromium: 62-69 ms a step as SVG, 25-34 ms as WebGL, 20 ms with no cloud)
+        # WebGL: the cloud never moves, and as SVG its 1,500 points would be most of each step's redraw
         traces.append(_cloud_trace(cloud))
     shown = [] if step is None else list(steps[: step + 1])
     T0 = len(prompt.token_ids)

@@ -11,8 +11,8 @@ import html
 import plotly.io as pio
 
 # Every figure's template, as plotly's default rather than in each layout: plotly.py deep-copies a
-# template named in a layout for each figure (14.6 ms of a figure's build, measured: most of the
-# viewer bundle's time), while the default is linked as it is. The figures' JSON is the same.
+# template named in a layout for each figure (most of what building the viewer bundle costs), while
+# the default is linked as it is. The figures' JSON is the same.
 TEMPLATE = "plotly_white"
 pio.templates.default = TEMPLATE
 

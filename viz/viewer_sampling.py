@@ -98,7 +98,7 @@ def _sums(x: np.ndarray, order: np.ndarray, t: float, M: int):
     while True:
         head = order[:L]
         es = e[head]
-        cum = np.cumsum(es / z)  # (np.dot goes to BLAS threads: 300x slower here)
+        cum = np.cumsum(es / z)  # (not np.dot: it hands so small a sum to BLAS threads, whose start dwarfs it)
         if L == V or cum[-1] >= reach:
             break
         L = min(V, 4 * L)
