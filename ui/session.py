@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipeline.errors import SettingsError
+from pipeline.indices import clamp_index
 from pipeline.records import LensRecord, ModelInfo, Settings, StepRecord, Trace
 
 LENS_CACHE_SIZE = 256  # lens records kept across sessions (one is ~40 KB)
@@ -207,7 +208,8 @@ def tokens_to_make(prev: Trace | None, cont: dict | None, max_new: int) -> int:
         s, n = int(cont["start_step"]), len(prev.steps)
     except (TypeError, ValueError) as e:
         raise SettingsError(f"pick a step on the step slider to go on from ({e})") from e
-    kept = min(max(0, s), n) if cont.get("force_rank") is None else min(max(0, s), n - 1) + 1
+    # as pipeline.continuation keeps them: a re-sample the steps before s, a branch those and the forced one
+    kept = clamp_index(s, n + 1) if cont.get("force_rank") is None else clamp_index(s, n) + 1
     return max(1, max_new - kept)
 
 
