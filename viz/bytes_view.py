@@ -191,7 +191,7 @@ def byte_cells(prompt: PromptRecord, steps: Sequence[StepRecord], upto: int | No
 def _group_html(g: ByteGroup) -> str:
     hexs = html.escape(g.hex) if g.data else "∅"
     if not g.split:
-        title = f"{visible(g.char)!r}: {g.char_len} byte{'s' if g.char_len > 1 else ''}" if g.char is not None \
+        title = f"{visible(g.char)!r}: {fmt.count(g.char_len, 'byte')}" if g.char is not None \
             else "a byte that is not valid UTF-8 on its own"
         return (f"<span class='byte-group' style='{_MONO};padding:0 2px;border:1px solid #e2e8f0;border-radius:3px' "
                 f"title=\"{html.escape(title)}\">{hexs}</span>")
