@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from pipeline.formulas import kv_positions
 from pipeline.records import ModelInfo, RoundRecord, StepRecord
 
+from .speculative import round_of_step
 from .style import GEN_COLOR, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes
 
 
@@ -37,7 +38,8 @@ def _round_timing(rounds: Sequence[RoundRecord], cur: StepRecord) -> tuple[list,
     """A speculative trace's time, per round: draft and verify stacked (its steps came k + 1 at a time,
     so a per-step 'prefill' / 'decode' time would not be true of them)."""
     x = [r.index for r in rounds]
-    on = [r.first_step <= cur.index < r.first_step + len(r.token_ids) for r in rounds]
+    on_screen = round_of_step(rounds, cur.index)
+    on = [r is on_screen for r in rounds]
     words = [f"round {r.index}: draft {r.draft_ms:.1f} ms + verify {r.target_ms:.1f} ms ({r.target_tokens_fed} token"
              f"{'s' if r.target_tokens_fed != 1 else ''} fed), {len(r.token_ids)} token{'s' if len(r.token_ids) != 1 else ''}"
              f" (steps {r.first_step}–{r.first_step + len(r.token_ids) - 1})" for r in rounds]
@@ -68,10 +70,10 @@ def _cache_traces(steps: list[StepRecord], model: ModelInfo, rounds: Sequence[Ro
     """The cache size after each step, measured and by formula, on axes x / y, and the legend entry of
     the step on screen."""
     x = [s.index for s in steps]
-    made_by = {i: f"round {r.index}" for r in rounds for i in range(r.first_step, r.first_step + len(r.token_ids))}
-    per_layer = [f"step {s.index} ({made_by.get(s.index, s.phase)}): {s.position + 1:,} positions cached<br>measured "
+    made_by = [round_of_step(rounds, s.index) for s in steps]
+    per_layer = [f"step {s.index} ({s.phase if r is None else f'round {r.index}'}): {s.position + 1:,} positions cached<br>measured "
                  f"{human_bytes(s.kv_cache_bytes)} = {human_bytes(s.kv_cache_bytes / model.n_layers)} in each of {model.n_layers} layers"
-                 for s in steps]
+                 for s, r in zip(steps, made_by)]
     return [
         dict(type="scatter", x=x, y=[s.kv_cache_bytes for s in steps], mode="lines+markers", name="measured (cache tensors)",
              line=dict(color=PROMPT_COLOR, width=2), marker=dict(size=5), customdata=per_layer,

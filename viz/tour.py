@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline.indices import clamp_index
 from pipeline.records import RoundRecord, StepRecord, Trace
 
+from .speculative import round_of_step
 from .style import html_piece, human_bytes
 
 
@@ -25,11 +27,6 @@ def _top_key(trace: Trace, s: int) -> tuple[str, float, int]:
     mean = np.asarray(st.attention, dtype=np.float64).mean(axis=(0, 1))  # (position+1,)
     k = int(np.argmax(mean))
     return st.context_pieces[k], float(mean[k]), k
-
-
-def _round_of(trace: Trace, st: StepRecord) -> RoundRecord | None:
-    """The speculative round the step's token came from (None: a plain step)."""
-    return next((r for r in trace.rounds if r.first_step <= st.index < r.first_step + len(r.token_ids)), None)
 
 
 def _plural(n: int, word: str = "token") -> str:
@@ -152,14 +149,14 @@ def _output_stages(st: StepRecord, rnd: RoundRecord | None) -> list[TourStage]:
 
 def tour_stages(trace: Trace, step: int) -> list[TourStage]:
     """The stages of step `step` of `trace`, in the order the model goes through them."""
-    rnd = _round_of(trace, trace.steps[step])
+    rnd = round_of_step(trace.rounds, trace.steps[step].index)
     return [*_input_stages(trace, step, rnd), *_output_stages(trace.steps[step], rnd)]
 
 
 def tour_html(trace: Trace, step: int, stage: int) -> str:
     """The tour box for one stage: where we are, the explanation, how to go on."""
     stages = tour_stages(trace, step)
-    i = max(0, min(int(stage), len(stages) - 1))
+    i = clamp_index(stage, len(stages))
     s = stages[i]
     return (f"<div class='tour-box'><div class='tour-head'>Step {trace.steps[step].index} · stage {i + 1} of {len(stages)}: "
             f"<b>{html.escape(s.title.split('·', 1)[-1].strip())}</b></div><p>{s.html}</p></div>")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 
+from pipeline.indices import clamp_index
 from pipeline.records import Trace
 
 from . import attention, distribution, embeddings, kv, page
@@ -97,8 +98,8 @@ def step_labels(trace: Trace, steps: list[int]) -> list[dict]:
 def viewer_bundle(trace: Trace, *, layer: int = 0, head: int | None = 0, metric: str = "entropy", max_frames: int = MAX_FRAMES) -> dict:
     """Every panel that follows the step, their frames, and the sampling tables (see the module doc)."""
     assert trace.steps, "a trace with no steps has nothing to view"
-    layer = max(0, min(int(layer), trace.model.n_layers - 1))
-    head = None if head is None else max(0, min(int(head), trace.model.n_heads - 1))  # None: every head, in a grid
+    layer = clamp_index(layer, trace.model.n_layers)
+    head = None if head is None else clamp_index(head, trace.model.n_heads)  # None: every head, in a grid
     steps = frame_steps(trace, max_frames)
     st = trace.settings
     return {
