@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from pipeline.formulas import kv_positions
 from pipeline.records import ModelInfo, RoundRecord, StepRecord
 
+from . import fmt
 from .speculative import round_of_step
 from .style import GEN_COLOR, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes
 
@@ -40,9 +41,8 @@ def _round_timing(rounds: Sequence[RoundRecord], cur: StepRecord) -> tuple[list,
     x = [r.index for r in rounds]
     on_screen = round_of_step(rounds, cur.index)
     on = [r is on_screen for r in rounds]
-    words = [f"round {r.index}: draft {r.draft_ms:.1f} ms + verify {r.target_ms:.1f} ms ({r.target_tokens_fed} token"
-             f"{'s' if r.target_tokens_fed != 1 else ''} fed), {len(r.token_ids)} token{'s' if len(r.token_ids) != 1 else ''}"
-             f" (steps {r.first_step}–{r.first_step + len(r.token_ids) - 1})" for r in rounds]
+    words = [f"round {r.index}: draft {r.draft_ms:.1f} ms + verify {r.target_ms:.1f} ms ({fmt.tokens(r.target_tokens_fed)} fed), "
+             f"{fmt.tokens(len(r.token_ids))} (steps {r.first_step}–{r.first_step + len(r.token_ids) - 1})" for r in rounds]
     line = dict(width=[2.5 if o else 0 for o in on], color=NEW_COLOR)
     bars = [
         dict(type="bar", x=x, y=[r.draft_ms for r in rounds], name="draft", xaxis="x2", yaxis="y2", marker=dict(color="#2f9e5b", line=line),

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from pipeline.records import LensRecord
 
+from .fmt import pct
 from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, depth_label, html_piece, plot_piece
 
 
@@ -49,20 +50,6 @@ def first_top(ranks) -> int | None:
     """The first row where the chosen token is the top prediction (it may lose the top later)."""
     idx = np.flatnonzero(np.asarray(ranks) == 0)
     return int(idx[0]) if idx.size else None
-
-
-def pct(p: float) -> str:
-    """A probability as a readable percentage: 0.873 -> '87%', 0.023 -> '2.3%', 4e-6 -> '0.0004%'."""
-    p = float(p) * 100
-    if p >= 10:
-        return f"{p:.0f}%"
-    if p >= 1:
-        return f"{p:.1f}%"
-    if p >= 0.01:
-        return f"{p:.2f}%"
-    if p <= 0:
-        return "0%"
-    return f"{p:.1g}%" if p >= 1e-4 else "<0.0001%"
 
 
 def _check(lens: LensRecord, n_layers: int | None) -> int:

@@ -10,6 +10,7 @@ import numpy as np
 from pipeline.indices import clamp_index
 from pipeline.records import RoundRecord, StepRecord, Trace
 
+from . import fmt
 from .speculative import round_of_step
 from .style import html_piece, human_bytes
 
@@ -29,19 +30,15 @@ def _top_key(trace: Trace, s: int) -> tuple[str, float, int]:
     return st.context_pieces[k], float(mean[k]), k
 
 
-def _plural(n: int, word: str = "token") -> str:
-    return f"{word}{'s' if n != 1 else ''}"
-
-
 def _feed_words(st: StepRecord, rnd: RoundRecord | None, last: str) -> str:
     """What went through the model at this step: the round's pass, the prefill, or the newest token."""
     T = st.position + 1
     if rnd is not None:  # speculative: the token came from a round of draft and verify, not a pass of its own
         fed = rnd.target_tokens_fed
         how = ("the draft had nothing to propose, so it was a plain step" if rnd.k == 0 else
-               f"the draft proposed {rnd.k} {_plural(rnd.k)} and the model checked them")
-        return (f"This token came from speculative round {rnd.index}: {how}, in one pass of {fed} {_plural(fed)} "
-                f"fed; the round added {len(rnd.token_ids)} {_plural(len(rnd.token_ids))}. The query at "
+               f"the draft proposed {fmt.tokens(rnd.k)} and the model checked them")
+        return (f"This token came from speculative round {rnd.index}: {how}, in one pass of {fmt.tokens(fed)} "
+                f"fed; the round added {fmt.tokens(len(rnd.token_ids))}. The query at "
                 f"position {st.position} of that pass chose it.")
     if st.phase == "prefill":
         return (f"This is the first step (prefill): all {T} tokens of the context go through the model in one pass, "
@@ -54,7 +51,7 @@ def _time_words(st: StepRecord, rnd: RoundRecord | None) -> str:
     if rnd is None:
         return f"This step took {st.ms:.1f} ms on the machine that made this trace."
     return (f"Round {rnd.index} took draft {rnd.draft_ms:.1f} ms + verify {rnd.target_ms:.1f} ms on the machine that made this trace, for "
-            f"{len(rnd.token_ids)} {_plural(len(rnd.token_ids))}.")
+            f"{fmt.tokens(len(rnd.token_ids))}.")
 
 
 def _attention_words(trace: Trace, step: int) -> str:
@@ -107,7 +104,7 @@ def _settings_words(st: StepRecord) -> tuple[str, str, bool]:
     top_p = f"{param['top_p']:g}" if "top_p" in param else "off"
     used = f"Temperature {param.get('temperature', 1.0):g}" + ("" if greedy else f", top-k {top_k}, top-p {top_p}")
     kept_txt = ("temperature 0 is greedy: only the most likely token can be chosen (top-k and top-p change nothing)" if greedy else
-                "; ".join(f"{g.name.replace('_', '-')} kept {g.kept:,} {_plural(g.kept)}" for g in kept) or "no filter was on")
+                "; ".join(f"{g.name.replace('_', '-')} kept {fmt.tokens(g.kept)}" for g in kept) or "no filter was on")
     return used, kept_txt, greedy
 
 
@@ -141,7 +138,7 @@ def _output_stages(st: StepRecord, rnd: RoundRecord | None) -> list[TourStage]:
             f"the entropy was {st.entropy:.2f} bits (0 would mean certain)."), "panel-distribution"),
         TourStage("6 · Sampling", f"{used}: {kept_txt}. " + _chosen_words(st, piece, greedy), "panel-distribution"),
         TourStage("7 · KV cache and time", (
-            f"The keys and values of the {fed} {_plural(fed)} fed in are kept{rolled}: the cache now holds {T:,} "
+            f"The keys and values of the {fmt.tokens(fed)} fed in are kept{rolled}: the cache now holds {T:,} "
             f"positions, {human_bytes(st.kv_cache_bytes)}. {_time_words(st, rnd)}"), "panel-kv"),
         TourStage("8 · Output", f"The chosen token {piece} is appended to the context" + text + then, "output"),
     ]

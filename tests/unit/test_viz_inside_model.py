@@ -9,7 +9,8 @@ import pytest
 from pipeline.inside import (AccountingRecord, KVCompareRecord, LensRecord, MachineInfo, ParamCounts, PositionRecord,
                              SwapRecord)
 from viz.compute import accounting_figure, accounting_html, kv_compare_figure, kv_compare_html, si
-from viz.lens import forms_at, pct, lens_summary_html, logit_lens_figure
+from viz.fmt import pct
+from viz.lens import forms_at, lens_summary_html, logit_lens_figure
 from viz.position import learned_positions_figure, position_figure, rope_angles_figure, swap_figure
 from viz.residual import contributions_figure, residual_path_figure
 
