@@ -6,7 +6,7 @@ Python precomputes, per step, the few numbers the browser cannot get from a shor
 - `head`: the largest M logits (after the trace's repetition penalty), sorted by value
   descending with ties by id, as float32. M covers top-k's largest k with its ties, and every
   recorded top candidate. Temperature, top-k and top-p inside the head are plain arithmetic
-  on these numbers in assets/viewer.js.
+  on these numbers in assets/viewer_sampling.js.
 - `z[t]`, `ed[t]`: for every temperature t of the grid, the softmax denominator over the full
   vocabulary, sum exp(q - q_max), and sum exp(q - q_max) (q - q_max) (for the entropy).
 - `tail`: for every temperature and top-p value whose nucleus (top-k off) reaches beyond the
@@ -153,7 +153,7 @@ def step_tables(step: StepRecord, *, penalty: float = 1.0, head: int = HEAD) -> 
 
 
 def sampling_bundle(steps, *, penalty: float = 1.0, head: int = HEAD) -> dict:
-    """The grids and every step's tables: what assets/viewer.js's reshape reads."""
+    """The grids and every step's tables: what assets/viewer_sampling.js's reshape reads."""
     return {
         "temperatures": list(TEMPERATURES), "top_ps": list(TOP_PS), "top_k_max": TOP_K_MAX,
         "penalty": float(penalty), "eps": TOP_P_EPS, "log2e": float(sampling.LOG2E),
