@@ -10,7 +10,7 @@ A benchmark to run by hand, not a test:
 
     .venv/bin/python scripts/trace_size.py [--new-tokens 400] [--plain] [--v1] [--model DIR]
 
---v1 also writes the old /1 format (tests/trace_v1_writer.py) of the same trace, for comparison:
+--v1 also writes the old /1 format (scripts/trace_v1_writer.py) of the same trace, for comparison:
 slow and memory-hungry, that is the point.
 """
 from __future__ import annotations
@@ -92,7 +92,7 @@ def main() -> None:
             _, dt, cpu = timed(trace_io.load, Path(tmp) / "trace.json")
             print(f"  read back .json     {dt:7.1f} s  (CPU {cpu:.1f} s)")
         if a.v1:
-            from tests.trace_v1_writer import dumps as dumps_v1
+            from scripts.trace_v1_writer import dumps as dumps_v1
 
             text, dt, cpu = timed(dumps_v1, trace)
             print(f"  write /1 .json      {dt:7.1f} s  (CPU {cpu:.1f} s) {len(text.encode('utf-8')) / 1e6:7.1f} MB  (old format, text only)")

@@ -23,9 +23,8 @@ MAX_FUNCTION_LINES = 60
 LONG_MODULES: set[str] = set()  # "viz/x.py"
 LONG_FUNCTIONS: set[str] = set()  # "viz/x.py:function"
 IMPORT_CYCLES: set[frozenset[str]] = set()  # frozenset({"viz.a", "viz.b"}): the modules of one cycle
-# scripts/trace_size.py --v1 times the old /1 format's writer, which lives with the tests that make /1
-# fixtures (tests/trace_v1_writer.py), and imports it inside the one function that needs it
-SCRIPTS_IMPORTING_TESTS = {"scripts/trace_size.py"}
+# (scripts/trace_size.py was listed here for the /1 writer; that writer now lives in scripts/.)
+SCRIPTS_IMPORTING_TESTS: set[str] = set()
 
 
 def _fresh(code: str) -> str:

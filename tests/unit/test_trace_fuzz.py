@@ -27,7 +27,7 @@ from pipeline.generate import start
 from pipeline.records import Settings, Trace
 from pipeline.speculative import start_speculative
 from tests import tiny
-from tests import trace_v1_writer as v1
+from scripts import trace_v1_writer as v1
 from viz import page
 from viz.viewer import viewer_bundle
 

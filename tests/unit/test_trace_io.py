@@ -17,7 +17,7 @@ from pipeline.errors import TraceFormatError
 from pipeline.generate import start
 from pipeline.records import SCHEMA, Settings, StepRecord, Trace
 from tests import tiny
-from tests import trace_v1_writer as v1
+from scripts import trace_v1_writer as v1
 from tests.helpers import records_equal
 
 ROOT = Path(__file__).resolve().parents[2]
