@@ -1,9 +1,10 @@
 """The shape of the code: data flows one way (pipeline -> viz -> ui), no import cycles, small
-modules and functions, and the scripts stand apart from the tests."""
+modules and functions (the Python and the browser's JavaScript), and the scripts stand apart from the tests."""
 from __future__ import annotations
 
 import ast
 import pkgutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -186,6 +187,178 @@ def test_no_module_over_400_lines_and_no_function_over_60():
         f"fixed, take them off the lists: {sorted((LONG_MODULES - long_m) | (LONG_FUNCTIONS - long_f))}")
 
 
+# -- the browser's code (assets/*.js), by the same limits -----------------------------------------
+#
+# JavaScript has no ast module here, so a small scanner blanks comments, strings, template-literal
+# text and regex literals (keeping newlines, and the code inside `${...}`), and a function's extent
+# is found by matching brackets on what is left: from the line that names it to the line of its
+# closing brace (or, for an arrow with an expression body, the end of that expression).
+# Counted: function declarations and expressions (`function name(`, `function (`) and arrows assigned
+# to a name (`const name = (...) =>`). Not counted: anonymous arrow callbacks (`.forEach((e) => {`),
+# and the whole-file wrapper `(function (root) { ... })(window)` that each viewer file is wrapped in:
+# that is the file's module scope, not a function, and the file's own limit covers it. Exactly that
+# outermost wrapper is exempt (an anonymous `function` that opens the file's code and whose closing
+# brace is the file's last), nothing nested in it.
+
+_JS_FUNCTION = re.compile(
+    r"\bfunction\b\s*\*?\s*(?P<fn>[A-Za-z_$][\w$]*)?\s*\("  # function name( / function (
+    r"|\b(?:const|let|var)\s+(?P<arrow>[A-Za-z_$][\w$]*)\s*=\s*(?:async\s+)?(?=(?:\([^()]*\)|[A-Za-z_$][\w$]*)\s*=>)")
+_REGEX_AFTER = set("(,=:[!&|?{};>+-*%~^<") | {""}
+
+
+def _js_code(text: str) -> str:
+    """`text` with comments, string and template text and regex literals blanked (newlines kept)."""
+    out, i, n = list(text), 0, len(text)
+    stack = []  # one entry per open `${`: the brace depth inside it, to find its `}`
+
+    def blank(a, b):
+        for j in range(a, b):
+            if out[j] != "\n":
+                out[j] = " "
+
+    def template(i):  # i: just after a backtick or a `}` closing `${`; returns where the code goes on
+        j = i
+        while j < n and text[j] != "`" and not text.startswith("${", j):
+            j += 2 if text[j] == "\\" else 1
+        blank(i, min(j, n))
+        if j < n and text[j] == "`":
+            return j + 1
+        stack.append(0)
+        return j + 2
+
+    prev = ""  # the last significant code character
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            blank(i, j)
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            blank(i, j)
+            i = j
+        elif c in "'\"":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            blank(i + 1, j)
+            i, prev = j + 1, c
+        elif c == "`":
+            i, prev = template(i + 1), "`"
+        elif c == "/" and (prev in _REGEX_AFTER or re.search(r"\breturn\s*$", text[max(0, i - 8):i])):
+            j, in_class = i + 1, False
+            while j < n and text[j] != "\n" and (in_class or text[j] != "/"):
+                in_class = (in_class or text[j] == "[") and text[j] != "]"
+                j += 2 if text[j] == "\\" else 1
+            blank(i + 1, j)
+            i, prev = j + 1, "/"
+        elif stack and c in "{}":
+            if c == "{":
+                stack[-1] += 1
+            elif stack[-1] == 0:  # the `}` that closes `${`: back into the template's text
+                stack.pop()
+                i = template(i + 1)
+                prev = "`"
+                continue
+            else:
+                stack[-1] -= 1
+            i, prev = i + 1, c
+        else:
+            if not c.isspace():
+                prev = c
+            i += 1
+    return "".join(out)
+
+
+def _closing(code: str, i: int) -> int:
+    """The index of the bracket that closes the one at code[i]."""
+    depth = 0
+    for j in range(i, len(code)):
+        if code[j] in "([{":
+            depth += 1
+        elif code[j] in ")]}":
+            depth -= 1
+            if depth == 0:
+                return j
+    raise ValueError(f"unbalanced bracket at {i}")
+
+
+def _js_function_end(code: str, m: re.Match) -> int:
+    """Where the function that `m` found ends: its body's closing brace, or the end of an arrow's
+    expression body (its `;` or `,`, or the bracket that encloses it)."""
+    if m.group("arrow") is None:
+        i = _closing(code, m.end() - 1) + 1  # past the parameters (which may hold `{`: destructuring)
+    else:
+        i = m.end()
+        if code[i] == "(":
+            i = _closing(code, i) + 1
+        i = code.index("=>", i) + 2
+    while code[i].isspace():
+        i += 1
+    if code[i] == "{":
+        return _closing(code, i)
+    j = i
+    while j < len(code) and code[j] not in ";,)]}":
+        j = _closing(code, j) + 1 if code[j] in "([{" else j + 1
+    return j - 1
+
+
+def js_function_sizes(path: Path) -> dict[str, int]:
+    """'name@line' -> lines, for every counted function of one JS file (the module wrapper exempt)."""
+    code = _js_code(path.read_text(encoding="utf-8"))
+    last_brace = code.rfind("}")
+    first_code = len(code) - len(code.lstrip())
+    out = {}
+    for m in _JS_FUNCTION.finditer(code):
+        end = _js_function_end(code, m)
+        name = m.group("fn") or m.group("arrow")
+        wrapper = (name is None and end == last_brace and code[first_code] == "("
+                   and code[first_code + 1:m.start()].strip() == "")
+        if not wrapper:
+            line = code.count("\n", 0, m.start()) + 1
+            out[f"{name or '<anonymous>'}@{line}"] = code.count("\n", m.start(), end) + 1
+    return out
+
+
+def js_sizes(folder: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """(lines of every assets/*.js file, lines of every counted function: 'assets/x.js:name@line')."""
+    files, functions = {}, {}
+    for p in sorted(folder.glob("*.js")):
+        rel = p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else p.name
+        files[rel] = len(p.read_text(encoding="utf-8").splitlines())
+        functions |= {f"{rel}:{k}": v for k, v in js_function_sizes(p).items()}
+    return files, functions
+
+
+def test_the_js_scanner_measures_functions_by_their_braces(tmp_path):
+    body = "\n".join(f"    x += {i}; // }}" for i in range(58))  # 58 lines, each with a brace in a comment
+    src = (
+        "/* a header with a } and `backtick */\n"
+        "(function (root) {\n"
+        "  'use strict';\n"
+        f"  function sixty(a, {{ b, c }}) {{\n{body}\n  }}\n"  # 60 lines, with destructured parameters
+        "  const s = '}' + \"{\" + `${'}'} and ${ { a: 1 }.a } }`;\n"
+        "  const re = (t) => /[}{]/.test(t);\n"
+        f"  const arrow = async (x) => {{\n{body}\n  x++;\n  }};\n"  # 61 lines
+        "  root.f = function () { return 1; };\n"
+        "})(window);\n")
+    (tmp_path / "a.js").write_text(src)
+    assert js_function_sizes(tmp_path / "a.js") == {"sixty@4": 60, "re@65": 1, "arrow@66": 61, "<anonymous>@127": 1}
+    (tmp_path / "b.js").write_text("(text) => {\n  function g() {\n  }\n};\n")  # a gr js= snippet: an anonymous arrow
+    assert js_function_sizes(tmp_path / "b.js") == {"g@2": 2}
+
+
+def test_no_js_file_over_400_lines_and_no_js_function_over_60():
+    files, functions = js_sizes(ROOT / "assets")
+    assert len(files) >= 8 and len(functions) >= 50  # every viewer file, so the check below covers them
+    long_m = sorted((k, v) for k, v in files.items() if v > MAX_MODULE_LINES)
+    long_f = sorted((k, v) for k, v in functions.items() if v > MAX_FUNCTION_LINES)
+    assert not long_m, f"over {MAX_MODULE_LINES} lines: {long_m}; split by concept"
+    assert not long_f, f"over {MAX_FUNCTION_LINES} lines: {long_f}"
+
+
 def test_one_project_error_type():
     from pipeline import errors
 
@@ -202,6 +375,8 @@ def test_one_project_error_type():
 
 if __name__ == "__main__":  # the sizes, largest first: python -m tests.unit.test_structure
     mods, funcs = sizes()
+    js_files, js_funcs = js_sizes(ROOT / "assets")
+    mods, funcs = mods | js_files, funcs | js_funcs
     for k, v in sorted(mods.items(), key=lambda kv: -kv[1])[:10]:
         print(f"{v:5d}  {k}")
     for k, v in sorted(funcs.items(), key=lambda kv: -kv[1])[:10]:
