@@ -57,7 +57,7 @@ def _round_timing(rounds: Sequence[RoundRecord], cur: StepRecord) -> tuple[list,
         notes.append(f"after round 0: median draft {np.median([r.draft_ms for r in later]):.1f} ms + verify "
                      f"{np.median([r.target_ms for r in later]):.0f} ms a round, {tok / len(later):.2f} tokens a round")
     r0 = rounds[0]
-    notes.insert(0, f"round 0 (reads the prompt): verify {r0.target_ms:.0f} ms for {r0.target_tokens_fed:,} tokens fed")
+    notes.insert(0, f"round 0 (reads the prompt): verify {r0.target_ms:.0f} ms for {fmt.tokens(r0.target_tokens_fed)} fed")
     return bars, notes, dict(range=[min(x) - 0.5, max(x) + 0.5], autorange=False, title=dict(text="round"))
 
 

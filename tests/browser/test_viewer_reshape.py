@@ -1,4 +1,4 @@
-"""assets/viewer.js reshapes a step's distribution exactly as pipeline.sampling does, for the page's
+"""assets/viewer_sampling.js reshapes a step's distribution exactly as pipeline.sampling does, for the page's
 slider positions: temperature -> top-k -> top-p (after the trace's repetition penalty), every
 candidate's probability, the rest-of-vocabulary bar, each stage's kept count and mass, the entropy."""
 import dataclasses

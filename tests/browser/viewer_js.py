@@ -52,7 +52,7 @@ def _f64(b64: str) -> np.ndarray:
 
 
 def js_reshape(page, sampling_data: dict, cases: list[tuple[int, float, int, float]], *, chunk: int = 4000) -> list[dict]:
-    """viewer.js's reshape for each (step, temperature, top-k, top-p); the numbers come back as
+    """viewer_sampling.js's reshape for each (step, temperature, top-k, top-p); the numbers come back as
     float64 buffers (Playwright's JSON of many small arrays is slow)."""
     page.evaluate("(S) => { window.__S = S; }", sampling_data)
     out = []
