@@ -1,7 +1,7 @@
 /* The step viewer inside the app (ui/viewer_wiring.py sends it its data).
  *
- * With a bundle of the trace on screen, the five panels that follow the step (distribution, attention,
- * attention overview, embeddings, KV) are drawn here, in the browser: the step slider, Play and the
+ * With a bundle of the trace on screen, the panels that follow the step (viz.panels: distribution,
+ * embeddings, attention, attention overview, KV) are drawn here, in the browser: the step slider, Play and the
  * temperature / top-k / top-p sliders cost the server nothing. Each figure is viz/'s, from the bundle
  * (LLMViewer.figureFor in viewer_frames.js). The viewer's plot sits first inside each gr.Plot block
  * (`#dist-plot > .viewer-plot`), which it hides while the viewer shows; while a generation streams,
@@ -14,7 +14,8 @@
 (function (root) {
   'use strict';
 
-  const IDS = ['dist-plot', 'attn-plot', 'attn-overview', 'emb-plot', 'kv-plot'];
+  // the element ids of the panels that follow the step, from viz.panels (ui/viewer_wiring.py: head_html)
+  const IDS = Object.freeze([...(root.LLMAppPanels || [])]);
   const SAMPLING = '#temperature, #top-k, #top-p';
   const SLIDERS = `#step-slider, ${SAMPLING}`; // the sliders the page answers itself
   const PLAY = '▶ Play', PAUSE = '⏸ Pause';

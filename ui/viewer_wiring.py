@@ -40,15 +40,17 @@ import plotly
 from pipeline.errors import SettingsError
 from pipeline.indices import clamp_index
 from pipeline.records import Trace
-from viz import page
-from viz.viewer import MAX_FRAMES, attention_panel, frame_steps, bundle_json, overview_panel, viewer_bundle
+from viz import page, panels
+from viz.viewer import MAX_FRAMES, frame_steps, bundle_json, viewer_bundle
 from viz.viewer_page import VIEWER_SCRIPTS
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 SCRIPTS = (PLOTLY_JS, *(ASSETS / f for f in VIEWER_SCRIPTS), ASSETS / "app_viewer.js")
-LIGHT = ("output", "tokens", "kv_text", "compare", "spec")  # drawn by the server for a whole trace; the page shows their steps
-FIVE = ("dist", "attn", "overview", "emb", "kv")  # the panels the page draws from the bundle
+# drawn by the server for a whole trace, the page showing their steps; the panels the page draws from the
+# bundle (viz.panels: FIVE is an older name, from when there were five)
+LIGHT = tuple(p.key for p in panels.PANELS if not p.follows_step)
+FIVE = panels.STEP_KEYS
 INBOX_JS = "(s) => { (window.LLMAppInbox = window.LLMAppInbox || []).push(s); if (window.LLMApp) window.LLMApp.drain(); }"
 CACHE_BYTES = 1 << 30  # of bundle and panel files kept on disk (a few MB each for a short trace)
 
@@ -62,7 +64,9 @@ def static_paths() -> list[str]:
 def head_html() -> str:
     """Script tags for the page's <head>: Plotly.js as the plotly package ships it (Gradio's own copy is
     private to its bundle), the viewer and its wiring; `?v=` makes a changed file load anew."""
-    return "\n".join(f'<script src="gradio_api/file={p}?v={int(p.stat().st_mtime)}"></script>' for p in SCRIPTS)
+    ids = json.dumps(list(panels.STEP_IDS))  # the step panels' element ids, for app_viewer.js (viz.panels)
+    return "\n".join([f"<script>window.LLMAppPanels = {ids};</script>",
+                      *(f'<script src="gradio_api/file={p}?v={int(p.stat().st_mtime)}"></script>' for p in SCRIPTS)])
 
 
 def _layer(trace: Trace, layer) -> int:
@@ -149,14 +153,16 @@ def attention_message(trace: Trace | None, layer, head):
     if trace is None or not trace.steps:
         return gr.skip()
     L, H = _layer(trace, layer), _head(trace, head)
-    return _panel_message(trace, "attn-plot", (L, H), lambda: attention_panel(trace, frame_steps(trace, MAX_FRAMES), layer=L, head=H))
+    frames = panels.BY_KEY["attn"].frames
+    return _panel_message(trace, "attn-plot", (L, H), lambda: frames(trace, frame_steps(trace, MAX_FRAMES), layer=L, head=H))
 
 
 def overview_message(trace: Trace | None, metric):
     if trace is None or not trace.steps:
         return gr.skip()
     m = metric or "entropy"
-    return _panel_message(trace, "attn-overview", (m,), lambda: overview_panel(trace, frame_steps(trace, MAX_FRAMES), metric=m))
+    frames = panels.BY_KEY["overview"].frames
+    return _panel_message(trace, "attn-overview", (m,), lambda: frames(trace, frame_steps(trace, MAX_FRAMES), metric=m))
 
 
 def web_page(trace: Trace, layer, head, metric, folder: Path) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pipeline.records import Trace
 
-from . import page
+from . import page, panels
 from .captions import CAPTIONS
 from .output import STOP_WORDS
 from .style import html_piece, visible
@@ -21,6 +21,16 @@ SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
 # the viewer's scripts in assets/, in the order they load, after Plotly.js (each needs those before it);
 # the offline page inlines them, the app loads them by URL (ui/viewer_wiring.py), the browser tests too
 VIEWER_SCRIPTS = ("viewer_plot.js", "viewer_text.js", "viewer_sampling.js", "viewer_frames.js", "viewer.js")
+# the sampling sliders (assets/viewer.js reads them), between the distribution's caption and its plot
+SAMPLING_CONTROLS = """  <div class="sampling">
+    <div id="temperature" class="slider"><label>Temperature (0 = greedy)</label>
+      <input type="range" aria-label="temperature"><input type="number" aria-label="temperature (number)"></div>
+    <div id="top-k" class="slider"><label>Top-k (0 = off)</label>
+      <input type="range" aria-label="top-k"><input type="number" aria-label="top-k (number)"></div>
+    <div id="top-p" class="slider"><label>Top-p (1 = off)</label>
+      <input type="range" aria-label="top-p"><input type="number" aria-label="top-p (number)"></div>
+  </div>
+"""
 
 
 def _plotly() -> tuple[str, str]:
@@ -75,11 +85,37 @@ def model_line(trace: Trace) -> str:
     return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", md)
 
 
+def _section(card: panels.Card, extra: dict[str, str]) -> str:
+    """A card of the page with its panels that follow the step (viz.panels), each an empty plot the viewer draws."""
+    grow = {p.elem_id: f' class="grow{p.scale}"' if card.side_by_side else "" for p in panels.in_card(card.elem_id)}
+    plots = [f'<div id="{p.elem_id}"{grow[p.elem_id]}><div class="plot"></div></div>' for p in panels.in_card(card.elem_id) if p.follows_step]
+    if card.side_by_side:  # one row, each as wide as its panel's scale (assets/viewer.css: .grow2, .grow3)
+        body = '  <div class="row">\n' + "".join(f"    {x}\n" for x in plots) + "  </div>\n"
+    else:
+        body = "".join(f"  {x}\n" for x in plots)
+    return (f'<section id="{card.elem_id}" class="card">\n  <h2>{html.escape(card.title)}</h2>\n'
+            f'  <p class="caption">{extra.get("caption", html.escape(CAPTIONS[card.caption]))}</p>\n'
+            f'{extra.get("controls", "")}{body}</section>')
+
+
+def step_sections(trace: Trace, bundle: dict) -> str:
+    """The cards holding a panel that follows the step, in page order; the distribution's with the sampling
+    sliders and how the trace was sampled, the attention's caption naming the block and head shown."""
+    head = bundle["attention"]["head"]
+    extras = {
+        "panel-distribution": {"controls": SAMPLING_CONTROLS + f'  <p class="caption">{settings_line(trace)}</p>\n'},
+        "panel-attention": {"caption": html.escape(CAPTIONS["attention"] + f" Shown: block {bundle['attention']['layer']}, "
+                                                   + ("every head" if head is None else f"head {head}")
+                                                   + "; the overview beside it has every block and head.")},
+    }
+    cards = [c for c in panels.CARDS if any(p.follows_step for p in panels.in_card(c.elem_id))]
+    return "\n\n".join(_section(c, extras.get(c.elem_id, {})) for c in cards)
+
+
 def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frames: int = MAX_FRAMES, bundle: dict | None = None) -> str:
     """The whole page as one string. `bundle`: the trace's viewer bundle when already made (the app
     has the one its page shows); else made here for `layer`, `head` (None: every head) and `max_frames`."""
     bundle = bundle or viewer_bundle(trace, layer=layer, head=head, max_frames=max_frames)
-    shown_head = bundle["attention"]["head"]
     n = bundle["n_steps"]
     js, version = _plotly()
     note = "" if n == len(trace.steps) else (
@@ -94,12 +130,7 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
         "OUTPUT_HTML": output_html(trace, n),
         "SETTINGS_LINE": settings_line(trace),
         "CAPTION_OUTPUT": html.escape(CAPTIONS["output"]),
-        "CAPTION_DISTRIBUTION": html.escape(CAPTIONS["distribution"]),
-        "CAPTION_EMBEDDINGS": html.escape(CAPTIONS["embeddings"]),
-        "CAPTION_ATTENTION": html.escape(CAPTIONS["attention"] + f" Shown: block {bundle['attention']['layer']}, "
-                                         + ("every head" if shown_head is None else f"head {shown_head}")
-                                         + "; the overview beside it has every block and head."),
-        "CAPTION_KV": html.escape(CAPTIONS["kv"]),
+        "STEP_SECTIONS": step_sections(trace, bundle),
         "BUNDLE": bundle_json(bundle),
         "VIEWER_JS": "\n".join((ASSETS / f).read_text(encoding="utf-8") for f in VIEWER_SCRIPTS),
     }

@@ -11,12 +11,12 @@ import pytest
 
 from tests.synthetic import make_trace
 from viz import attention, distribution, viewer
+from viz.panels import STEP_IDS as IDS
 from viz.viewer import DIST_STYLE, bundle_json, sizes, viewer_bundle
-from viz.viewer_attention import windowed
+from viz.viewer_attention import attention_panel, windowed
 from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, head_size, sort_order, step_tables, unpacked
 
 ROOT = Path(__file__).resolve().parents[2]
-IDS = ("dist-plot", "attn-plot", "attn-overview", "emb-plot", "kv-plot")
 
 
 def arr(v):
@@ -90,7 +90,7 @@ def test_only_what_changes_moves_and_ranges_stay_put(bundle, trace):
     assert xa["range"] == [-0.5, T - 0.5] and ya["range"] == [T - 0.5, -0.5] and xa["autorange"] is False
     assert P["emb-plot"]["layout"]["xaxis"]["autorange"] is False
     # the grid's tiles keep one frame: no step moves its axes or its heads' titles, only the outlines and the title
-    grid = viewer.attention_panel(trace, viewer.frame_steps(trace, 99), layer=0, head=None)
+    grid = attention_panel(trace, viewer.frame_steps(trace, 99), layer=0, head=None)
     cols, gap = grid["tiles"]["cols"], grid["tiles"]["gap"]
     assert (cols, gap) == (3, attention.tile_gap(T)) and not any(k.startswith(("xaxis2", "yaxis2")) for k in grid["layout"])
     assert grid["layout"]["xaxis"]["range"] == [-0.5, cols * T + (cols - 1) * gap - 0.5]
@@ -104,7 +104,7 @@ def test_attention_frames_name_windows_only_when_rows_are_written_once(trace):
     """A band of the last step's matrices stands for every step's only when each row is written once;
     a trace where a later step rewrote rows gets every step's own matrices."""
     steps = viewer.frame_steps(trace, 99)
-    grow = viewer.attention_panel(trace, steps, layer=0, head=None)
+    grow = attention_panel(trace, steps, layer=0, head=None)
     assert all(set(d) == {"type", "zwin"} for f in grow["frames"] for d in f["data"])
     assert len(grow["frames"][0]["data"]) == 1 and grow["data"][0]["z"]["shape"].startswith(f"{trace.model.n_heads}, ")  # a band per head
     bent = dataclasses.replace(trace, steps=list(trace.steps))
@@ -112,7 +112,7 @@ def test_attention_frames_name_windows_only_when_rows_are_written_once(trace):
     L, H = np.asarray(third.attention).shape[:2]
     zeros = np.zeros((L, H, third.position, third.position), np.float32)  # step 3 rewrites every earlier row
     bent.steps[3] = dataclasses.replace(third, attention_matrix=zeros)
-    every = viewer.attention_panel(bent, steps, layer=0, head=2)
+    every = attention_panel(bent, steps, layer=0, head=2)
     assert all("z" in f["data"][0] and "zwin" not in f["data"][0] for f in every["frames"])
     low = np.tril_indices(third.position)
     assert arr(every["frames"][3]["data"][0]["z"])[low].max() == 0 and arr(every["frames"][2]["data"][0]["z"])[low].max() > 0
@@ -126,7 +126,7 @@ def test_a_sliding_window_is_each_steps_own_figure(monkeypatch, head):
     monkeypatch.setattr(attention, "MAX_TOKENS", 12)
     trace = make_trace(n_steps=20, prompt_len=8, n_heads=3, n_kv_heads=1, seed=4)
     steps = viewer.frame_steps(trace, 99)
-    panel = viewer.attention_panel(trace, steps, layer=1, head=head)
+    panel = attention_panel(trace, steps, layer=1, head=head)
     pieces = list(trace.steps[-1].context_pieces)
     bands, tiles = arr(panel["data"][0]["z"]), panel["tiles"]
     for s in steps:

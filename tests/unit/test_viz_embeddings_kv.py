@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.synthetic import make_trace
-from viz import page
+from viz import page, panels
 from viz.captions import CAPTIONS
 from viz.embeddings import embeddings_figure
 from viz.kv import kv_summary_html, kv_timing_figure
@@ -106,7 +106,7 @@ def test_captions_cover_every_panel_accurately():
 
 @pytest.fixture
 def no_tiktoken(monkeypatch):
-    monkeypatch.setattr(page, "_compare", lambda text: (("Other <tok>", list(text), list(range(len(text)))),))
+    monkeypatch.setattr(panels, "_compare", lambda text: (("Other <tok>", list(text), list(range(len(text)))),))
 
 
 def test_page_renders_every_panel_without_raw_markup(no_tiktoken):
@@ -117,7 +117,7 @@ def test_page_renders_every_panel_without_raw_markup(no_tiktoken):
         s = v if isinstance(v, str) else v.to_json()
         assert "<script>" not in s and "<img src" not in s, k
     light = page.render(t, step=99, layer=0, head="1", temperature=1.0, top_k=0, top_p=1.0, heavy=False)
-    assert set(light) == {"output", "tokens", "dist"}
+    assert set(light) == {"output", "tokens", "dist"} == {p.key for p in panels.PANELS if not p.heavy}
 
 
 def test_page_passes_the_traces_repetition_penalty():
