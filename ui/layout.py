@@ -7,12 +7,13 @@ the few per-session values the events keep. The events are in ui/wiring.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import groupby
 
 import gradio as gr
 
 from pipeline.records import Trace
 from viz import branches as branches_viz
-from viz import page
+from viz import page, panels
 from viz.captions import CAPTIONS
 from ui import links
 from ui.model import DRAFT_MODEL, MAX_NEW_TOKENS
@@ -51,14 +52,7 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
             _settings(C, example)
         with gr.Column(scale=7, min_width=480):
             _text_and_tokens(C)
-    with gr.Row(equal_height=False):
-        with gr.Column(elem_id="panel-distribution"):
-            gr.Markdown("### 4 · Next-token distribution\n" + CAPTIONS["distribution"], elem_classes="caption")
-            C["dist"] = gr.Plot(show_label=False, elem_id="dist-plot")
-        with gr.Column(elem_id="panel-embeddings"):
-            gr.Markdown("### 2 · Embeddings\n" + CAPTIONS["embeddings"], elem_classes="caption")
-            C["emb"] = gr.Plot(show_label=False, elem_id="emb-plot")
-    _attention_and_kv(C, example)
+    _step_cards(C, example)
     with gr.Column(elem_id="panel-inside"):
         gr.Markdown("### 6 · Inside the model\n" + CAPTIONS["inside"], elem_classes="caption")
         with gr.Tabs(elem_id="inside-tabs"):
@@ -115,7 +109,7 @@ def _settings(C: dict, example: Trace | None) -> None:
 def _text_and_tokens(C: dict) -> None:
     """The right column: the text, the step slider, the tour, panel 1 (tokens)."""
     gr.Markdown(CAPTIONS["output"], elem_classes="caption")
-    C["output"] = gr.HTML(elem_id="output")
+    _panel(C, panels.BY_KEY["output"])
     with gr.Row(equal_height=True):
         C["slider"] = StepSlider(0, 1, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
         C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm")  # played in the page (assets/app_viewer.js)
@@ -127,27 +121,57 @@ def _text_and_tokens(C: dict) -> None:
             C["tour_back"] = gr.Button("‹ Back", elem_id="tour-back", size="sm")
             C["tour_next"] = gr.Button("Next ›", elem_id="tour-next", size="sm", variant="primary")
             C["tour_end"] = gr.Button("End the tour", elem_id="tour-end", size="sm")
-    with gr.Column(elem_id="panel-tokens"):
-        gr.Markdown("### 1 · Tokens\n" + CAPTIONS["tokens"], elem_classes="caption")
-        C["tokens"] = gr.HTML(elem_id="tokens-html")
-        C["compare"] = gr.HTML(elem_id="tokenizer-compare")
+    _card(C, panels.CARD["panel-tokens"], None)
 
 
-def _attention_and_kv(C: dict, example: Trace | None) -> None:
-    """Panels 3 (attention, with its layer, head and overview metric) and 5 (KV cache and timing)."""
-    with gr.Column(elem_id="panel-attention"):
-        gr.Markdown("### 3 · Attention\n" + CAPTIONS["attention"], elem_classes="caption")
-        with gr.Row():
-            C["layer"] = gr.Dropdown(choices=list(range(example.model.n_layers if example else 1)), value=0, label="Layer", elem_id="layer", scale=1)
-            C["head"] = gr.Dropdown(choices=["all"] + list(range(example.model.n_heads if example else 1)), value="all", label="Head", elem_id="head", scale=1)
-            C["metric"] = gr.Radio(["entropy", "newest", "first"], value="entropy", label="Overview: per head", elem_id="overview-metric", scale=2)
-        with gr.Row(equal_height=False):
-            C["attn"] = gr.Plot(show_label=False, elem_id="attn-plot", scale=3)
-            C["overview"] = gr.Plot(show_label=False, elem_id="attn-overview", scale=2)
-    with gr.Column(elem_id="panel-kv"):
-        gr.Markdown("### 5 · KV cache and timing\n" + CAPTIONS["kv"], elem_classes="caption")
-        C["kv_text"] = gr.HTML(elem_id="kv-summary")
-        C["kv"] = gr.Plot(show_label=False, elem_id="kv-plot")
+HAND_LAID = ("panel-tokens", "panel-speculative")  # cards placed by hand: beside the settings, after "Inside the model"
+
+
+def _heading(card: panels.Card) -> str:
+    return f"### {card.number} · {card.title}\n" + CAPTIONS[card.caption]
+
+
+def _panel(C: dict, p: panels.Panel) -> None:
+    """A panel's component, by its key (viz.panels): a figure or HTML."""
+    C[p.key] = gr.Plot(show_label=False, elem_id=p.elem_id, scale=p.scale) if p.kind == "plot" else gr.HTML(elem_id=p.elem_id)
+
+
+def _attention_controls(C: dict, example: Trace | None) -> None:
+    """Panel 3's layer, head and overview metric (above its plots)."""
+    with gr.Row():
+        C["layer"] = gr.Dropdown(choices=list(range(example.model.n_layers if example else 1)), value=0, label="Layer", elem_id="layer", scale=1)
+        C["head"] = gr.Dropdown(choices=["all"] + list(range(example.model.n_heads if example else 1)), value="all", label="Head", elem_id="head", scale=1)
+        C["metric"] = gr.Radio(["entropy", "newest", "first"], value="entropy", label="Overview: per head", elem_id="overview-metric", scale=2)
+
+
+CONTROLS = {"panel-attention": _attention_controls}  # a card's own controls, between its heading and its panels
+
+
+def _card(C: dict, card: panels.Card, example: Trace | None) -> None:
+    """A numbered card: its heading and caption, its controls, its panels (in one row when side by side)."""
+    with gr.Column(elem_id=card.elem_id):
+        gr.Markdown(_heading(card), elem_classes="caption")
+        if card.elem_id in CONTROLS:
+            CONTROLS[card.elem_id](C, example)
+        if card.side_by_side:
+            with gr.Row(equal_height=False):
+                for p in panels.in_card(card.elem_id):
+                    _panel(C, p)
+        else:
+            for p in panels.in_card(card.elem_id):
+                _panel(C, p)
+
+
+def _step_cards(C: dict, example: Trace | None) -> None:
+    """Every card not placed by hand, in page order (viz.panels.CARDS); cards sharing a `row` side by side."""
+    for row, cards in groupby((c for c in panels.CARDS if c.elem_id not in HAND_LAID), key=lambda c: c.row):
+        if row:
+            with gr.Row(equal_height=False):
+                for card in cards:
+                    _card(C, card, example)
+        else:
+            for card in cards:
+                _card(C, card, example)
 
 
 def _inside_tabs(C: dict, tabs: dict) -> None:
@@ -216,9 +240,9 @@ def _more_inside_tabs(C: dict, tabs: dict) -> None:
 def _speculative(C: dict, spec_cost) -> None:
     """Panel 7: the rounds of a speculative run, and this machine's cost curve when measured."""
     with gr.Column(elem_id="panel-speculative"):
-        gr.Markdown("### 7 · Speculative decoding\n" + CAPTIONS["speculative"], elem_classes="caption")
+        gr.Markdown(_heading(panels.CARD["panel-speculative"]), elem_classes="caption")
         C["spec_summary"] = gr.HTML(elem_id="spec-summary")
-        C["spec"] = gr.HTML(elem_id="spec-rounds")
+        _panel(C, panels.BY_KEY["spec"])
         if spec_cost is not None:
             gr.HTML(page.speculative.cost_curve_html(spec_cost), elem_id="spec-cost-text")
             gr.Plot(page.speculative.cost_curve_figure(spec_cost), show_label=False, elem_id="spec-cost-plot")
