@@ -83,12 +83,12 @@ def page_generate(page, n: int, live: bool) -> tuple[float, float, int]:
     return (times[first] - t_click) / 1000, (last - first) / max((times[last] - times[first]) / 1000, 1e-9), last
 
 
-# One move of a slider as a drag makes it, then until the page's viewer shows it (all five panels):
+# One move of a slider as a drag makes it, then until the page's viewer shows it (every step panel, viz.panels):
 # milliseconds in the browser's own clock.
 MOVE = """async ([id, v]) => { const r = document.querySelector('#' + id + ' input[type=range]');
   const t0 = performance.now(); r.value = v; r.dispatchEvent(new Event('input', {bubbles: true}));
   const s = await LLMApp.settled(); const ms = performance.now() - t0;
-  const ids = ['dist-plot', 'attn-plot', 'attn-overview', 'emb-plot', 'kv-plot'];
+  const ids = window.LLMAppPanels;
   return [ms, ids.map(i => document.querySelector('#' + i + ' .js-plotly-plot').layout.meta.step), s]; }"""
 # Play with the distribution panel at the top of the window, as a class would watch it: the panels on
 # screen follow every step they can; the steps they showed, per second, and which panels they were.

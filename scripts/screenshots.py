@@ -14,6 +14,7 @@ sys.path.insert(0, str(ROOT))
 
 from scripts.browser_kit import (CHROMIUM_FLAGS, app_server, chromium_path, open_page, set_number,  # noqa: E402
                                 wait_model_loaded)
+from viz import panels  # noqa: E402
 
 
 def _title_has(page, elem_id: str, text: str, timeout_ms: int = 60_000):
@@ -72,9 +73,9 @@ def main(argv=None):
         page.wait_for_function("(s) => (document.querySelector('#emb-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step ' + s)",
                                arg=step, timeout=30_000)
         time.sleep(1.5)
-        for elem, name in (("#panel-tokens", "tokens"), ("#panel-distribution", "distribution"), ("#panel-embeddings", "embeddings"),
-                           ("#panel-attention", "attention"), ("#panel-kv", "kv")):
-            page.locator(elem).first.screenshot(path=str(a.out / f"{name}.png"))
+        for card in panels.CARDS:  # every numbered card but speculative decoding's (below, after a speculative run)
+            if card.elem_id != "panel-speculative":
+                page.locator(f"#{card.elem_id}").first.screenshot(path=str(a.out / f"{card.elem_id.removeprefix('panel-')}.png"))
         inside_tabs(page, a.out, step)
         # the guided tour, at its attention stage
         page.click("#tour")

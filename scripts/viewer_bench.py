@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scripts.browser_kit import CHROMIUM_FLAGS, chromium_path  # noqa: E402
+from viz.panels import STEP_IDS  # noqa: E402
 
-IDS = ("dist-plot", "attn-plot", "attn-overview", "emb-plot", "kv-plot")
+IDS = STEP_IDS  # the panels that follow the step (viz.panels)
 SCRUB = """async (s) => { const r = document.querySelector('#step-slider input[type=range]'); const t = performance.now();
   r.value = s; r.dispatchEvent(new Event('input', {bubbles: true})); await LLMViewer.page.settled();
   return performance.now() - t; }"""

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from pipeline import trace_io
+from viz.panels import STEP_IDS
 
 from .harness import (ROOT, error_toasts, n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,
                       slider_value, wait_model_loaded, wait_plot_step)
@@ -96,7 +97,7 @@ def test_generate_streams_tokens_and_every_panel_renders(browser, app_url, shots
     n = slider_max(page)
     assert slider_value(page) == n >= 20
     # every panel has drawn for the last step
-    for pid in ("dist-plot", "emb-plot", "attn-plot", "attn-overview", "kv-plot"):
+    for pid in STEP_IDS:
         assert plot_data(page, pid), pid
     assert f"step {n}" in plot_title(page, "attn-plot")
     assert f"step {n}" in plot_title(page, "emb-plot")
@@ -419,7 +420,7 @@ def test_a_prompt_longer_than_the_stored_attention_matrix_runs_and_every_panel_d
     page = open_page(browser, app_url)
     _generate(page, "word " * words, max_new=3, temperature=0, mode="Raw text")
     assert slider_max(page) == 2
-    for pid in ("dist-plot", "emb-plot", "attn-plot", "attn-overview", "kv-plot"):
+    for pid in STEP_IDS:
         assert plot_data(page, pid), pid
     tokens = int(page.evaluate("() => document.querySelector('#kv-summary').innerText.match(/([0-9,]+) positions/)[1].replace(/,/g, '')"))
     assert 512 < tokens <= 2048 + 3

@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 
 from pipeline.trace_io import load
+from viz.panels import STEP_IDS
 
 from .harness import error_toasts, new_page, set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step
 from .viewer_js import N_SHOWN, TOL, reference
 
 pytestmark = pytest.mark.browser
-PANELS = ("dist-plot", "attn-plot", "attn-overview", "emb-plot", "kv-plot")
+PANELS = STEP_IDS  # the panels that follow the step (viz.panels)
 STEPS = "(ids) => ids.map(id => document.querySelector('#' + id + ' .js-plotly-plot')?.layout?.meta?.step)"
 BARS = """() => { const el = document.querySelector('#dist-plot .js-plotly-plot');
   const t = el.data.find(t => t.name && t.name.includes('sampled from')); return Array.from(t.x); }"""

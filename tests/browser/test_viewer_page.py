@@ -6,10 +6,11 @@ import pytest
 
 from tests.synthetic import make_trace
 from viz import distribution
+from viz.panels import STEP_IDS
 from viz.viewer_page import write_html
 
 pytestmark = pytest.mark.browser
-IDS = ("dist-plot", "attn-plot", "attn-overview", "emb-plot", "kv-plot")
+IDS = STEP_IDS  # the panels that follow the step (viz.panels)
 DRAG = ("([id, v]) => { const r = document.querySelector('#' + id + ' input[type=range]'); r.value = v;"
         " r.dispatchEvent(new Event('input', {bubbles: true})); }")
 READ = """(ids) => ({ step: Number(document.querySelector('#step-slider input[type=number]').value),
