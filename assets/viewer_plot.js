@@ -90,6 +90,157 @@
     return plotly().react(box, fig.data, fig.layout, SCALE_CONFIG);
   }
 
+  /* The page's theme, for the figures: in the app, Gradio's (the class `dark` on <body>, set from `?__theme`
+   * or the system's preference); in the exported page, the system's (prefers-color-scheme). */
+  const doc = typeof document !== 'undefined' ? document : null;
+  function dark() {
+    if (!doc || !doc.body) return false;
+    if (doc.body.classList.contains('dark')) return true;
+    const gradio = doc.querySelector('gradio-app, .gradio-container');
+    return !gradio && !!(root.matchMedia && root.matchMedia('(prefers-color-scheme: dark)').matches);
+  }
+
+  // Colours: '#rgb', '#rrggbb', 'rgb(a)(...)' and the few names the figures use -> [r, g, b, a]; WCAG contrast.
+  const NAMED = { white: [255, 255, 255, 1], black: [0, 0, 0, 1], transparent: [0, 0, 0, 0] };
+  function rgba(c) {
+    if (typeof c !== 'string') return null;
+    const s = c.trim().toLowerCase();
+    if (NAMED[s]) return NAMED[s];
+    let m = s.match(/^#([0-9a-f]{3}|[0-9a-f]{6})$/);
+    if (m) {
+      const h = m[1].length === 3 ? m[1].replace(/./g, (x) => x + x) : m[1], n = parseInt(h, 16);
+      return [n >> 16, (n >> 8) & 255, n & 255, 1];
+    }
+    m = s.match(/^rgba?\(([^)]+)\)$/);
+    if (!m) return null;
+    const v = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+    return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1];
+  }
+  const hex = (c) => '#' + c.slice(0, 3).map((x) => Math.round(x).toString(16).padStart(2, '0')).join('');
+  const lin = (x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); };
+  const lum = (c) => 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
+  const contrast = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
+  const MIN_CONTRAST = 4.6; // WCAG AA's 4.5:1 for text, with a little to spare for rounding
+
+  /* A text colour that reads on `bg` (at least MIN_CONTRAST): the colour itself when it does, else the
+   * same colour mixed towards white (on a dark background) or black (on a light one) until it does. */
+  const readableCache = new Map();
+  function readable(colour, bg) {
+    const key = colour + '|' + bg;
+    if (readableCache.has(key)) return readableCache.get(key);
+    const c = rgba(colour), b = rgba(bg);
+    let out = colour;
+    if (c && b && c[3] > 0 && contrast(c, b) < MIN_CONTRAST) {
+      const to = lum(b) < 0.18 ? [255, 255, 255] : [0, 0, 0];
+      for (let t = 0.05; t <= 1.0001; t += 0.05) {
+        const mix = [0, 1, 2].map((i) => c[i] + (to[i] - c[i]) * t);
+        out = hex(mix);
+        if (contrast(mix, b) >= MIN_CONTRAST) break;
+      }
+    }
+    readableCache.set(key, out);
+    return out;
+  }
+  // every `color:#...` inside a label's inline HTML (greyed candidates, ...) made readable on bg
+  const readableHtml = (s, bg) => (typeof s === 'string' && s.indexOf('color:') >= 0
+    ? s.replace(/color:\s*(#[0-9a-fA-F]{3,6}|rgba?\([^)]*\))/g, (all, c) => 'color:' + readable(c, bg)) : s);
+
+  /* The page's colours for figures. Dark: the paper is the colour of what the plot sits on (the panel's
+   * own background), the text light, the grid faint; light: the figures' own (viz/style.py). */
+  const DARK_TEXT = '#e5e7eb', DARK_GRID = '#374151', DARK_LINE = '#4b5563', DARK_PAPER = '#111827';
+  function backdrop(el) {
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c && c[3] >= 1) return hex(c);
+    }
+    return null;
+  }
+  function theme(el) {
+    const isDark = dark();
+    const behind = el && el.parentElement ? backdrop(el.parentElement) : null;
+    return isDark ? { dark: true, paper: behind && lum(rgba(behind)) < 0.2 ? behind : DARK_PAPER }
+      : { dark: false, paper: behind || '#ffffff' };
+  }
+
+  // The figure's template in the dark: the same object for the same template and paper (react compares
+  // templates by identity: a new object at every step would redraw the whole figure).
+  const darkTemplates = new WeakMap(), NO_TEMPLATE = {};
+  function darkTemplate(template, paper) {
+    const key = template || NO_TEMPLATE;
+    let byPaper = darkTemplates.get(key);
+    if (!byPaper) darkTemplates.set(key, (byPaper = new Map()));
+    if (byPaper.has(paper)) return byPaper.get(paper);
+    const t = template ? clone(template) : {};
+    const axis = { gridcolor: DARK_GRID, linecolor: DARK_LINE, zerolinecolor: DARK_LINE, tickcolor: DARK_LINE };
+    const l = (t.layout = t.layout || {});
+    Object.assign(l, { paper_bgcolor: paper, plot_bgcolor: paper, font: Object.assign({}, l.font, { color: DARK_TEXT }) });
+    l.xaxis = Object.assign({}, l.xaxis, axis);
+    l.yaxis = Object.assign({}, l.yaxis, axis);
+    l.coloraxis = Object.assign({}, l.coloraxis, { colorbar: Object.assign({}, (l.coloraxis || {}).colorbar, { outlinecolor: DARK_LINE }) });
+    byPaper.set(paper, t);
+    return t;
+  }
+
+  // A trace's text colours and labels made readable on the paper; the same trace object back when nothing
+  // changes, and the same copy for the same trace and paper (arrays Plotly compares keep their identity).
+  const traceCache = new WeakMap();
+  function readableTrace(trace, bg) {
+    let byBg = traceCache.get(trace);
+    if (byBg && byBg.has(bg)) return byBg.get(bg);
+    let out = trace;
+    const tf = trace.textfont;
+    if (tf && tf.color !== undefined && /text/.test(trace.mode || '') ) {
+      const color = Array.isArray(tf.color) ? tf.color.map((c) => readable(c, bg)) : readable(tf.color, bg);
+      out = Object.assign({}, out, { textfont: Object.assign({}, tf, { color }) });
+    }
+    ['x', 'y'].forEach((k) => {
+      const v = trace[k];
+      if (Array.isArray(v) && v.some((s) => typeof s === 'string' && s.indexOf('color:') >= 0)) {
+        out = out === trace ? Object.assign({}, trace) : out;
+        out[k] = v.map((s) => readableHtml(s, bg));
+      }
+    });
+    if (!byBg) traceCache.set(trace, (byBg = new Map()));
+    byBg.set(bg, out);
+    return out;
+  }
+
+  /* The figure in the page's theme: {data, layout, template}, layout changed in place (a copy). Every text
+   * colour the figure names (annotations, legend, tick labels, a trace's text) is made readable on the
+   * paper, in both themes; in the dark, the paper, plot, text and grid take the page's colours. */
+  function themed(data, layout, template, th) {
+    const bg = th.paper;
+    if (th.dark) {
+      template = darkTemplate(template, bg);
+      layout.paper_bgcolor = layout.plot_bgcolor = bg;
+      layout.font = Object.assign({}, layout.font, { color: DARK_TEXT });
+      Object.keys(layout).forEach((k) => {
+        if (!/^[xy]axis\d*$/.test(k) || !layout[k]) return;
+        const a = layout[k] = Object.assign({}, layout[k]);
+        ['gridcolor', 'linecolor', 'zerolinecolor'].forEach((c) => { if (a[c] !== undefined) a[c] = c === 'gridcolor' ? DARK_GRID : DARK_LINE; });
+      });
+    }
+    const fix = (font) => (font && font.color !== undefined && !Array.isArray(font.color)
+      ? Object.assign({}, font, { color: readable(font.color, bg) }) : font);
+    if (layout.title && layout.title.font) layout.title = Object.assign({}, layout.title, { font: fix(layout.title.font) });
+    if (layout.legend && layout.legend.font) layout.legend = Object.assign({}, layout.legend, { font: fix(layout.legend.font) });
+    if (Array.isArray(layout.annotations)) {
+      layout.annotations = layout.annotations.map((a) => {
+        const out = Object.assign({}, a), box = rgba(a.bgcolor);
+        if (th.dark && box && box[3] > 0 && lum(box) > 0.2) out.bgcolor = bg; // a light box behind a note: the paper's colour
+        const nb = rgba(out.bgcolor), on = nb && nb[3] > 0.5 ? hex(nb) : bg;
+        out.text = readableHtml(a.text, on);
+        if (a.font && a.font.color !== undefined && !Array.isArray(a.font.color)) out.font = Object.assign({}, a.font, { color: readable(a.font.color, on) });
+        return out;
+      });
+    }
+    Object.keys(layout).forEach((k) => {
+      const a = layout[k];
+      if (/^[xy]axis\d*$/.test(k) && a && Array.isArray(a.ticktext)) layout[k] = Object.assign({}, a, { ticktext: a.ticktext.map((s) => readableHtml(s, bg)) });
+    });
+    return { data: data.map((t) => readableTrace(t, bg)), layout, template };
+  }
+
   function saveImage(el) {
     const fig = el._whole, full = el._fullLayout;
     return plotly().downloadImage({ data: fig.data, layout: Object.assign(clone(fig.layout), fig.template ? { template: fig.template } : {}) },
@@ -111,10 +262,13 @@
    * layout.meta (a change of it redraws everything), written on the plot once it is drawn. A step that
    * changes only shapes (the KV panel's ring and bar outline) redraws only those. */
   function react(el, fig) {
-    const { meta, template, ...rest } = fig.layout;
-    const layout = Object.assign(clone(rest), template ? { template } : {});
-    el._whole = { data: fig.data, layout: rest, template }; // (what the camera saves)
-    const { data, scale } = withoutScale(fig.data, layout);
+    const { meta, template: own, ...rest } = fig.layout;
+    const th = el._theme || (el._theme = theme(el)); // (measured once: a style read per step would cost a layout)
+    const t = themed(fig.data, clone(rest), own, th), template = t.template;
+    const layout = Object.assign(t.layout, template ? { template } : {});
+    el._whole = { data: fig.data, layout: rest, template: own }; // (what the camera saves)
+    el._themed = { dark: th.dark, paper: th.paper, fig }; // (drawn again in the other theme by retheme)
+    const { data, scale } = withoutScale(t.data, layout);
     // the config once, with the first drawing: given again, Plotly deep-copies and compares it every redraw
     const given = el._fullLayout ? undefined : config();
     return plotly().react(el, data, layout, given).then(() => {
@@ -124,5 +278,25 @@
     });
   }
 
-  root.LLMViewer = Object.assign(root.LLMViewer || {}, { react, plotly });
+  /* Each drawn panel again in the new theme when the page's theme changes (Gradio's class on <body>, or
+   * the system's preference): only those drawn in the other one. */
+  function retheme() {
+    if (!doc) return;
+    doc.querySelectorAll('.js-plotly-plot').forEach((el) => {
+      const was = el._themed;
+      if (!was || !el._fullLayout) return;
+      const th = theme(el);
+      if (th.dark !== was.dark || th.paper !== was.paper) { el._theme = th; react(el, was.fig); }
+    });
+  }
+  if (doc && typeof MutationObserver !== 'undefined') {
+    let pending = null;
+    const later = () => { if (!pending) pending = setTimeout(() => { pending = null; retheme(); }, 50); };
+    const watch = () => new MutationObserver(later).observe(doc.body, { attributes: true, attributeFilter: ['class'] });
+    if (doc.body) watch(); else doc.addEventListener('DOMContentLoaded', watch);
+    const mq = root.matchMedia && root.matchMedia('(prefers-color-scheme: dark)');
+    if (mq && mq.addEventListener) mq.addEventListener('change', later);
+  }
+
+  root.LLMViewer = Object.assign(root.LLMViewer || {}, { react, plotly, dark, readable });
 })(typeof window !== 'undefined' ? window : globalThis);

@@ -24,6 +24,7 @@ PROMPT_COLOR = "#3b6fd8"  # prompt tokens (blue)
 GEN_COLOR = "#e07b1a"  # generated tokens (orange)
 NEW_COLOR = "#c0262d"  # the newest / sampled token (red)
 MUTED = "#a0aec0"  # filtered / background (grey)
+CLEAR = "rgba(0,0,0,0)"  # a figure's paper and plot area: the page's background shows through
 # White at 0, dark blue at 1; the low end is stretched so small attention weights stay visible.
 WEIGHT_SCALE = [[0.0, "#ffffff"], [0.02, "#eef3fb"], [0.1, "#c6d8f0"], [0.3, "#7fa6dc"], [0.6, "#3b6fd8"], [1.0, "#0b2a6b"]]
 
@@ -67,8 +68,13 @@ def plot_text(s: str) -> str:
 
 
 def base_layout(title: str, *, height: int = 420, **kw) -> dict:
-    """The common layout: white template, readable font, short title, compact margins."""
+    """The common layout: white template, readable font, short title, compact margins, and a
+    transparent paper and plot area, so that a figure sits on the page's own background in the light
+    theme and the dark (the page's script and stylesheet give the text and grid the dark theme's colours:
+    assets/viewer_plot.js, assets/style.css)."""
     layout = dict(
+        paper_bgcolor=CLEAR,
+        plot_bgcolor=CLEAR,
         title=dict(text=title, font=TITLE_FONT, x=0.01, xanchor="left", y=1.0, yref="container", yanchor="top", pad=dict(t=12)),
         font=FONT,
         height=height,
