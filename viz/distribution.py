@@ -15,7 +15,7 @@ from pipeline import sampling
 from pipeline.records import Settings, StepRecord
 
 from . import fmt
-from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
+from .style import GEN_COLOR, MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
 
 # the title (position, entropies, up to two filtering stages) and the legend above the bars: the same
 # for any settings, so moving a sampling slider in the page never moves the bars
@@ -137,7 +137,7 @@ def _bars(step: StepRecord, r: Reshaped, n: int, rank: int | None, vocab_size: i
         if k == rank:
             lab = f"<b>{lab} ◀ {'forced' if step.forced else 'sampled'}</b>"
         elif not r.kept[k]:
-            lab = f"<span style='color:{MUTED}'>{lab}</span>"
+            lab = f"<span style='color:{MUTED_TEXT}'>{lab}</span>"
         labels.append(lab)
     rest_label = f"rest of vocabulary ({vocab_size - n:,} tokens)" if vocab_size else "rest of vocabulary"
     labels.append(f"<i>{rest_label}</i>")

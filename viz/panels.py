@@ -27,7 +27,7 @@ from pipeline.records import Trace
 from pipeline.tiktoken_offline import ENCODINGS, EncodingUnavailable, encode_pieces
 
 from . import attention, distribution, embeddings, kv, output, speculative, tokens
-from .style import MUTED, NEW_COLOR, PROMPT_COLOR
+from .style import MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR
 from .viewer_attention import attention_panel
 from .viewer_frames import animated_plain
 
@@ -36,7 +36,7 @@ N_CANDIDATES = 20  # bars of the distribution panel (viz.distribution's default)
 # How viz.distribution marks a candidate the sampling settings removed (tests pin it to the figure).
 DIST_STYLE = {
     "kept_color": PROMPT_COLOR, "removed_color": MUTED, "rest_color": "#cbd5e0",
-    "removed_label": f"<span style='color:{MUTED}'>{{}}</span>",
+    "removed_label": f"<span style='color:{MUTED_TEXT}'>{{}}</span>",
     "removed_hover": "<br><b>removed</b> by the sampling settings",
     "cut_line": dict(type="line", xref="paper", x0=0, x1=1, yref="y", line=dict(color=NEW_COLOR, width=1.5, dash="dash"), name="cut-off"),
     "cut_label": dict(xref="paper", x=1, xanchor="left", yref="y", yanchor="middle", showarrow=False, text="cut-off",

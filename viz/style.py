@@ -23,7 +23,8 @@ PASTELS = ("#fde2e4", "#e2ece9", "#dfe7fd", "#fff1c1", "#e8dff5", "#d7f2f7", "#f
 PROMPT_COLOR = "#3b6fd8"  # prompt tokens (blue)
 GEN_COLOR = "#e07b1a"  # generated tokens (orange)
 NEW_COLOR = "#c0262d"  # the newest / sampled token (red)
-MUTED = "#a0aec0"  # filtered / background (grey)
+MUTED = "#a0aec0"  # filtered / background (grey): marks and bars
+MUTED_TEXT = "#6b7280"  # filtered, as text: the grey that still reads at 4.5:1 on white
 CLEAR = "rgba(0,0,0,0)"  # a figure's paper and plot area: the page's background shows through
 # White at 0, dark blue at 1; the low end is stretched so small attention weights stay visible.
 WEIGHT_SCALE = [[0.0, "#ffffff"], [0.02, "#eef3fb"], [0.1, "#c6d8f0"], [0.3, "#7fa6dc"], [0.6, "#3b6fd8"], [1.0, "#0b2a6b"]]

@@ -7,7 +7,7 @@ import pytest
 from pipeline import sampling
 from tests.synthetic import make_trace
 from viz.distribution import distribution_figure, reshape
-from viz.style import MUTED
+from viz.style import MUTED, MUTED_TEXT
 
 REC = dict(temperature=0.8, top_k=0, top_p=0.9)
 
@@ -106,7 +106,7 @@ def test_bars_grey_exactly_the_filtered_tokens_and_rest_holds_the_remaining_mass
     greyed = [c == MUTED for c in raw.marker.color[:n]]
     assert greyed == [not k for k in kept[:n]]
     for lab, k in zip(raw.y[:n], kept[:n]):
-        assert (MUTED in lab) == (not k) or "sampled" in lab
+        assert (MUTED_TEXT in lab) == (not k) or "sampled" in lab
     assert raw.y[-1] == f"<i>rest of vocabulary ({50 - n:,} tokens)</i>"
     assert raw.x[-1] == pytest.approx(1 - st.top_probs[:n].astype(float).sum(), abs=1e-9)
     assert fin.x[-1] == pytest.approx(max(0.0, 1 - final[:n].sum()), abs=1e-9)
