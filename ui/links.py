@@ -2,16 +2,21 @@
 
     ?prompt=…&mode=chat|raw&system=…&temperature=…&top_k=…&top_p=…&seed=…&max_new_tokens=…&step=…
     &run=1            generate at once (as if Generate were clicked)
+    &branch=S:R,…     then force the candidate of rank R (1 = the likeliest) at step S and generate on, in order
     &example=NAME     open the gallery trace NAME (pipeline/gallery.py) at its step
+
+The page's script (assets/links.js) writes a link's fields in the browser the moment the page is drawn (the
+server is not asked: it answers seconds later, when a person may have typed), and anything the server sends for
+the fields later (an example's settings) goes only into a field nobody has touched since the page opened.
+"Copy link" writes how the trace on screen was made (trace_link: its prompt, mode and settings, run=1, the
+step on screen, the branches it took), not the what-if sliders, so that the link writes the same text again.
 
 Names starting with "__" are the host's (a Space adds __theme, and __sign when private) and are passed
 over in silence. Inside a Hugging Face Space, "Copy link" points at the Space's page on huggingface.co
 (SPACE_ID), not at the frame the app runs in, and sets that page's address to the link (link_base).
 
-The pure part (parse_link, make_link, link_base) takes and gives plain values; the Gradio part (layout, wire)
-adds the "Example traces" dropdown and the "Copy link" button. A gallery trace goes onto the page
-through the page's own load_trace (ui/listeners.py), the path an uploaded file takes; the page script assets/links.js
-clicks Generate and moves the step slider once a trace is on screen.
+The pure part (parse_link, make_link, trace_link, link_base) takes and gives plain values; the Gradio part (layout, wire) adds
+the "Example traces" dropdown (a gallery trace goes on through ui/listeners.py's load_trace, as an uploaded file) and "Copy link".
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import math
 import os
 import re
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
@@ -35,17 +41,14 @@ from ui.viewer_wiring import LIGHT
 LINKS_JS = (Path(__file__).resolve().parents[1] / "assets" / "links.js").read_text(encoding="utf-8")
 MODES = {"chat": "Chat", "raw": "Raw text"}
 # name in the link -> (field key in the page's C (ui/layout.py), kind, lowest, highest): the page's own slider ranges
-NUMBERS = {
-    "temperature": ("temperature", float, 0.0, 2.0),
-    "top_k": ("top_k", int, 0, 200),
-    "top_p": ("top_p", float, 0.01, 1.0),
-    "seed": ("seed", int, 0, 2**32 - 1),
-    "max_new_tokens": ("max_new", int, 1, 512),
-    "step": ("step", int, 0, 100_000),
-}
-KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "example")
-# names the host adds to the page's address, not the person: a Space opens its frame with __theme
-# (and __sign when private), and Gradio reads __theme itself; a warning about them would only confuse
+NUMBERS = {"temperature": ("temperature", float, 0.0, 2.0), "top_k": ("top_k", int, 0, 200), "top_p": ("top_p", float, 0.01, 1.0),
+           "seed": ("seed", int, 0, 2**32 - 1), "max_new_tokens": ("max_new", int, 1, 512), "step": ("step", int, 0, 100_000)}
+KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "branch", "example")
+# the fields a link fills, by the page's C key, in the order the page's script gets and gives them, with their element ids
+FIELDS = {"prompt": "prompt", "mode": "mode", "system": "system-prompt", "temperature": "temperature", "top_k": "top-k",
+          "top_p": "top-p", "seed": "seed", "max_new": "max-new-tokens"}
+MAX_BRANCHES, _BRANCH = 20, re.compile(r"^\s*(\d{1,6})\s*:\s*(\d{1,3})\s*$")  # step:rank
+# names the host adds to the address, not the person (a Space's __theme, __sign): a warning about them would only confuse
 HOST_PREFIX = "__"
 MAX_TEXT = 20_000  # a prompt or system prompt longer than this is refused (a link is no place for a book)
 
@@ -57,6 +60,7 @@ class Link:
     step: int | None = None
     run: bool = False
     example: str | None = None
+    branches: list = field(default_factory=list)  # [(step, rank)], rank 1 = the likeliest candidate
     warnings: list = field(default_factory=list)
 
 
@@ -73,6 +77,17 @@ def _number(name: str, text: str, link: Link):
         link.warnings.append(f"{name}={text} is outside {lo}…{hi}")
         return None
     return kind(v)
+
+
+def _branches(text: str, link: Link) -> None:
+    parts = [p for p in text.split(",") if p.strip()]
+    pairs = [_BRANCH.match(p) for p in parts]
+    if not parts or len(parts) > MAX_BRANCHES or not all(pairs):
+        link.warnings.append(f"branch={text!r} is not STEP:RANK pairs (e.g. 3:2), at most {MAX_BRANCHES}")
+    elif any(int(m[2]) < 1 or int(m[2]) > 100 for m in pairs):
+        link.warnings.append(f"branch={text!r}: a rank is from 1 (the likeliest candidate) to 100")
+    else:
+        link.branches = [(int(m[1]), int(m[2])) for m in pairs]
 
 
 def parse_link(params: Mapping[str, str], example_names=()) -> Link:
@@ -100,6 +115,8 @@ def parse_link(params: Mapping[str, str], example_names=()) -> Link:
                 link.step = v
             elif v is not None:
                 link.fields[NUMBERS[name][0]] = v
+        elif name == "branch":
+            _branches(text, link)
         elif name == "run":
             link.run = text.strip().lower() in ("1", "true", "yes", "on")
         elif name == "example":
@@ -125,24 +142,44 @@ def _plain(v):
 
 
 def make_link(base: str, *, prompt=None, mode=None, system=None, temperature=None, top_k=None, top_p=None, seed=None,
-              max_new_tokens=None, step=None, example=None) -> str:
+              max_new_tokens=None, step=None, example=None, branches=(), run=False) -> str:
     """The link that opens the page at `base` in this state (None and empty values left out)."""
-    q: list = []
-    if example:
-        q.append(("example", example))
-    if prompt not in (None, ""):
-        q.append(("prompt", prompt))
-    inv = {v: k for k, v in MODES.items()}
-    if mode in inv:
-        q.append(("mode", inv[mode]))
-    if system:
-        q.append(("system", system))
-    for name, v in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p), ("seed", seed),
-                    ("max_new_tokens", max_new_tokens), ("step", step)):
-        if v not in (None, ""):
-            q.append((name, _plain(v)))
+    pairs = (("example", example or None), ("prompt", prompt), ("mode", {v: k for k, v in MODES.items()}.get(mode)), ("system", system or None),
+             ("temperature", temperature), ("top_k", top_k), ("top_p", top_p), ("seed", seed), ("max_new_tokens", max_new_tokens),
+             ("branch", ",".join(f"{int(s)}:{int(r)}" for s, r in branches) or None), ("step", step), ("run", "1" if run else None))
+    q = [(name, _plain(v)) for name, v in pairs if v not in (None, "")]
     base = (base or "").split("?")[0].split("#")[0]
     return base + ("?" + urlencode(q) if q else "")
+
+
+def trace_fields(trace) -> dict:
+    """The fields (by C key) as they were when `trace` was made: its prompt, mode and settings."""
+    s = trace.settings
+    return {"prompt": trace.prompt.text, "mode": MODES["chat" if s.chat else "raw"], "system": (s.system_prompt or "") if s.chat else "",
+            "temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p, "seed": s.seed, "max_new": s.max_new_tokens}
+
+
+def trace_branches(trace) -> list[tuple[int, int]]:
+    """(step, rank) of every token a person forced in `trace` (a branch), in order; rank 1 = the likeliest."""
+    hits = ((st, [i for i, t in enumerate(st.top_ids) if int(t) == int(st.token_id)]) for st in trace.steps if getattr(st, "forced", False))
+    return [(int(st.index), h[0] + 1) for st, h in hits if h]
+
+
+def made_tokens(trace) -> int:
+    """The max_new_tokens that writes `trace` again: as many as it holds (a stopped or "+1 token" run), its own when it hit the end."""
+    n = len(trace.steps)
+    ended = n and trace.steps[-1].stop_reason == "eos"
+    return max(n, int(trace.settings.max_new_tokens)) if ended else max(1, n)
+
+
+def trace_link(base: str, trace, step: int | None, example: str | None = None) -> str:
+    """The link that shows `trace` at `step` again: a gallery trace by name; any other by how it was made (run=1: written anew)."""
+    if example:
+        return make_link(base, example=example, step=step)
+    f = trace_fields(trace)
+    return make_link(base, prompt=f["prompt"], mode=f["mode"], system=f["system"], temperature=f["temperature"], top_k=f["top_k"],
+                     top_p=f["top_p"], seed=f["seed"], max_new_tokens=made_tokens(trace), branches=trace_branches(trace),
+                     step=step, run=True)
 
 
 # -- inside a Hugging Face Space --------------------------------------------------------------------
@@ -152,8 +189,7 @@ _SPACE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.
 
 
 def space_page(space_id: str | None) -> str | None:
-    """The public page of the Space `space_id` ("owner/name", what a Space sets SPACE_ID to), or None
-    when `space_id` is not one (unset, or not an owner/name pair)."""
+    """The public page of the Space `space_id` ("owner/name", as a Space sets SPACE_ID), or None when it is not one."""
     space_id = (space_id or "").strip()
     return SPACE_PAGE + space_id if _SPACE_ID.fullmatch(space_id) else None
 
@@ -167,11 +203,9 @@ def _host(address: str) -> str:
 
 
 def link_base(address: str, space_id: str | None = None, space_host: str | None = None) -> tuple[str, bool]:
-    """(where a copied link points, whether the page is a Space's frame). A Space serves the app at
-    OWNER-NAME.hf.space (SPACE_HOST) inside a frame of huggingface.co/spaces/OWNER/NAME, and that page
-    hands its query on to the frame: a link to it is the one to share (it keeps the Space's header and
-    survives the frame's address changing). Anywhere else (a laptop, a server of one's own, a Space's
-    copy run elsewhere): the page's own address."""
+    """(where a copied link points, whether the page is a Space's frame). A Space serves the app at OWNER-NAME.hf.space
+    (SPACE_HOST) in a frame of huggingface.co/spaces/OWNER/NAME, which hands its query on to the frame: a link to it is the one
+    to share (it keeps the Space's header, and survives the frame's address changing). Anywhere else: the page's own address."""
     page, host = space_page(space_id), _host(address)
     if page and host and (host.endswith(".hf.space") or host == _host(f"//{space_host}" if space_host else "")):
         return page, True
@@ -188,6 +222,18 @@ def example_choices() -> list[tuple[str, str]]:
 
 
 # -- Gradio -------------------------------------------------------------------------------------
+def _js(action: dict, call=False) -> str:
+    """assets/links.js called with `action` and the values of the inputs (call: with `action` alone, a statement)."""
+    return f"({LINKS_JS})({json.dumps(json.dumps(action))});" if call else f"(...v) => ({LINKS_JS})({json.dumps(json.dumps(action))}, ...v)"
+
+
+def tables(C: dict) -> dict:
+    """For the page's script: the server's own ranges (parse_link warns of the rest), the fields' element ids, and their
+    values as the page is drawn (a field that holds another value was typed into: the link leaves it alone)."""
+    return {"numbers": {n: [k, "int" if kind is int else "float", lo, hi] for n, (k, kind, lo, hi) in NUMBERS.items() if k != "step"},
+            "modes": MODES, "max_text": MAX_TEXT, "ids": FIELDS, "defaults": {k: C[k].value for k in FIELDS}}
+
+
 @dataclass
 class Deps:
     """What the links need from the page (passed in by ui/wiring.py: app.py may run as __main__)."""
@@ -201,8 +247,7 @@ class Deps:
     inside: tuple  # (fn, inputs, outputs, kwargs): the open "inside the model" tab
 
 
-_TRACES: dict = {}  # gallery name -> Trace, loaded once and shared by every session (immutable, like the
-# example): one object, so the step viewer's bundle of it is built once for a whole class, not per visitor
+_TRACES: dict = {}  # gallery name -> Trace, loaded once and shared by every session: the viewer's bundle is built once per class
 
 
 def gallery_trace(name: str):
@@ -213,6 +258,8 @@ def gallery_trace(name: str):
 
 def layout(C: dict) -> None:
     """The dropdown, its sentence, and the "Copy link" row (inside the page's left column)."""
+    # the first of these to be drawn writes a link's fields as each appears (assets/links.js, "early"): Gradio's load event comes later
+    gr.HTML("", js_on_load=_js({"early": tables(C)}, call=True), elem_id="link-early", elem_classes="hidden-input", container=False, padding=False)
     C["example"] = gr.Dropdown(example_choices(), value=None, label="Example traces (no model needed)", elem_id="example-traces")
     C["example_look"] = gr.Markdown(elem_id="example-look")
     with gr.Row(equal_height=True):
@@ -225,8 +272,6 @@ _SHOWN: dict = {}  # id(trace) -> (weak reference, gallery name): which trace on
 
 
 def _remember(trace, name: str) -> None:
-    import weakref
-
     for k in [k for k, (ref, _) in _SHOWN.items() if ref() is None]:
         del _SHOWN[k]
     _SHOWN[id(trace)] = (weakref.ref(trace), name)
@@ -254,9 +299,17 @@ def open_example(d: Deps, name, layer, head, temperature, top_k, top_p, step=Non
     s = clamp_index(e.step if step is None else step, len(trace.steps))
     st = trace.settings
     out.update({C["slider"]: d.slider(trace, s), **d.view(trace, s, 0, "all", st.temperature, st.top_k, st.top_p, only=LIGHT)})
-    out[C["example_look"]] = f"**{e.title}.** {e.look}"
+    out.update({C[k]: v for k, v in trace_fields(trace).items()})  # what the panels use is what the fields show
+    out[C["example_look"]] = f"**{e.title}.** {e.look}\n\n{fields_line(trace)}"
     _remember(trace, name)
     return out
+
+
+def fields_line(trace, what: str = "example") -> str:
+    """The one line that says the fields now hold the example's (or trace file's) prompt, mode and settings."""
+    f = trace_fields(trace)
+    return (f"*The fields now hold this {what}'s prompt, mode ({f['mode']}) and settings: temperature {_plain(f['temperature'])}, "
+            f"top-k {_plain(f['top_k'])}, top-p {_plain(f['top_p'])}, seed {_plain(f['seed'])}.*")
 
 
 def _names() -> tuple:
@@ -268,14 +321,20 @@ def _when(fn, skip):
     return lambda flag, *a: fn(*a) if flag else skip
 
 
-def wire(d: Deps, opened) -> None:
-    """The dropdown, the link read once the page has opened (after `opened`, the page's own load
-    chain, so the example trace does not arrive after a gallery one), and "Copy link"."""
+
+
+def wire(d: Deps, opened, demo=None) -> None:
+    """A link's fields written in the browser (`demo`'s load, no server asked); the dropdown; the rest of the link read
+    after `opened` (the page's own load chain: the example trace does not arrive after a gallery one); "Copy link"."""
     C = d.C
-    C["link_action"] = gr.Textbox(elem_id="link-action", elem_classes="hidden-input", container=False)
+    fields = [C[k] for k in FIELDS]
+    if demo is not None:
+        demo.load(None, fields, fields, js=_js({"open": tables(C)}), show_progress="hidden")
+    # what the page's script does after a link; the fields the server fills (an example's: written where nobody has touched)
+    C["link_action"], C["link_fields"] = (gr.Textbox(elem_id=i, elem_classes="hidden-input", container=False) for i in ("link-action", "link-fields"))
     flag = gr.State(False)
     view_in = [C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
-    ex_out = list(dict.fromkeys([*d.load_outputs, C["slider"], *[C[k] for k in LIGHT], C["example_look"]]))
+    ex_out = list(dict.fromkeys([*d.load_outputs, C["slider"], *[C[k] for k in LIGHT], C["example_look"], *fields]))
     bundle_fn, bundle_in, bundle_out = d.send_bundle
     inside_fn, inside_in, inside_out, inside_kw = d.inside
     quiet = dict(show_progress="hidden", api_visibility="private")
@@ -298,13 +357,19 @@ def wire(d: Deps, opened) -> None:
         if link.example:
             out.update(open_example(d, link.example, *a, step=link.step))
             out[C["example"]] = link.example
-        out.update({C[k]: v for k, v in link.fields.items()})
-        out[C["link_action"]] = json.dumps({"run": link.run, "step": None if link.example else link.step, "n": time.time()})
+        # the link's own fields are on the page already (the browser wrote them as it drew it); the example's
+        # go to the fields nobody has touched, and never over the link's own
+        later = {k: out.pop(C[k]) for k in FIELDS if C[k] in out}
+        later = {k: v for k, v in later.items() if k not in link.fields}
+        out[C["link_fields"]] = json.dumps({"fields": later, "n": time.time()}) if later else gr.skip()
+        out[C["link_action"]] = json.dumps({"run": link.run, "step": None if link.example else link.step,
+                                            "branch": [] if link.example else link.branches, "n": time.time()})
         return out
 
-    link_out = list(dict.fromkeys([*ex_out, flag, C["example"], C["link_action"], C["prompt"], C["mode"], C["system"],
-                                   C["max_new"], C["temperature"], C["top_k"], C["top_p"], C["seed"]]))
+    link_out = list(dict.fromkeys([*ex_out, flag, C["example"], C["link_action"], C["link_fields"]]))
+    link_out = [c for c in link_out if c not in fields]
     opened.then(from_link, view_in, link_out, **quiet).then(
+        None, [C["link_fields"], *fields], fields, js=LINKS_JS, **quiet).then(
         _when(bundle_fn, gr.skip()), [flag, *bundle_in], bundle_out, **quiet).then(
         _when(inside_fn, {C["lens_html"]: gr.skip()}), [flag, *inside_in], inside_out, **inside_kw).then(
         None, C["link_action"], None, js=LINKS_JS)
@@ -317,9 +382,11 @@ def _wire_copy(d: Deps) -> None:
 
     def copy(address, prompt, mode, system, temperature, top_k, top_p, seed, max_new, step, trace):
         base, in_space = link_base(address, os.environ.get("SPACE_ID"), os.environ.get("SPACE_HOST"))
-        url = make_link(base, prompt=prompt, mode=mode, system=system, temperature=temperature, top_k=top_k, top_p=top_p,
-                        seed=seed, max_new_tokens=max_new, step=step if trace is not None else None,
-                        example=shown_example(trace) if trace is not None else None)
+        if trace is not None and trace.steps:  # how the text on screen was made, not the what-if sliders
+            url = trace_link(base, trace, clamp_index(step, len(trace.steps)), example=shown_example(trace))
+        else:  # nothing on screen: the fields as they are
+            url = make_link(base, prompt=prompt, mode=mode, system=system, temperature=temperature, top_k=top_k, top_p=top_p,
+                            seed=seed, max_new_tokens=max_new)
         action = {"copy": url, "n": time.time()}
         if in_space:  # the Space's page shows this query in its address bar too (assets/links.js asks it)
             action["parent"] = {"origin": SPACE_ORIGIN, "queryString": urlsplit(url).query}

@@ -21,7 +21,7 @@ from pipeline.indices import clamp_index
 from pipeline.records import Trace
 from viz import page
 from viz import tour as tour_viz
-from ui import model, session
+from ui import links, model, session
 from ui import viewer_wiring as viewer
 from ui.layout import DOWNLOAD, DOWNLOAD_PAGE, Page
 from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged
@@ -82,8 +82,9 @@ class Listeners:
         L, H = layer_head_choices(trace)
         s = trace.settings
         # a file from disk is not the gallery's (a gallery trace comes here as a Trace, and names itself after)
-        from_disk = {} if isinstance(file, Trace) else {C["example"]: gr.Dropdown(value=None), C["example_look"]: ""}
-        return {**from_disk, C["ran"]: True,
+        from_disk = {} if isinstance(file, Trace) else {C["example"]: gr.Dropdown(value=None), C["example_look"]: links.fields_line(trace, "trace")}
+        # the fields say how the trace was made (its prompt, mode and settings), as the panels use them
+        return {**from_disk, C["ran"]: True, **{C[k]: v for k, v in links.trace_fields(trace).items()},
             self.p.state: trace, **panels(C, trace, len(trace.steps) - 1, ViewOptions.of(trace)),
             C["slider"]: slider(trace), C["layer"]: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
             C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),

@@ -66,8 +66,8 @@ class Wires:
             fin_in=[C["ran"], *view_in],
             fin_out=[*panels, C["slider"], C["download"], C["bundle_req"]],
             panels=panels,
-            load_out=[C["ran"], state, *panels, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["info"],
-                      C["download"], C["spec_summary"], C["example"], C["example_look"]],
+            load_out=[C["ran"], state, *panels, C["slider"], C["layer"], C["head"], C["prompt"], C["mode"], C["system"], C["temperature"], C["top_k"],
+                      C["top_p"], C["seed"], C["max_new"], C["info"], C["download"], C["spec_summary"], C["example"], C["example_look"]],
         )
 
 
@@ -188,12 +188,12 @@ def _if_loaded(fn, nothing):
 
 
 def _page_open(demo: gr.Blocks, w: Wires) -> None:
-    """The page opened: the example trace, then what a link asks for (ui/links.py); the model's status
-    line until it has loaded."""
+    """The page opened: a link's fields written in the browser at once, the example trace, then the rest of
+    what a link asks for (ui/links.py); the model's status line until it has loaded."""
     C, p = w.p.C, w.p
     opened = demo.load(w.other.on_load, None, [p.state, *w.panels, C["slider"], C["info"], C["spec_summary"]], show_progress="hidden").then(
         *w.send_bundle).then(*w.inside[:3], **w.inside[3])
-    links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside), opened)
+    links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside), opened, demo)
     status_timer = gr.Timer(1.0)
     status_timer.tick(status_tick, None, [C["info"], status_timer], show_progress="hidden")
     demo.unload(session_closed)  # the page closed: its session's download folder goes (ui/listeners.py)

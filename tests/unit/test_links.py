@@ -105,3 +105,66 @@ def test_outside_a_space_a_link_points_at_the_page_itself():
     # a malformed address (an unclosed IPv6 bracket) is not a crash
     assert link_base("http://[::1", "teacher/llm-viz") == ("http://[::1", False)
     assert link_base("", "teacher/llm-viz") == ("", False)
+
+
+# -- a link that writes the trace on screen again -------------------------------------------------
+def _trace(n=6, stop="max_new_tokens", forced=(), **settings):
+    from types import SimpleNamespace
+
+    from pipeline.records import Settings
+
+    steps = [SimpleNamespace(index=i, forced=i in forced, token_id=30 + i, top_ids=(7, 30 + i, 9) if i in forced else (30 + i, 7, 9),
+                             stop_reason=stop if i == n - 1 else None) for i in range(n)]
+    return SimpleNamespace(settings=Settings(**settings), prompt=SimpleNamespace(text="The sea is"), steps=steps)
+
+
+def test_a_trace_link_says_how_the_trace_was_made_with_run_and_step():
+    from ui.links import trace_link
+
+    t = _trace(temperature=0.9, top_k=40, top_p=0.95, seed=1234, max_new_tokens=64, chat=False)
+    q = dict(parse_qsl(urlsplit(trace_link("http://h/?x=1", t, 3)).query))
+    # a run stopped at 6 tokens (or made by "+1 token") is written again by 6, not by the field's 64
+    assert q == {"prompt": "The sea is", "mode": "raw", "temperature": "0.9", "top_k": "40", "top_p": "0.95", "seed": "1234",
+                 "max_new_tokens": "6", "step": "3", "run": "1"}
+    link = parse_link(q, NAMES)
+    assert link.warnings == [] and link.run and link.step == 3 and link.fields["mode"] == "Raw text"
+
+
+def test_a_trace_link_keeps_the_chat_system_prompt_and_an_end_of_sequence_run():
+    from ui.links import trace_link
+
+    t = _trace(n=4, stop="eos", chat=True, system_prompt="Be brief", max_new_tokens=20)
+    q = dict(parse_qsl(urlsplit(trace_link("http://h/", t, 0)).query))
+    assert q["mode"] == "chat" and q["system"] == "Be brief" and q["max_new_tokens"] == "20" and q["step"] == "0"
+
+
+def test_a_branch_on_screen_goes_into_the_link_and_back():
+    from ui.links import trace_branches, trace_link
+
+    t = _trace(n=8, forced=(2, 5))
+    assert trace_branches(t) == [(2, 2), (5, 2)]  # rank 1 = the likeliest: the forced token was the second candidate
+    q = dict(parse_qsl(urlsplit(trace_link("http://h/", t, 7)).query))
+    assert q["branch"] == "2:2,5:2"
+    assert parse_link(q, NAMES).branches == [(2, 2), (5, 2)]
+
+
+def test_bad_branches_warn():
+    for text in ("3", "a:b", "3:0", "3:2,", "1:1," * 30):
+        link = parse_link({"branch": text}, NAMES)
+        assert (link.branches == [] and link.warnings) or text == "3:2,", text
+    assert parse_link({"branch": "3:2,"}, NAMES).branches == [(3, 2)]
+
+
+def test_a_gallery_trace_links_by_its_name_only():
+    from ui.links import trace_link
+
+    assert trace_link("http://h/", _trace(), 4, example="loop") == "http://h/?example=loop&step=4"
+
+
+def test_the_pages_script_checks_a_link_with_the_servers_ranges():
+    from ui.links import FIELDS, NUMBERS, tables
+
+    t = tables({k: type("F", (), {"value": k})() for k in FIELDS})
+    assert set(t["numbers"]) == set(NUMBERS) - {"step"} and t["ids"] == FIELDS and t["defaults"] == {k: k for k in FIELDS}
+    for name, (key, kind, lo, hi) in t["numbers"].items():
+        assert key in FIELDS and (kind, lo, hi) == ("int" if NUMBERS[name][1] is int else "float", *NUMBERS[name][2:])
