@@ -16,9 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from .cli import EXIT_USAGE, run_command
 from .records import Settings
-
-EXIT_USAGE = 2
 HTML_MOVED = "use `python -m viz html TRACE --out FILE.html` (the same arguments)"
 
 
@@ -195,18 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the html command moved: {HTML_MOVED}", file=sys.stderr)
         return EXIT_USAGE
     a = _parser().parse_args(argv)
-    try:
-        return {"trace": _trace, "bench": _bench}[a.cmd](a)
-    except (SettingsError, ModelLoadError, TraceFormatError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as e:  # e.g. the output file cannot be written
-        print(f"error: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-
+    return run_command({"trace": _trace, "bench": _bench}[a.cmd], a, (SettingsError, ModelLoadError, TraceFormatError))
 
 if __name__ == "__main__":
     sys.exit(main())

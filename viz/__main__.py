@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_USAGE = 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,21 +41,11 @@ def _html(a) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pipeline.cli import run_command
     from pipeline.errors import SettingsError, TraceFormatError
 
     a = _parser().parse_args(argv)
-    try:
-        return {"html": _html}[a.cmd](a)
-    except (SettingsError, TraceFormatError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as e:  # e.g. the output file cannot be written
-        print(f"error: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-
+    return run_command({"html": _html}[a.cmd], a, (SettingsError, TraceFormatError))
 
 if __name__ == "__main__":
     sys.exit(main())
