@@ -28,6 +28,41 @@ DIST_EVERY_S = float(os.environ.get("LLM_VIZ_DIST_EVERY_S", 1.0))
 HEAVY_EVERY_S = float(os.environ.get("LLM_VIZ_HEAVY_EVERY_S", 4.0))
 
 
+class Runs:
+    """Per page session, the newest run: one that a newer run of the same page has begun since stops
+    at its next token (Generate clicked again while it streams starts afresh)."""
+
+    def __init__(self):
+        self._newest: dict[str, int] = {}
+        self._n = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def session() -> str | None:
+        """The page session of the event running now (None outside an event, as in tests)."""
+        from gradio.context import LocalContext
+
+        return getattr(LocalContext.request.get(None), "session_hash", None)
+
+    def begin(self, key: str | None) -> int:
+        with self._lock:
+            self._n += 1
+            if key is not None:
+                self._newest[key] = self._n
+            return self._n
+
+    def superseded(self, key: str | None, n: int) -> bool:
+        return key is not None and self._newest.get(key, n) != n
+
+    def end(self, key: str | None, n: int):
+        with self._lock:
+            if key is not None and self._newest.get(key) == n:
+                del self._newest[key]
+
+
+RUNS = Runs()
+
+
 class Generation:
     def __init__(self, p: Page):
         self.p, self.C = p, p.C
@@ -80,13 +115,20 @@ class Generation:
             first[C["slider"]] = slider(trace)
         else:
             first.update({C["output"]: page.output_only(trace), C["tokens"]: page.tokens_only(trace)})
-        yield first
-        if kept and kept[-1].stop_reason == "eos":  # a forced end of sequence: nothing follows
-            return
-        clock = dict(dist=time.perf_counter(), heavy=time.perf_counter())  # the first token goes out as text, at once
-        for _ in gen:  # a plain generation yields steps; a speculative one rounds of 1 to k+1 steps
-            trace = gen.trace()
-            yield self._streamed(trace, len(trace.steps) - 1, opts, live, clock)
+        key = RUNS.session()
+        n = RUNS.begin(key)
+        try:
+            yield first
+            if kept and kept[-1].stop_reason == "eos":  # a forced end of sequence: nothing follows
+                return
+            clock = dict(dist=time.perf_counter(), heavy=time.perf_counter())  # the first token goes out as text, at once
+            for _ in gen:  # a plain generation yields steps; a speculative one rounds of 1 to k+1 steps
+                if RUNS.superseded(key, n):  # a newer run of this page has begun: it owns the page now
+                    return
+                trace = gen.trace()
+                yield self._streamed(trace, len(trace.steps) - 1, opts, live, clock)
+        finally:
+            RUNS.end(key, n)
         if trace.speculative and trace.steps:
             yield {C["spec_summary"]: page.speculative_summary_html(trace) + "<p><i>Measuring plain decoding of the same prompt and "
                    "settings, for the speed-up …</i></p>"}

@@ -86,15 +86,20 @@ def wire(demo: gr.Blocks, p: Page, example) -> None:
 
 
 def _generation(w: Wires) -> list:
-    """Generate (and Enter in the prompt), +1 token, re-sample: streamed, then `finish`, then the open tab."""
+    """Generate (and Enter in the prompt), +1 token, re-sample: streamed, then `finish`, then the open tab.
+
+    Generate or Enter while a run streams is never dropped (Gradio's default for a click, trigger_mode
+    "once", drops it while the last is pending: a prompt sent during a 64-token run went unanswered,
+    issue 23): the new run starts and the one on screen stops at its next token (ui/generation.py's
+    RUNS). `finish` keeps its last call ("always_last"), so the run that ends last is drawn whole."""
     C, gen = w.p.C, w.gen
     gen_fn, fin = gen.gen_fn, w.finish
     events = []
     for trigger, fn, extra, name in ((C["generate"].click, gen_fn, [], "generate"), (C["prompt"].submit, gen_fn, [], None),
                                      (C["step"].click, gen.step_fn, [], "step"), (C["resample"].click, gen.resample_fn, [C["slider"]], "resample")):
         ev = trigger(fn, extra + w.gen_in, w.all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden",
-                     api_name=name, api_visibility="public" if name else "private")
-        ev.then(fin, w.fin_in, w.fin_out, show_progress="hidden").then(*w.inside[:3], **w.inside[3])
+                     api_name=name, api_visibility="public" if name else "private", trigger_mode="multiple" if fn is gen_fn else None)
+        ev.then(fin, w.fin_in, w.fin_out, show_progress="hidden", trigger_mode="always_last").then(*w.inside[:3], **w.inside[3])
         events.append(ev)
     return events
 

@@ -165,6 +165,31 @@ def test_stop_mid_generation_keeps_the_steps(browser, app_url):
     assert not page.errors and not error_toasts(page)
 
 
+def test_generate_during_a_run_restarts_with_the_new_prompt(browser, app_url):
+    """Generate clicked while a run streams is never dropped: the run stops and the prompt now in the box
+    runs (Gradio's default for a click drops it while the last is pending; issue 23's cold-start race)."""
+    page = open_page(browser, app_url)
+    _generate(page, "Tell me a long story about a dragon.", max_new=300, temperature=0.8, wait_done=False)
+    page.wait_for_function("() => document.querySelectorAll('#output span.step:not(.stale)').length >= 3", timeout=120_000)
+    page.get_by_label("Raw text").check()
+    page.fill("#prompt textarea", "The capital of France is")
+    set_number(page, "max-new-tokens", 3)
+    set_number(page, "temperature", 0)
+    mark_stale(page)
+    t0 = time.perf_counter()
+    page.click("#generate")
+    page.wait_for_function("() => (document.querySelector('#output .gen-text:not(.stale)')?.innerText || '').includes('Paris')",
+                           timeout=60_000)
+    answered_s = time.perf_counter() - t0
+    wait_stopped(page, timeout_ms=60_000)
+    time.sleep(2.0)  # whatever the cancelled run still had on its way has landed by now
+    assert "Paris" in page.inner_text("#output .gen-text") and "dragon" not in page.inner_text("#output .gen-text").lower()
+    assert slider_max(page) == 2, "the page shows the new run's 3 steps, not the cancelled run's"
+    assert "maximum number of new tokens" in page.inner_text("#output .stop-reason")
+    assert not page.errors and not error_toasts(page)
+    print(f"the new prompt's first token {answered_s:.1f} s after the click")
+
+
 def test_one_token_per_click_in_step_mode(browser, app_url):
     page = open_page(browser, app_url)
     wait_model_loaded(page)
