@@ -351,6 +351,11 @@
   const letGo = () => { if (st.dragging) { st.dragging = false; render(); } };
   ['pointerup', 'pointercancel'].forEach((type) => root.addEventListener(type, letGo, true));
   document.addEventListener('change', (e) => { if (e.target.matches && held(e.target)) letGo(); }, true);
+  // The text box keeps its end (the step on screen, the newest token) in view when its text outgrows it (style.css)
+  new MutationObserver(() => {
+    const o = document.getElementById('output');
+    if (o && o.scrollHeight > o.clientHeight + 2) o.scrollTop = o.scrollHeight;
+  }).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['hidden'] });
   root.LLMApp = { state: st, drain, settled, mounted: () => st.bundle !== null, render, playing };
   drain();
 })(window);

@@ -126,7 +126,7 @@
     }
     const lines = [`entropy ${fixed(c.entropy, 2)} bits raw → ${fixed(r.entropy, 2)} bits sampled from` + (r.exact ? '' : ' (approximate)')]
       .concat(cutText(r, n));
-    const title = `Next token at position ${c.position}` + lines.map((line) => `<br><sup>${line}</sup>`).join('');
+    const title = st.title.replace('{step}', c.step).replace('{position}', c.position) + lines.map((line) => st.subtitle.replace('{}', line)).join('');
     const out = Object.assign({}, layout, { shapes, annotations: annotations.concat(notes),
       title: Object.assign({}, layout.title, { text: title }), datarevision: `${s}|${r.key}`, meta: Object.assign({}, layout.meta, r.used) });
     return { data: [raw, bar].concat(data.slice(2)), layout: out };

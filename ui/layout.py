@@ -38,23 +38,28 @@ class Page:
 
 
 def layout(example: Trace | None, status: str, spec_cost) -> Page:
-    """Every component, in page order (inside the open gr.Blocks)."""
+    """Every component, in page order (inside the open gr.Blocks). The first screen is the lesson: an
+    example to try, the prompt, the text with the step slider, and beside them the next-token
+    distribution with the sampling sliders above it; then the settings, then the stages in the model's
+    order (tokens, embeddings, attention, KV cache), inside the model, speculative decoding."""
     p = Page()
     C = p.C
     # Each session's trace. It starts empty and gets the example on page load: Gradio would
     # otherwise deep-copy the example per session and re-serialise it on every update.
     p.state = gr.State(None)
     C["ran"] = gr.State(False)  # whether the last Generate (or +1, re-sample, branch) ran, or was refused
-    gr.Markdown("# Watch a language model think, one token at a time\n" + CAPTIONS["intro"], elem_id="intro")
+    gr.Markdown("# Watch a language model write, one token at a time", elem_id="intro")
     C["info"] = gr.Markdown(status, elem_id="model-info")
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=4, min_width=320):
-            _settings(C, example)
-        with gr.Column(scale=7, min_width=480):
-            _text_and_tokens(C)
+    with gr.Row(equal_height=False, elem_id="lesson"):
+        with gr.Column(scale=5, min_width=320, elem_id="lesson-text"):
+            _prompt(C)
+            _text(C)
+        with gr.Column(scale=6, min_width=340, elem_id="lesson-distribution"):
+            _card(C, panels.CARD["panel-distribution"], example)
+    _settings(C, example)
     _step_cards(C, example)
     with gr.Column(elem_id="panel-inside"):
-        gr.Markdown("### 6 · Inside the model\n" + CAPTIONS["inside"], elem_classes="caption")
+        gr.Markdown(f"### {INSIDE_NUMBER} · Inside the model\n" + CAPTIONS["inside"], elem_classes="caption")
         with gr.Tabs(elem_id="inside-tabs"):
             _inside_tabs(C, p.tabs)
     _speculative(C, spec_cost)
@@ -63,72 +68,93 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     return p
 
 
-def _settings(C: dict, example: Trace | None) -> None:
-    """The left column: prompt, buttons, sampling, speculative decoding, files, links."""
-    from pipeline.draft import DEFAULT_DRAFT, draft_choices
+INSIDE_NUMBER = 5  # "Inside the model": after the step cards (viz.panels.CARDS), before speculative decoding
 
-    C["mode"] = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode")
+
+def _prompt(C: dict) -> None:
+    """The top of the left column: an example to try, the prompt, and the buttons that run the model."""
+    with gr.Row(equal_height=True):
+        C["example"] = gr.Dropdown(links.example_choices(), value=None, label="Try an example (no model needed)", elem_id="example-traces",
+                                   scale=3, min_width=200)
+        C["mode"] = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode", scale=2, min_width=160)
+    C["example_look"] = gr.Markdown(elem_id="example-look")  # the example's one sentence (ui/links.py)
     # one line that grows as text is pasted in: Enter generates (Gradio's multi-line boxes take Enter as a newline)
     C["prompt"] = gr.Textbox(label="Prompt (Enter generates)", value="Why is the sky blue?", lines=1, max_lines=12, elem_id="prompt",
                              placeholder="Type a prompt and press Enter")
-    C["system"] = gr.Textbox(label="System prompt (chat mode; empty: the template's own default)", lines=2, elem_id="system-prompt")
     with gr.Row():
-        C["generate"] = gr.Button("Generate", variant="primary", elem_id="generate")
-        C["step"] = gr.Button("+1 token", elem_id="step")
-        C["stop"] = gr.Button("Stop", variant="stop", elem_id="stop")
-    C["live"] = gr.Checkbox(value=True, label="Redraw the figures while generating (off: text only until the end, fastest)",
-                            elem_id="live-figures")
-    with gr.Accordion("Sampling", open=True):
-        C["temperature"] = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature")
-        C["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k")
-        C["top_p"] = gr.Slider(0.01, 1, value=0.9, step=0.01, label="Top-p (1 = off)", elem_id="top-p")
-        with gr.Row():
-            # no minimum: a negative seed gets the pipeline's warning, which says what to type (Gradio's own
-            # check would be an error toast that names no field)
-            C["seed"] = gr.Number(value=0, precision=0, label="Seed", elem_id="seed")
-            C["max_new"] = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label="Max new tokens", elem_id="max-new-tokens")
-        C["resample"] = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm")
-    with gr.Accordion("Speculative decoding", open=False, elem_id="speculative-settings"):
-        C["spec_on"] = gr.Checkbox(value=False, label="Speculative decoding: a cheap draft proposes, the model checks",
-                                   elem_id="speculative")
-        C["spec_k"] = gr.Slider(1, 8, value=4, step=1, label="k: draft proposals per round", elem_id="spec-k")
-        C["spec_draft"] = gr.Dropdown(draft_choices(example.model.n_layers if example else 30, DRAFT_MODEL), value=DEFAULT_DRAFT,
-                                      allow_custom_value=True, label="Draft", elem_id="spec-draft",
-                                      info="ngram = copy from earlier in the text (no model: wins on this machine); "
-                                           "layers:N = this model's own first N layers; or the Hub id / local directory of a "
-                                           "smaller model with the same tokenizer")
-    with gr.Row():
-        C["download"] = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
-        C["download_page"] = gr.Button(DOWNLOAD_PAGE, elem_id="download-page", size="sm")  # one file that works offline
-        # filled when Download is clicked, then clicked by the page's script (hidden)
-        C["download_file"] = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")
-        C["upload"] = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
-    links.layout(C)  # the gallery's dropdown and "Copy link" (ui/links.py)
+        C["generate"] = gr.Button("Generate", variant="primary", elem_id="generate", min_width=100)
+        C["step"] = gr.Button("+1 token", elem_id="step", min_width=80)
+        C["stop"] = gr.Button("Stop", variant="stop", elem_id="stop", min_width=70)
 
 
-def _text_and_tokens(C: dict) -> None:
-    """The right column: the text, the step slider, the tour, panel 1 (tokens)."""
-    gr.Markdown(CAPTIONS["output"], elem_classes="caption")
+def _sampling(C: dict) -> None:
+    """Temperature, top-k, top-p: above the distribution they reshape (what-if, no model needed)."""
+    with gr.Row(elem_id="sampling-sliders"):
+        C["temperature"] = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature", min_width=150)
+        C["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k", min_width=150)
+        C["top_p"] = gr.Slider(0.01, 1, value=0.9, step=0.01, label="Top-p (1 = off)", elem_id="top-p", min_width=150)
+
+
+def _settings(C: dict, example: Trace | None) -> None:
+    """Below the first screen: the rest of a run's settings, speculative decoding, files and links."""
+    from pipeline.draft import DEFAULT_DRAFT, draft_choices
+
+    with gr.Row(equal_height=False, elem_id="run-settings"):
+        with gr.Column(scale=5, min_width=320):
+            C["system"] = gr.Textbox(label="System prompt (chat mode; empty: the template's own default)", lines=2, elem_id="system-prompt")
+            with gr.Row():
+                # no minimum: a negative seed gets the pipeline's warning, which says what to type (Gradio's own
+                # check would be an error toast that names no field)
+                C["seed"] = gr.Number(value=0, precision=0, label="Seed", elem_id="seed")
+                C["max_new"] = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label="Max new tokens",
+                                         elem_id="max-new-tokens")
+            C["live"] = gr.Checkbox(value=True, label="Redraw the figures while generating (off: text only until the end, fastest)",
+                                    elem_id="live-figures")
+        with gr.Column(scale=6, min_width=320):
+            with gr.Accordion("Speculative decoding", open=False, elem_id="speculative-settings"):
+                C["spec_on"] = gr.Checkbox(value=False, label="Speculative decoding: a cheap draft proposes, the model checks",
+                                           elem_id="speculative")
+                C["spec_k"] = gr.Slider(1, 8, value=4, step=1, label="k: draft proposals per round", elem_id="spec-k")
+                C["spec_draft"] = gr.Dropdown(draft_choices(example.model.n_layers if example else 30, DRAFT_MODEL), value=DEFAULT_DRAFT,
+                                              allow_custom_value=True, label="Draft", elem_id="spec-draft",
+                                              info="ngram = copy from earlier in the text (no model: wins on this machine); "
+                                                   "layers:N = this model's own first N layers; or the Hub id / local directory of a "
+                                                   "smaller model with the same tokenizer")
+            with gr.Row():
+                C["download"] = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
+                C["download_page"] = gr.Button(DOWNLOAD_PAGE, elem_id="download-page", size="sm")  # one file that works offline
+                # filled when Download is clicked, then clicked by the page's script (hidden)
+                C["download_file"] = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")
+                C["upload"] = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
+            links.copy_row(C)  # "Copy link" and the link (ui/links.py)
+
+
+def _text(C: dict) -> None:
+    """The text being written, the step slider with Play, the tour."""
     _panel(C, panels.BY_KEY["output"])
     with gr.Row(equal_height=True):
-        C["slider"] = StepSlider(0, 1, value=0, step=1, label="Step on screen (drag to scrub back)", elem_id="step-slider", scale=5)
-        C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm")  # played in the page (assets/app_viewer.js)
-        C["boundaries"] = gr.Checkbox(value=True, label="Show token boundaries", elem_id="boundaries", scale=1)
-        C["tour"] = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm")
+        C["slider"] = StepSlider(0, 1, value=0, step=1, label="Step on screen", elem_id="step-slider", scale=5)
+        C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm", min_width=80)  # played in the page (assets/app_viewer.js)
+    with gr.Row(equal_height=True):
+        C["resample"] = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm", scale=2, min_width=100)
+        C["tour"] = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm", min_width=100)
+        C["boundaries"] = gr.Checkbox(value=True, label="Token boundaries", elem_id="boundaries", scale=1, min_width=100)
+    gr.Markdown(CAPTIONS["output"], elem_classes="caption")
     with gr.Group(visible=False, elem_id="tour-panel") as C["tour_group"]:
         C["tour_box"] = gr.HTML(elem_id="tour-box")
         with gr.Row():
             C["tour_back"] = gr.Button("‹ Back", elem_id="tour-back", size="sm")
             C["tour_next"] = gr.Button("Next ›", elem_id="tour-next", size="sm", variant="primary")
             C["tour_end"] = gr.Button("End the tour", elem_id="tour-end", size="sm")
-    _card(C, panels.CARD["panel-tokens"], None)
 
 
-HAND_LAID = ("panel-tokens", "panel-speculative")  # cards placed by hand: beside the settings, after "Inside the model"
+HAND_LAID = ("panel-distribution", "panel-speculative")  # cards placed by hand: on the first screen, after "Inside the model"
 
 
 def _heading(card: panels.Card) -> str:
-    return f"### {card.number} · {card.title}\n" + CAPTIONS[card.caption]
+    """A card's title (numbered, but the first screen's), with its caption unless that comes after its panels."""
+    title = f"### {card.number} · {card.title}" if card.number else f"### {card.title}"
+    return title if card.caption_below else title + "\n" + CAPTIONS[card.caption]
 
 
 def _panel(C: dict, p: panels.Panel) -> None:
@@ -144,7 +170,7 @@ def _attention_controls(C: dict, example: Trace | None) -> None:
         C["metric"] = gr.Radio(["entropy", "newest", "first"], value="entropy", label="Overview: per head", elem_id="overview-metric", scale=2)
 
 
-CONTROLS = {"panel-attention": _attention_controls}  # a card's own controls, between its heading and its panels
+CONTROLS = {"panel-attention": _attention_controls, "panel-distribution": lambda C, example: _sampling(C)}  # a card's own controls, between its heading and its panels
 
 
 def _card(C: dict, card: panels.Card, example: Trace | None) -> None:
@@ -160,6 +186,8 @@ def _card(C: dict, card: panels.Card, example: Trace | None) -> None:
         else:
             for p in panels.in_card(card.elem_id):
                 _panel(C, p)
+        if card.caption_below:
+            gr.Markdown(CAPTIONS[card.caption], elem_classes="caption")
 
 
 def _step_cards(C: dict, example: Trace | None) -> None:

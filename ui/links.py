@@ -256,12 +256,10 @@ def gallery_trace(name: str):
     return _TRACES[name]
 
 
-def layout(C: dict) -> None:
-    """The dropdown, its sentence, and the "Copy link" row (inside the page's left column)."""
-    # the first of these to be drawn writes a link's fields as each appears (assets/links.js, "early"): Gradio's load event comes later
+def copy_row(C: dict) -> None:
+    """The "Copy link" button and the link it wrote; the script that writes a link's fields (after every field)."""
+    # this writes a link's fields as each appears (assets/links.js, "early"): Gradio's load event comes later
     gr.HTML("", js_on_load=_js({"early": tables(C)}, call=True), elem_id="link-early", elem_classes="hidden-input", container=False, padding=False)
-    C["example"] = gr.Dropdown(example_choices(), value=None, label="Example traces (no model needed)", elem_id="example-traces")
-    C["example_look"] = gr.Markdown(elem_id="example-look")
     with gr.Row(equal_height=True):
         C["copy_link"] = gr.Button("🔗 Copy link", elem_id="copy-link", size="sm", scale=1)
         C["link_box"] = gr.Textbox(show_label=False, placeholder="a link to this page as it is", elem_id="link-box", scale=3,

@@ -10,9 +10,8 @@ CAPTIONS: dict[str, str] = {
         "Drag the step slider to go back in time."
     ),
     "output": (
-        "The model writes one token at a time: each step reads the whole context so far, scores every "
-        "token in its vocabulary, and picks one, which is appended to the context for the next step. "
-        "Hover over a coloured piece to see which step produced it and how likely it was."
+        "The model writes one token at a time, each drawn from its prediction of what comes next (the chart). "
+        "Hover over or tap a coloured piece for its step and how likely it was."
     ),
     "tokens": (
         "A model never sees letters or words, only tokens: pieces of text from a fixed vocabulary, each "

@@ -19,7 +19,9 @@ from .style import GEN_COLOR, MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR, base_l
 
 # the title (position, entropies, up to two filtering stages) and the legend above the bars: the same
 # for any settings, so moving a sampling slider in the page never moves the bars
-TOP_MARGIN = 155
+TOP_MARGIN = 175
+TITLE = "Next token at step {step}<br><span style='font-size:13px'>position {position} in the context</span>"
+SUBTITLE = "<br><span style='font-size:13px'>{}</span>"  # a title's second lines (plotly's <sup> is 10 px: unreadable)
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,7 @@ def _bars(step: StepRecord, r: Reshaped, n: int, rank: int | None, vocab_size: i
         dict(type="bar", y=labels, x=fin, orientation="h", name=FINAL_NAME, marker=dict(color=fin_col), showlegend=False,
              customdata=hover, hovertemplate="%{customdata}<br>sampling probability %{x:.2%}<extra></extra>",
              text=[f"{v:.0%}" if v >= 0.005 else "" for v in fin], textposition="outside", cliponaxis=False,
-             constraintext="none", textfont=dict(size=11)),
+             constraintext="none", textfont=dict(size=13)),
         *_legend(step.forced),
     ]
 
@@ -194,25 +196,25 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=r.cutoff - 0.5, y1=r.cutoff - 0.5,
                            line=dict(color=NEW_COLOR, width=1.5, dash="dash"), name="cut-off"))
         annotations.append(dict(xref="paper", x=1, xanchor="left", yref="y", y=r.cutoff - 0.5, yanchor="middle", showarrow=False,
-                                text="cut-off", font=dict(size=11, color=NEW_COLOR), name="cut-off"))
+                                text="cut-off", font=dict(size=13, color=NEW_COLOR), name="cut-off"))
     if r.cutoff >= n and cut:
         cut[-1] += f" (more than the {n} shown)"
     notes = _notes(step, r, n, rank)
     if notes:  # below the x axis title
         annotations.append(dict(xref="paper", yref="paper", x=0, y=0, yshift=-48, xanchor="left", yanchor="top", showarrow=False,
-                                align="left", text="<br>".join(notes), font=dict(size=12, color="#4a5568"), name="notes"))
+                                align="left", text="<br>".join(notes), font=dict(size=13, color="#4a5568"), name="notes"))
     # short lines: the panel is half the page wide, and a title line longer than the figure is cut off;
     # entropies are never negative: + 0.0 turns a -0.0 into 0.0 for display
     lines = [f"entropy {step.entropy + 0.0:.2f} bits raw → {r.final_entropy + 0.0:.2f} bits sampled from"
              + (" (approximate)" if not r.exact else ""), *cut]
-    title = f"Next token at position {step.position + 1}" + "".join(f"<br><sup>{line}</sup>" for line in lines)
+    title = TITLE.format(step=step.index, position=step.position + 1) + "".join(SUBTITLE.format(line) for line in lines)
     layout = base_layout(title, height=max(420, 24 * (n + 1) + 200 + 18 * len(notes)),
                          margin=dict(l=160, r=60, t=TOP_MARGIN, b=60 + 18 * len(notes)),
                          barmode="group", bargap=0.25, bargroupgap=0.05,
                          legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", itemclick=False, itemdoubleclick=False),
                          shapes=shapes, annotations=annotations,
                          xaxis=dict(range=[0, 1.08], autorange=False, tickformat=".0%", title=dict(text="probability"), fixedrange=True),
-                         yaxis=dict(type="category", autorange="reversed", fixedrange=True, tickfont=dict(size=12)))
+                         yaxis=dict(type="category", autorange="reversed", fixedrange=True, tickfont=dict(size=14)))
     # the contract the page and its tests read: the settings these numbers were computed with (DESIGN.md)
     layout["meta"] = {"temperature": float(temperature), "top_k": int(top_k), "top_p": float(top_p)}
     return {"data": bars, "layout": layout}

@@ -62,8 +62,11 @@ def model_markdown(info: ModelInfo, *, loaded_from_file: bool = False) -> str:
     lead = "Viewing a saved trace of" if loaded_from_file else "Model:"
     # how the weights are really stored (4-bit for the embedded model), not just the dtype computed in
     weights = html.escape(info.weights) if info.weights else f"computed in {info.dtype}"
-    return (
-        f"{lead} **{html.escape(info.id)}** ({where}) · {info.family} · {info.n_params / 1e6:.1f} M parameters, {weights} · "
-        f"{info.n_layers} layers · {info.n_heads} heads ({gqa}) · d_model {info.d_model} · head size {info.head_dim} · "
-        f"vocabulary {info.vocab_size:,} · context {info.context_length:,} tokens"
-    )
+    # one plain sentence first; the details a specialist wants fold behind a disclosure
+    size = f"{info.n_params / 1e9:.1f}-billion" if info.n_params >= 1e9 else f"{info.n_params / 1e6:.0f}-million"
+    plain = (f"{lead} **{html.escape(info.id)}**, a language model of {size} parameters in {info.n_layers} layers"
+             + ("." if loaded_from_file else ", running on this server."))
+    details = (f"{where} · {info.family} · {info.n_params / 1e6:.1f} M parameters, {weights} · "
+               f"{info.n_layers} layers · {info.n_heads} heads ({gqa}) · d_model {info.d_model} · head size {info.head_dim} · "
+               f"vocabulary {info.vocab_size:,} · context {info.context_length:,} tokens")
+    return f"{plain} <details class='model-details'><summary>The model in detail</summary>{details}</details>"

@@ -38,9 +38,10 @@ DIST_STYLE = {
     "kept_color": PROMPT_COLOR, "removed_color": MUTED, "rest_color": "#cbd5e0",
     "removed_label": f"<span style='color:{MUTED_TEXT}'>{{}}</span>",
     "removed_hover": "<br><b>removed</b> by the sampling settings",
+    "title": distribution.TITLE, "subtitle": distribution.SUBTITLE,
     "cut_line": dict(type="line", xref="paper", x0=0, x1=1, yref="y", line=dict(color=NEW_COLOR, width=1.5, dash="dash"), name="cut-off"),
     "cut_label": dict(xref="paper", x=1, xanchor="left", yref="y", yanchor="middle", showarrow=False, text="cut-off",
-                      font=dict(size=11, color=NEW_COLOR), name="cut-off"),
+                      font=dict(size=13, color=NEW_COLOR), name="cut-off"),
 }
 
 
@@ -69,6 +70,7 @@ class Card:
     caption: str  # the key in viz.captions.CAPTIONS
     row: str = ""
     side_by_side: bool = False
+    caption_below: bool = False  # its caption after its panels (the first screen keeps the figure high)
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,7 @@ def distribution_panel(trace: Trace, steps: list[int], **_) -> dict:
         bars = fig["data"][0]
         labels, hover = _unmarked(list(bars["y"]), list(bars["customdata"]), len(bars["y"]) - 1)
         rank = next((k for k, i in enumerate(step.top_ids) if int(i) == step.token_id), -1)  # the sampled token's bar
-        plain.append({"labels": labels, "hover": hover, "position": step.position + 1, "entropy": step.entropy + 0.0, "rank": rank})
+        plain.append({"labels": labels, "hover": hover, "step": step.index, "position": step.position + 1, "entropy": step.entropy + 0.0, "rank": rank})
     panel = animated_plain(figs, steps)
     panel["candidates"] = plain
     return panel
@@ -220,12 +222,12 @@ def _spec(v: View) -> str:
 
 
 CARDS: tuple[Card, ...] = (
-    Card("panel-tokens", 1, "Tokens", "tokens"),
-    Card("panel-distribution", 4, "Next-token distribution", "distribution", row="distribution-embeddings"),
-    Card("panel-embeddings", 2, "Embeddings", "embeddings", row="distribution-embeddings"),
+    Card("panel-distribution", 0, "The next token: what the model predicts", "distribution", caption_below=True),  # (first screen)
+    Card("panel-tokens", 1, "Tokens", "tokens", row="tokens-embeddings"),
+    Card("panel-embeddings", 2, "Embeddings", "embeddings", row="tokens-embeddings"),
     Card("panel-attention", 3, "Attention", "attention", side_by_side=True),
-    Card("panel-kv", 5, "KV cache and timing", "kv"),
-    Card("panel-speculative", 7, "Speculative decoding", "speculative"),
+    Card("panel-kv", 4, "KV cache and timing", "kv"),
+    Card("panel-speculative", 6, "Speculative decoding", "speculative"),
 )
 
 # In page order. The HTML panels show every step of the trace with the step's parts marked (data-step):

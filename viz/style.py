@@ -17,7 +17,7 @@ TEMPLATE = "plotly_white"
 pio.templates.default = TEMPLATE
 
 FONT = dict(family="Inter, 'Segoe UI', Helvetica, Arial, sans-serif", size=14, color="#1a202c")
-TITLE_FONT = dict(size=15)
+TITLE_FONT = dict(size=17)
 # Eight pastel chip colours, cycled by token position.
 PASTELS = ("#fde2e4", "#e2ece9", "#dfe7fd", "#fff1c1", "#e8dff5", "#d7f2f7", "#fce1cf", "#e4f4d7")
 PROMPT_COLOR = "#3b6fd8"  # prompt tokens (blue)

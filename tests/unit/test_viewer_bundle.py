@@ -52,7 +52,7 @@ def test_frames_carry_the_steps_own_numbers(bundle, trace):
         raw, fin = P["dist-plot"]["frames"][s]["data"]  # the two bars: temperature 1, and as sampled
         np.testing.assert_allclose(arr(raw["x"])[:20], step.top_probs[:20], rtol=1e-6)
         np.testing.assert_allclose(arr(fin["x"])[:20], step.top_final_probs[:20], rtol=1e-6)
-        assert f"position {step.position + 1}<br>" in P["dist-plot"]["frames"][s]["layout"]["title"]["text"]
+        assert f"step {step.index}<br><span style='font-size:13px'>position {step.position + 1} in the context</span><br>" in P["dist-plot"]["frames"][s]["layout"]["title"]["text"]
 
         frame = P["attn-plot"]["frames"][s]["data"][0]  # block 1, head 2: the band, spread out over the step's window
         z = windowed(arr(P["attn-plot"]["data"][0]["z"]), *frame["zwin"])

@@ -1,0 +1,96 @@
+"""The first screen teaches (issue 24): as a class meets the page, on a projector, a school laptop and a
+phone, in light and dark: the text, the step slider, the sampling sliders and the next-token distribution
+on the first screen; no horizontal scroll on the phone; text large enough for the back of a room.
+
+Each case opens the page fresh and measures the moment the distribution is drawn (the example trace,
+no model needed), as a person who just opened the link sees it; the screenshots are kept in
+artifacts/screenshots/first-screen-*.png.
+"""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+VIEWPORTS = {"projector": (1920, 960, False), "laptop": (1366, 768, False), "phone": (390, 844, True)}
+BOXES = """(ids) => Object.fromEntries(ids.map(id => { const e = document.getElementById(id);
+  const r = e ? e.getBoundingClientRect() : null;
+  return [id, r && r.height ? {top: r.top + scrollY, bottom: r.bottom + scrollY, left: r.left, right: r.right} : null]; }))"""
+# Every visible text on the first screen, by font size: HTML text and the figures' SVG text apart. Text in a
+# closed disclosure (the model's details) or hidden is not seen, so not counted.
+FONT_SIZES = """() => { const out = []; const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = w.nextNode(); n; n = w.nextNode()) {
+    const t = n.textContent.trim(), el = n.parentElement;
+    if (!t || !el || (el.closest('details:not([open])') && !el.closest('summary'))) continue;
+    if (/^[0-9.]+s$/.test(t) || /^processing/.test(t)) continue;  // Gradio's own passing timer of a running event
+    const r = el.getBoundingClientRect(), cs = getComputedStyle(el);
+    if (!r.width || !r.height || r.bottom < 0 || r.top > innerHeight || cs.visibility === 'hidden' || Number(cs.opacity) === 0) continue;
+    out.push({svg: !!el.closest('svg'), px: parseFloat(cs.fontSize), n: t.length, text: t.slice(0, 40)}); }
+  return out; }"""
+LESSON = ["output", "step-slider", "play", "temperature", "top-k", "top-p", "dist-plot", "generate", "prompt"]
+
+
+def _open(browser, url: str, viewport: str, theme: str):
+    w, h, touch = VIEWPORTS[viewport]
+    ctx = browser.new_context(viewport={"width": w, "height": h}, has_touch=touch, is_mobile=touch, color_scheme=theme)
+    page = ctx.new_page()
+    page.goto(url + ("?__theme=dark" if theme == "dark" else ""))
+    # the moment the distribution is drawn: the example trace's bars
+    page.wait_for_function("() => document.querySelectorAll('#dist-plot .main-svg .bars .point').length > 0", timeout=90_000)
+    return page, w, h
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("viewport", ["projector", "laptop"])
+def test_text_slider_sampling_and_distribution_share_the_first_screen(browser, app_url, shots, viewport, theme):
+    page, w, h = _open(browser, app_url, viewport, theme)
+    page.screenshot(path=str(shots / f"first-screen-{w}x{h}-{theme}.png"))
+    box = page.evaluate(BOXES, LESSON)
+    for id_ in ("output", "step-slider", "play", "temperature", "top-k", "top-p", "generate", "prompt"):
+        assert box[id_] is not None and box[id_]["bottom"] <= h and box[id_]["right"] <= w, (id_, box[id_], h)
+    # the chart starts on the first screen with its top bars in view (its title, legend and the first
+    # candidates: at least 320 px), beside the sliders that reshape it
+    dist = box["dist-plot"]
+    assert dist["top"] <= h - 320, (dist, h)
+    assert box["temperature"]["bottom"] <= dist["top"] + 5 and box["temperature"]["left"] >= box["output"]["right"] - 5, box
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= w
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_on_a_phone_one_column_the_text_and_the_chart_within_two_screens(browser, app_url, shots, theme):
+    page, w, h = _open(browser, app_url, "phone", theme)
+    page.screenshot(path=str(shots / f"first-screen-{w}x{h}-{theme}.png"))
+    page.screenshot(path=str(shots / f"first-screen-{w}x{h}-{theme}-two-screens.png"), full_page=True,
+                    clip={"x": 0, "y": 0, "width": w, "height": 2 * h})
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= w, "the phone scrolls sideways"
+    box = page.evaluate(BOXES, LESSON)
+    assert box["output"]["top"] < h, box["output"]  # the text starts on the first screen
+    assert box["dist-plot"]["top"] + 250 <= 2 * h, box["dist-plot"]  # the chart's title and top bars within two screens
+    for id_ in LESSON:  # one column: nothing sticks out of the screen's width
+        assert box[id_]["left"] >= 0 and box[id_]["right"] <= w, (id_, box[id_])
+    # touch targets: the buttons a student taps are at least 32 px each way
+    for id_ in ("generate", "step", "stop", "play"):
+        b = page.evaluate(f"() => {{ const r = document.getElementById('{id_}').getBoundingClientRect(); return [r.width, r.height]; }}")
+        assert min(b) >= 32, (id_, b)
+    # the chart's mode bar is hidden on a phone (it covered the titles)
+    modebar = page.evaluate("() => { const m = document.querySelector('#dist-plot .modebar-container'); return m ? getComputedStyle(m).display : 'none'; }")
+    assert modebar == "none"
+
+
+@pytest.mark.parametrize("viewport", ["projector", "laptop", "phone"])
+def test_first_screen_text_is_large_enough_for_a_room(browser, app_url, viewport):
+    """Body text >= 16 px (a few small labels, the sliders' end values, >= 14 px); figure text >= 13 px."""
+    page, w, h = _open(browser, app_url, viewport, "light")
+    texts = page.evaluate(FONT_SIZES)
+    if viewport == "phone":  # and its second screen: the chart
+        page.evaluate("() => document.getElementById('dist-plot').scrollIntoView()")
+        texts += page.evaluate(FONT_SIZES)
+    html_texts = [t for t in texts if not t["svg"]]
+    svg_texts = [t for t in texts if t["svg"]]
+    assert sum(t["n"] for t in html_texts) > 300 and sum(t["n"] for t in svg_texts) > 100, "the first screen shows text and a chart"
+    tiny = [t for t in html_texts if t["px"] < 14]
+    assert tiny == [], tiny
+    big = sum(t["n"] for t in html_texts if t["px"] >= 16) / sum(t["n"] for t in html_texts)
+    assert big >= 0.95, (big, [t for t in html_texts if t["px"] < 16])
+    small_svg = [t for t in svg_texts if t["px"] < 13]
+    assert small_svg == [], small_svg
