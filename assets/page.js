@@ -1,21 +1,77 @@
 () => {
-  // A click on a candidate bar of the next-token distribution asks the app to branch there:
-  // the bar's rank goes into a hidden box, then a hidden button sends it.
+  // A click (a tap) on a candidate bar of the next-token distribution offers a branch there, and asks first
+  // (a branch runs the model on): yes puts the bar's rank into a hidden box, then a hidden button sends it.
+  const branch = (rank) => {
+    const box = document.querySelector('#branch-request textarea, #branch-request input');
+    const go = document.querySelector('#branch-go');
+    if (!box || !go) return;
+    box.value = rank + '|' + Date.now();
+    box.dispatchEvent(new Event('input', { bubbles: true }));
+    setTimeout(() => go.click(), 60);
+  };
+  const ask = (rank, label) => {
+    let q = document.getElementById('branch-confirm');
+    if (!q) {
+      q = document.createElement('div');
+      q.id = 'branch-confirm';
+      q.setAttribute('role', 'dialog');
+      q.innerHTML = '<p></p><button id="branch-confirm-yes" class="lg primary">Branch here</button>'
+        + '<button id="branch-confirm-no" class="lg secondary">Cancel</button>';
+      document.body.appendChild(q);
+      q.querySelector('#branch-confirm-no').addEventListener('click', () => { q.hidden = true; });
+      q.querySelector('#branch-confirm-yes').addEventListener('click', () => { q.hidden = true; branch(q.dataset.rank); });
+    }
+    const step = (document.querySelector('#step-slider input[type=number]') || {}).value;
+    q.dataset.rank = rank;
+    q.querySelector('p').textContent = `Make the model take ${label} at step ${step} instead of its own pick, and write on from there?`;
+    q.hidden = false;
+    q.querySelector('#branch-confirm-yes').focus();
+  };
   const hook = () => {
     const plot = document.querySelector('#dist-plot .js-plotly-plot');
     if (!plot || plot.__branchHooked || typeof plot.on !== 'function') return;
     plot.__branchHooked = true;
     plot.on('plotly_click', (ev) => {
       const pt = ev && ev.points && ev.points[0];
-      const box = document.querySelector('#branch-request textarea, #branch-request input');
-      const go = document.querySelector('#branch-go');
-      if (!pt || !box || !go) return;
-      box.value = pt.pointNumber + '|' + Date.now();
-      box.dispatchEvent(new Event('input', { bubbles: true }));
-      setTimeout(() => go.click(), 60);
+      const n = pt && Array.isArray(pt.data.y) ? pt.data.y.length - 1 : 0; // (the last bar: the rest of the vocabulary)
+      if (!pt || pt.pointNumber >= n) return;
+      const label = String(pt.y).replace(/<[^>]*>/g, '').replace(/^#\d+\s*/, '');
+      ask(pt.pointNumber, `“${label}” (rank ${pt.pointNumber + 1})`);
     });
   };
   setInterval(hook, 700);
+  // A tap (or click) on a piece of the text or a token chip shows what its hover shows: a phone has no hover.
+  document.addEventListener('click', (e) => {
+    let tip = document.getElementById('piece-tip');
+    const el = e.target.closest && e.target.closest('#output [data-step][title], #tokens-html .tok[title]');
+    if (!el) { if (tip) tip.hidden = true; return; }
+    if (!tip) {
+      tip = document.createElement('div');
+      tip.id = 'piece-tip';
+      tip.setAttribute('role', 'tooltip');
+      document.body.appendChild(tip);
+    }
+    tip.textContent = el.getAttribute('title');
+    const r = el.getBoundingClientRect();
+    tip.style.left = Math.max(4, Math.min(r.left, innerWidth - 324)) + 'px';
+    tip.style.top = (r.bottom + 6) + 'px';
+    tip.hidden = false;
+  });
+  document.addEventListener('scroll', () => { const tip = document.getElementById('piece-tip'); if (tip) tip.hidden = true; }, { capture: true, passive: true });
+  // The presenter view (?view=present, or the button): the lesson alone, large (assets/style.css; the
+  // figures are enlarged by assets/viewer_plot.js).
+  const present = (on) => {
+    document.body.classList.toggle('present', on);
+    const b = document.getElementById('present-toggle');
+    if (b) b.textContent = on ? '✕ Leave presenter view' : '📽 Presenter view';
+    const url = new URL(location.href);
+    if (on) url.searchParams.set('view', 'present'); else url.searchParams.delete('view');
+    history.replaceState(history.state, '', url);
+  };
+  if (new URLSearchParams(location.search).get('view') === 'present') present(true);
+  document.addEventListener('click', (e) => {
+    if (e.target.closest && e.target.closest('#present-toggle')) present(!document.body.classList.contains('present'));
+  }, true);
   // The prompt box takes the focus once, when the page opens. (Gradio's own autofocus focuses it
   // again whenever the box redraws, which could pull keystrokes meant for another field into it.)
   const focusPrompt = (tries) => {

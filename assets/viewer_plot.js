@@ -158,8 +158,9 @@
   function theme(el) {
     const isDark = dark();
     const behind = el && el.parentElement ? backdrop(el.parentElement) : null;
-    return isDark ? { dark: true, paper: behind && lum(rgba(behind)) < 0.2 ? behind : DARK_PAPER }
-      : { dark: false, paper: behind || '#ffffff' };
+    const k = doc && doc.body && doc.body.classList.contains('present') ? PRESENT : 1;
+    return isDark ? { dark: true, paper: behind && lum(rgba(behind)) < 0.2 ? behind : DARK_PAPER, k }
+      : { dark: false, paper: behind || '#ffffff', k };
   }
 
   // The figure's template in the dark: the same object for the same template and paper (react compares
@@ -241,6 +242,29 @@
     return { data: data.map((t) => readableTrace(t, bg)), layout, template };
   }
 
+  /* The presenter view (the class `present` on <body>, assets/page.js): every text of the figure larger by
+   * k (13 px becomes 18), its margins wider and the figure taller to hold it. */
+  const PRESENT = 1.4;
+  function enlarged(data, layout, k) {
+    if (k === 1) return data;
+    const big = (f) => (f && f.size ? Object.assign({}, f, { size: Math.round(f.size * k) }) : f);
+    const px = (s) => (typeof s === 'string' ? s.replace(/font-size:\s*(\d+)px/g, (_, n) => `font-size:${Math.round(n * k)}px`) : s);
+    layout.font = Object.assign({}, layout.font, { size: Math.round(((layout.font && layout.font.size) || 12) * k) });
+    if (layout.title) layout.title = Object.assign({}, layout.title, { font: big(layout.title.font), text: px(layout.title.text) });
+    if (layout.legend) layout.legend = Object.assign({}, layout.legend, { font: big(layout.legend.font) });
+    if (Array.isArray(layout.annotations)) layout.annotations = layout.annotations.map((a) => Object.assign({}, a, { font: big(a.font), text: px(a.text) }));
+    Object.keys(layout).forEach((key) => {
+      const a = layout[key];
+      if (!/^[xy]axis\d*$/.test(key) || !a) return;
+      const title = a.title && typeof a.title === 'object' ? Object.assign({}, a.title, { font: big(a.title.font) }) : a.title;
+      layout[key] = Object.assign({}, a, { tickfont: big(a.tickfont), title });
+    });
+    const m = layout.margin || {};
+    layout.margin = Object.assign({}, m, { l: Math.round((m.l || 80) * k), t: Math.round((m.t || 100) * k), b: Math.round((m.b || 80) * k) });
+    if (layout.height) layout.height = Math.round(layout.height * (1 + (k - 1) / 2));
+    return data.map((t) => (t.textfont ? Object.assign({}, t, { textfont: big(t.textfont) }) : t));
+  }
+
   function saveImage(el) {
     const fig = el._whole, full = el._fullLayout;
     return plotly().downloadImage({ data: fig.data, layout: Object.assign(clone(fig.layout), fig.template ? { template: fig.template } : {}) },
@@ -265,9 +289,10 @@
     const { meta, template: own, ...rest } = fig.layout;
     const th = el._theme || (el._theme = theme(el)); // (measured once: a style read per step would cost a layout)
     const t = themed(fig.data, clone(rest), own, th), template = t.template;
+    t.data = enlarged(t.data, t.layout, th.k);
     const layout = Object.assign(t.layout, template ? { template } : {});
     el._whole = { data: fig.data, layout: rest, template: own }; // (what the camera saves)
-    el._themed = { dark: th.dark, paper: th.paper, fig }; // (drawn again in the other theme by retheme)
+    el._themed = { dark: th.dark, paper: th.paper, k: th.k, fig }; // (drawn again in the other theme or size by retheme)
     const { data, scale } = withoutScale(t.data, layout);
     // the config once, with the first drawing: given again, Plotly deep-copies and compares it every redraw
     const given = el._fullLayout ? undefined : config();
@@ -286,7 +311,7 @@
       const was = el._themed;
       if (!was || !el._fullLayout) return;
       const th = theme(el);
-      if (th.dark !== was.dark || th.paper !== was.paper) { el._theme = th; react(el, was.fig); }
+      if (th.dark !== was.dark || th.paper !== was.paper || th.k !== was.k) { el._theme = th; react(el, was.fig); }
     });
   }
   if (doc && typeof MutationObserver !== 'undefined') {

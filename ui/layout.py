@@ -73,10 +73,10 @@ INSIDE_NUMBER = 5  # "Inside the model": after the step cards (viz.panels.CARDS)
 
 def _prompt(C: dict) -> None:
     """The top of the left column: an example to try, the prompt, and the buttons that run the model."""
-    with gr.Row(equal_height=True):
-        C["example"] = gr.Dropdown(links.example_choices(), value=None, label="Try an example (no model needed)", elem_id="example-traces",
-                                   scale=3, min_width=200)
-        C["mode"] = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode", scale=2, min_width=160)
+    with gr.Row(equal_height=True, elem_id="example-row"):
+        C["example"] = gr.Dropdown(links.example_choices(), value=None, label="Try an example", elem_id="example-traces",
+                                   scale=1, min_width=150)
+        C["mode"] = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode", scale=1, min_width=150)
     C["example_look"] = gr.Markdown(elem_id="example-look")  # the example's one sentence (ui/links.py)
     # one line that grows as text is pasted in: Enter generates (Gradio's multi-line boxes take Enter as a newline)
     C["prompt"] = gr.Textbox(label="Prompt (Enter generates)", value="Why is the sky blue?", lines=1, max_lines=12, elem_id="prompt",
@@ -135,9 +135,10 @@ def _text(C: dict) -> None:
     with gr.Row(equal_height=True):
         C["slider"] = StepSlider(0, 1, value=0, step=1, label="Step on screen", elem_id="step-slider", scale=5)
         C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm", min_width=80)  # played in the page (assets/app_viewer.js)
-    with gr.Row(equal_height=True):
+    with gr.Row(equal_height=True, elem_id="step-tools"):
         C["resample"] = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm", scale=2, min_width=100)
         C["tour"] = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm", min_width=100)
+        C["present"] = gr.Button("📽 Presenter view", elem_id="present-toggle", size="sm", scale=1, min_width=100)  # (assets/page.js)
         C["boundaries"] = gr.Checkbox(value=True, label="Token boundaries", elem_id="boundaries", scale=1, min_width=100)
     gr.Markdown(CAPTIONS["output"], elem_classes="caption")
     with gr.Group(visible=False, elem_id="tour-panel") as C["tour_group"]:
@@ -186,8 +187,8 @@ def _card(C: dict, card: panels.Card, example: Trace | None) -> None:
         else:
             for p in panels.in_card(card.elem_id):
                 _panel(C, p)
-        if card.caption_below:
-            gr.Markdown(CAPTIONS[card.caption], elem_classes="caption")
+        if card.caption_below:  # (the page's own wording, where it has one: viz/captions.py's "<key>_app")
+            gr.Markdown(CAPTIONS.get(card.caption + "_app", CAPTIONS[card.caption]), elem_classes="caption")
 
 
 def _step_cards(C: dict, example: Trace | None) -> None:

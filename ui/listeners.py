@@ -108,9 +108,13 @@ class Listeners:
             return {C["tour_target"]: ""}
         s = clamp_index(step, len(trace.steps))
         stages = tour_viz.tour_stages(trace, s)
+        if i is not None and int(i) >= len(stages):  # "Finish" on the last stage ends the tour
+            return {C["tour_group"]: gr.Group(visible=False), self.p.tour_i: 0, C["tour_target"]: ""}
         i = clamp_index(i, len(stages))
+        last = i == len(stages) - 1
         return {C["tour_group"]: gr.Group(visible=True), C["tour_box"]: tour_viz.tour_html(trace, s, i), self.p.tour_i: i,
-                C["tour_target"]: stages[i].target}
+                C["tour_target"]: stages[i].target, C["tour_next"]: gr.Button("Finish ✓" if last else "Next ›"),
+                C["tour_back"]: gr.Button(interactive=i > 0)}
 
 
 def session_closed(request: gr.Request = None):

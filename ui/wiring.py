@@ -125,7 +125,7 @@ def _branches(w: Wires) -> list:
 def _tour(w: Wires) -> None:
     """The tour's buttons: start, next, back, end; the page then points at the stage's panel."""
     C, p, tour_show = w.p.C, w.p, w.other.tour_show
-    tour_out = [C["tour_group"], C["tour_box"], p.tour_i, C["tour_target"]]
+    tour_out = [C["tour_group"], C["tour_box"], p.tour_i, C["tour_target"], C["tour_next"], C["tour_back"]]
     for btn, delta in ((C["tour"], None), (C["tour_next"], 1), (C["tour_back"], -1)):
         fn = (lambda d: (lambda t, s, i: tour_show(t, s, 0 if d is None else i + d)))(delta)
         btn.click(fn, [p.state, C["slider"], p.tour_i], tour_out, show_progress="hidden").then(

@@ -1,6 +1,14 @@
 """Plain-language captions for each panel (Markdown), at the level of a good explainer post."""
 from __future__ import annotations
 
+_DIST_DETAIL = (
+    "In detail: the model's last layer gives a score (logit) to every token in the vocabulary; softmax turns "
+    "the scores into probabilities. Temperature divides the scores before softmax (below 1 sharpens, "
+    "above 1 flattens, 0 always takes the top token); top-k keeps only the k most likely tokens; "
+    "top-p keeps the smallest set of most likely tokens whose probability adds up to at least p. "
+    "The token is then drawn at random from what is left."
+)
+
 CAPTIONS: dict[str, str] = {
     "intro": (
         "Type a prompt and watch a real language model answer it. Each panel below shows one stage of "
@@ -32,11 +40,13 @@ CAPTIONS: dict[str, str] = {
         "query heads share one key/value head, which makes the KV cache smaller."
     ),
     "distribution": (
-        "The model's last layer gives a score (logit) to every token in the vocabulary; softmax turns "
-        "the scores into probabilities. Temperature divides the scores before softmax (below 1 sharpens, "
-        "above 1 flattens, 0 always takes the top token); top-k keeps only the k most likely tokens; "
-        "top-p keeps the smallest set of most likely tokens whose probability adds up to at least p. "
-        "The token is then drawn at random from what is left."
+        "What the model predicts comes next: the longer the bar, the likelier the token. Drag the sliders to "
+        "see sampling reshape it. " + _DIST_DETAIL
+    ),
+    "distribution_app": (  # the app's page: a click on a bar branches there (assets/page.js)
+        "What the model predicts comes next: the longer the bar, the likelier the token. Drag the sliders to "
+        "see sampling reshape it; click (or tap) a bar to make the model take that token and write on from there. "
+        + _DIST_DETAIL
     ),
     "kv": (
         "The first step (prefill) processes the whole prompt in one parallel pass and stores every "

@@ -72,6 +72,10 @@ def test_on_a_phone_one_column_the_text_and_the_chart_within_two_screens(browser
     for id_ in ("generate", "step", "stop", "play"):
         b = page.evaluate(f"() => {{ const r = document.getElementById('{id_}').getBoundingClientRect(); return [r.width, r.height]; }}")
         assert min(b) >= 32, (id_, b)
+    # a tap on a piece of the text shows its step and probability (a phone has no hover)
+    page.locator("#output .gen-text [data-step='2']").tap()
+    page.wait_for_selector("#piece-tip:not([hidden])", timeout=5_000)
+    assert "step 2" in page.inner_text("#piece-tip") and "p=" in page.inner_text("#piece-tip")
     # the chart's mode bar is hidden on a phone (it covered the titles)
     modebar = page.evaluate("() => { const m = document.querySelector('#dist-plot .modebar-container'); return m ? getComputedStyle(m).display : 'none'; }")
     assert modebar == "none"
@@ -94,3 +98,35 @@ def test_first_screen_text_is_large_enough_for_a_room(browser, app_url, viewport
     assert big >= 0.95, (big, [t for t in html_texts if t["px"] < 16])
     small_svg = [t for t in svg_texts if t["px"] < 13]
     assert small_svg == [], small_svg
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_presenter_view_shows_the_lesson_alone_and_large(browser, app_url, shots, theme):
+    """?view=present (or its button): the prompt, the text, the step slider and the distribution under its
+    sliders; text >= 24 px, figure text >= 18 px at 1920x960; the button leaves it, and the address follows."""
+    w, h = 1920, 960
+    ctx = browser.new_context(viewport={"width": w, "height": h}, color_scheme=theme)
+    page = ctx.new_page()
+    page.goto(app_url + "?view=present" + ("&__theme=dark" if theme == "dark" else ""))
+    page.wait_for_function("() => document.querySelectorAll('#dist-plot .main-svg .bars .point').length > 0", timeout=90_000)
+    # the figures are enlarged when the step viewer draws them (its first drawing follows the page's)
+    page.wait_for_function("() => [...document.querySelectorAll('#dist-plot svg text')].some(t => parseFloat(getComputedStyle(t).fontSize) >= 24)",
+                           timeout=60_000)
+    page.screenshot(path=str(shots / f"presenter-{w}x{h}-{theme}.png"))
+    assert page.evaluate("() => document.body.classList.contains('present')")
+    box = page.evaluate(BOXES, LESSON + ["panel-tokens", "model-info", "run-settings"])
+    assert box["panel-tokens"] is None and box["model-info"] is None and box["run-settings"] is None, "only the lesson shows"
+    for id_ in ("output", "step-slider", "temperature", "top-p", "generate", "prompt"):
+        assert box[id_]["bottom"] <= h, (id_, box[id_])
+    assert box["dist-plot"]["top"] <= h - 320
+    texts = page.evaluate(FONT_SIZES)
+    html_texts = [t for t in texts if not t["svg"]]
+    big = sum(t["n"] for t in html_texts if t["px"] >= 24) / sum(t["n"] for t in html_texts)
+    assert big >= 0.9, (big, [t for t in html_texts if t["px"] < 24])
+    small_svg = [t for t in texts if t["svg"] and t["px"] < 18]
+    assert small_svg == [], small_svg
+    page.click("#present-toggle")
+    page.wait_for_function("() => !document.body.classList.contains('present')")
+    assert "view=present" not in page.url
+    assert page.evaluate(BOXES, ["panel-tokens"])["panel-tokens"] is not None
+    assert page.evaluate("() => [...document.querySelectorAll('#dist-plot svg text')].every(t => parseFloat(getComputedStyle(t).fontSize) < 24)")

@@ -120,6 +120,11 @@ def test_clicking_a_candidate_bar_branches_and_both_branches_stay(browser, app_u
     mark_stale(page)
     # the third candidate's bar (rank 3: not the greedy choice)
     page.locator("#dist-plot g.trace.bars").first.locator("path").nth(2).click(force=True)
+    # the page asks first, naming the token and the step; nothing runs until yes
+    page.wait_for_selector("#branch-confirm:not([hidden])", timeout=10_000)
+    question = page.inner_text("#branch-confirm p")
+    assert "rank 3" in question and "step 1" in question, question
+    page.click("#branch-confirm-yes")
     wait_stopped(page)
     _tab(page, "branches")
     page.wait_for_selector("#branches .branch-row >> nth=1", timeout=30_000)
@@ -159,6 +164,17 @@ def test_the_tour_walks_through_the_stages_and_points_at_each_panel(browser, app
     page.wait_for_selector("#panel-inside.tour-focus", timeout=10_000)
     page.click("#tour-end")
     page.wait_for_function("() => !document.querySelector('.tour-focus')", timeout=10_000)
+    # again to the last stage: its button says Finish and ends the tour (Back is off on the first stage)
+    page.click("#tour")
+    page.wait_for_selector("#tour-box :text('stage 1 of 8')", timeout=30_000)
+    assert page.locator("#tour-back").is_disabled()
+    for n in range(2, 9):
+        page.click("#tour-next")
+        page.wait_for_selector(f"#tour-box :text('stage {n} of 8')", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#tour-next').innerText.includes('Finish')", timeout=10_000)
+    page.click("#tour-next")
+    page.wait_for_selector("#tour-panel", state="hidden", timeout=10_000)
+    assert not page.errors
 
 
 def test_a_downloaded_trace_carries_the_logit_lens_and_shows_it_when_loaded(browser, app_url, tmp_path):
