@@ -40,10 +40,10 @@
     });
   };
   setInterval(hook, 700);
-  // A tap (or click) on a piece of the text or a token chip shows what its hover shows: a phone has no hover.
+  // A tap (or click) on a piece of the text, a token chip or a glossary word shows what its hover shows: a phone has no hover.
   document.addEventListener('click', (e) => {
     let tip = document.getElementById('piece-tip');
-    const el = e.target.closest && e.target.closest('#output [data-step][title], #tokens-html .tok[title]');
+    const el = e.target.closest && e.target.closest('#output [data-step][title], #tokens-html .tok[title], abbr.term[title]');
     if (!el) { if (tip) tip.hidden = true; return; }
     if (!tip) {
       tip = document.createElement('div');

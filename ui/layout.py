@@ -15,6 +15,7 @@ from pipeline.records import Trace
 from viz import branches as branches_viz
 from viz import page, panels
 from viz.captions import CAPTIONS
+from viz.glossary import gloss
 from ui import links
 from ui.model import DRAFT_MODEL, MAX_NEW_TOKENS
 from ui.step_slider import StepSlider
@@ -59,7 +60,7 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     _settings(C, example)
     _step_cards(C, example)
     with gr.Column(elem_id="panel-inside"):
-        gr.Markdown(f"### {INSIDE_NUMBER} · Inside the model\n" + CAPTIONS["inside"], elem_classes="caption")
+        gr.Markdown(f"### {INSIDE_NUMBER} · Inside the model\n" + _caption("inside"), elem_classes="caption")
         with gr.Tabs(elem_id="inside-tabs"):
             _inside_tabs(C, p.tabs)
     _speculative(C, spec_cost)
@@ -140,7 +141,7 @@ def _text(C: dict) -> None:
         C["tour"] = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm", min_width=100)
         C["present"] = gr.Button("📽 Presenter view", elem_id="present-toggle", size="sm", scale=1, min_width=100)  # (assets/page.js)
         C["boundaries"] = gr.Checkbox(value=True, label="Token boundaries", elem_id="boundaries", scale=1, min_width=100)
-    gr.Markdown(CAPTIONS["output"], elem_classes="caption")
+    gr.Markdown(_caption("output"), elem_classes="caption")
     with gr.Group(visible=False, elem_id="tour-panel") as C["tour_group"]:
         C["tour_box"] = gr.HTML(elem_id="tour-box")
         with gr.Row():
@@ -152,10 +153,15 @@ def _text(C: dict) -> None:
 HAND_LAID = ("panel-distribution", "panel-speculative")  # cards placed by hand: on the first screen, after "Inside the model"
 
 
+def _caption(key: str) -> str:
+    """A caption, its glossary words marked (a hover or a tap says what they mean: viz/glossary.py)."""
+    return gloss(CAPTIONS[key])
+
+
 def _heading(card: panels.Card) -> str:
     """A card's title (numbered, but the first screen's), with its caption unless that comes after its panels."""
     title = f"### {card.number} · {card.title}" if card.number else f"### {card.title}"
-    return title if card.caption_below else title + "\n" + CAPTIONS[card.caption]
+    return title if card.caption_below else title + "\n" + _caption(card.caption)
 
 
 def _panel(C: dict, p: panels.Panel) -> None:
@@ -188,7 +194,7 @@ def _card(C: dict, card: panels.Card, example: Trace | None) -> None:
             for p in panels.in_card(card.elem_id):
                 _panel(C, p)
         if card.caption_below:  # (the page's own wording, where it has one: viz/captions.py's "<key>_app")
-            gr.Markdown(CAPTIONS.get(card.caption + "_app", CAPTIONS[card.caption]), elem_classes="caption")
+            gr.Markdown(_caption(card.caption + "_app" if card.caption + "_app" in CAPTIONS else card.caption), elem_classes="caption")
 
 
 def _step_cards(C: dict, example: Trace | None) -> None:
@@ -206,16 +212,16 @@ def _step_cards(C: dict, example: Trace | None) -> None:
 def _inside_tabs(C: dict, tabs: dict) -> None:
     """Panel 6's tabs (inside the open gr.Tabs), each kept in `tabs` by its id."""
     with gr.Tab("Logit lens", id="lens", elem_id="tab-lens") as tabs["lens"]:
-        gr.Markdown(CAPTIONS["lens"], elem_classes="caption")
+        gr.Markdown(_caption("lens"), elem_classes="caption")
         C["lens_html"] = gr.HTML(elem_id="lens-summary")
         C["lens_plot"] = gr.Plot(show_label=False, elem_id="lens-plot")
     with gr.Tab("Residual", id="residual", elem_id="tab-residual") as tabs["residual"]:
-        gr.Markdown(CAPTIONS["residual"], elem_classes="caption")
+        gr.Markdown(_caption("residual"), elem_classes="caption")
         C["resid_plot"] = gr.Plot(show_label=False, elem_id="residual-plot")
-        gr.Markdown(CAPTIONS["contributions"], elem_classes="caption")
+        gr.Markdown(_caption("contributions"), elem_classes="caption")
         C["contrib_plot"] = gr.Plot(show_label=False, elem_id="contributions-plot")
     with gr.Tab("Position", id="position", elem_id="tab-position") as tabs["position"]:
-        gr.Markdown(CAPTIONS["position"], elem_classes="caption")
+        gr.Markdown(_caption("position"), elem_classes="caption")
         C["pos_plot"] = gr.Plot(show_label=False, elem_id="position-plot")
         with gr.Row(equal_height=True):
             C["swap_i"] = gr.Number(value=None, precision=0, minimum=0, label="Swap prompt position (equal: two of your words)", elem_id="swap-i", scale=1)
@@ -223,12 +229,12 @@ def _inside_tabs(C: dict, tabs: dict) -> None:
             C["swap_btn"] = gr.Button("Swap them and compare attention", elem_id="swap-button", scale=2)
         C["swap_plot"] = gr.Plot(show_label=False, elem_id="swap-plot")
     with gr.Tab("KV cache", id="kvc", elem_id="tab-kvc") as tabs["kvc"]:
-        gr.Markdown(CAPTIONS["kv_compare"], elem_classes="caption")
+        gr.Markdown(_caption("kv_compare"), elem_classes="caption")
         C["kvc_btn"] = gr.Button("Recompute the step on screen without the cache", elem_id="kvc-button")
         C["kvc_html"] = gr.HTML(elem_id="kvc-summary")
         C["kvc_plot"] = gr.Plot(show_label=False, elem_id="kvc-plot")
     with gr.Tab("Compute", id="accounting", elem_id="tab-accounting") as tabs["accounting"]:
-        gr.Markdown(CAPTIONS["accounting"], elem_classes="caption")
+        gr.Markdown(_caption("accounting"), elem_classes="caption")
         C["acc_html"] = gr.HTML(elem_id="accounting-summary")
         C["acc_plot"] = gr.Plot(show_label=False, elem_id="accounting-plot")
     _more_inside_tabs(C, tabs)
@@ -237,7 +243,7 @@ def _inside_tabs(C: dict, tabs: dict) -> None:
 def _more_inside_tabs(C: dict, tabs: dict) -> None:
     """The last four tabs of panel 6: sampling side by side, branches, bytes, context."""
     with gr.Tab("Sampling ×3", id="sampling", elem_id="tab-sampling") as tabs["sampling"]:
-        gr.Markdown(CAPTIONS["sampling_compare"], elem_classes="caption")
+        gr.Markdown(_caption("sampling_compare"), elem_classes="caption")
         with gr.Row():
             for n, (t, k, pp) in enumerate(SAMPLING_ROWS):
                 with gr.Group():
@@ -247,7 +253,7 @@ def _more_inside_tabs(C: dict, tabs: dict) -> None:
         C["cmp_btn"] = gr.Button("Draw 1,000 tokens from each", elem_id="sampling-button")
         C["cmp_plot"] = gr.Plot(show_label=False, elem_id="sampling-plot")
     with gr.Tab("Branches", id="branches", elem_id="tab-branches") as tabs["branches"]:
-        gr.Markdown(CAPTIONS["branching"], elem_classes="caption")
+        gr.Markdown(_caption("branching"), elem_classes="caption")
         C["branches_html"] = gr.HTML(branches_viz.branches_html([], None), elem_id="branches")
         with gr.Row(equal_height=True):
             C["branch_pick"] = gr.Radio([], label="Show branch", elem_id="branch-pick", scale=3)
@@ -255,10 +261,10 @@ def _more_inside_tabs(C: dict, tabs: dict) -> None:
                                          elem_id="branch-rank", scale=1)
             C["branch_btn"] = gr.Button("Force it at the step on screen, generate on", elem_id="branch-button", scale=2)
     with gr.Tab("Bytes", id="bytes", elem_id="tab-bytes") as tabs["bytes"]:
-        gr.Markdown(CAPTIONS["bytes"], elem_classes="caption")
+        gr.Markdown(_caption("bytes"), elem_classes="caption")
         C["bytes_html"] = gr.HTML(elem_id="bytes-html")
     with gr.Tab("Context", id="context", elem_id="tab-context") as tabs["context"]:
-        gr.Markdown(CAPTIONS["context"], elem_classes="caption")
+        gr.Markdown(_caption("context"), elem_classes="caption")
         with gr.Row():
             C["price_in"] = gr.Number(value=None, minimum=0, label="Price per million input tokens ($)", elem_id="price-in")
             C["price_out"] = gr.Number(value=None, minimum=0, label="Price per million output tokens ($)", elem_id="price-out")

@@ -76,6 +76,10 @@ def test_on_a_phone_one_column_the_text_and_the_chart_within_two_screens(browser
     page.locator("#output .gen-text [data-step='2']").tap()
     page.wait_for_selector("#piece-tip:not([hidden])", timeout=5_000)
     assert "step 2" in page.inner_text("#piece-tip") and "p=" in page.inner_text("#piece-tip")
+    # and a tap on a glossary word of a caption says what it means (viz/glossary.py)
+    page.locator("#panel-distribution abbr.term", has_text="logit").first.tap()
+    page.wait_for_function("() => (document.querySelector('#piece-tip:not([hidden])')?.innerText || '').includes('raw score')",
+                           timeout=5_000)
     # the chart's mode bar is hidden on a phone (it covered the titles)
     modebar = page.evaluate("() => { const m = document.querySelector('#dist-plot .modebar-container'); return m ? getComputedStyle(m).display : 'none'; }")
     assert modebar == "none"

@@ -1,0 +1,33 @@
+"""viz/glossary.py: the page's glossary words, marked in captions and written out in docs/glossary.md."""
+import re
+from pathlib import Path
+
+from viz.captions import CAPTIONS
+from viz.glossary import GLOSSARY, gloss, glossary_markdown
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_first_use_of_each_word_is_marked_with_its_meaning_once():
+    out = gloss("Temperature divides each logit; a logit is a score. Top-p and top-k keep tokens.")
+    assert re.findall(r">([^<]+)</abbr>", out) == ["Temperature", "logit", "Top-p", "top-k", "tokens"]  # each once
+    assert out.count(">logit</abbr>") == 1 and "a logit is" in out
+    assert 'title="Keeps the fewest likeliest tokens' in out
+    assert gloss("nothing here") == "nothing here"
+
+
+def test_plurals_are_marked_and_words_inside_other_words_are_not():
+    out = gloss("Two tokens from stepping stones")
+    assert ">tokens</abbr>" in out and "stepping" in out and ">step" not in out
+
+
+def test_docs_glossary_says_what_the_page_says():
+    doc = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    assert glossary_markdown() in doc, "docs/glossary.md is out of date: write glossary_markdown() into it"
+    for key in GLOSSARY:
+        assert f"**{key}**" in doc
+
+
+def test_the_first_screens_captions_gloss_their_words():
+    for key in ("distribution_app", "output"):
+        assert '<abbr class="term"' in gloss(CAPTIONS[key]), key
