@@ -250,7 +250,10 @@
     const big = (f) => (f && f.size ? Object.assign({}, f, { size: Math.round(f.size * k) }) : f);
     const px = (s) => (typeof s === 'string' ? s.replace(/font-size:\s*(\d+)px/g, (_, n) => `font-size:${Math.round(n * k)}px`) : s);
     layout.font = Object.assign({}, layout.font, { size: Math.round(((layout.font && layout.font.size) || 12) * k) });
-    if (layout.title) layout.title = Object.assign({}, layout.title, { font: big(layout.title.font), text: px(layout.title.text) });
+    if (layout.title) {
+      const pad = Object.assign({}, layout.title.pad, { t: Math.round(((layout.title.pad && layout.title.pad.t) || 0) * k + 8) });
+      layout.title = Object.assign({}, layout.title, { font: big(layout.title.font), text: px(layout.title.text), pad });
+    }
     if (layout.legend) layout.legend = Object.assign({}, layout.legend, { font: big(layout.legend.font) });
     if (Array.isArray(layout.annotations)) layout.annotations = layout.annotations.map((a) => Object.assign({}, a, { font: big(a.font), text: px(a.text) }));
     Object.keys(layout).forEach((key) => {

@@ -426,6 +426,10 @@ def test_speculative_mode_shows_rounds_and_gives_the_greedy_text(browser, app_ur
 def test_the_model_line_names_the_weights_real_precision(browser, app_url):
     page = open_page(browser, app_url)
     wait_model_loaded(page)
+    # one plain sentence; the details behind "The model in detail"
+    line = page.inner_text("#model-info")
+    assert "135-million parameters" in line and "running on this server" in line and "Q4_1" not in line, line
+    page.click("#model-info summary")
     line = page.inner_text("#model-info")
     assert "Q4_1" in line and "dequantised" in line, line  # the embedded model is 4-bit, computed in float32
     assert "parameters, float32" not in line
@@ -434,6 +438,7 @@ def test_the_model_line_names_the_weights_real_precision(browser, app_url):
         page.click("#upload-trace")
     fc.value.set_files(str(ROOT / "assets" / "example_trace.json.gz"))
     page.wait_for_selector("#model-info :text('Viewing a saved trace')", timeout=30_000)
+    page.click("#model-info summary")
     line = page.inner_text("#model-info")
     assert "Q4_1" in line and "parameters, float32" not in line, line
     assert not page.errors and not error_toasts(page)
