@@ -275,6 +275,10 @@
   function stopPlay() { if (play) play.stop(); }
   function wantPlay(on) { playWanted = on; playLabel(on ? PAUSE : PLAY); }
 
+  // The speed control beside Play (ui/layout.py): steps per second, read at every step (a change applies at once)
+  const SPEEDS = { slow: 1, normal: 4, fast: 12 };
+  const playSpeed = () => SPEEDS[(document.querySelector('#play-speed input') || {}).value] || SPEEDS.normal;
+
   function togglePlay() {
     if (playing()) return stopPlay();
     const b = st.bundle;
@@ -287,6 +291,7 @@
       drawn: () => !st.busy && st.rendered === st.step && st.bundle === b,
       advance: () => { if (st.bundle !== b) return false; showStep(st.step + 1); return st.step < n - 1; },
       stopped: () => { playLabel(PLAY); setStep(st.step); }, // Gradio's slider told once; the panels off screen catch up
+      fps: playSpeed,
     });
     play.start();
   }
@@ -337,7 +342,7 @@
   document.addEventListener('input', onInput, true);
   document.addEventListener('change', onInput, true);
   document.addEventListener('click', (e) => { if (e.target.closest && e.target.closest('#play')) togglePlay(); }, true);
-  // Any other control pressed during Play stops it first, so Gradio's slider holds the step on screen
+  // Any other control (but Play's speed) pressed during Play stops it first, so Gradio's slider holds the step on screen
   // before the control's event reads it (re-sample from this step, a branch, a link); a Play still
   // waiting for its bundle is called off. A slider held down: a drag moves at the pace of what is on
   // screen (waiting for all five figures at each move would make the thumb lag the pointer); let go,
@@ -345,7 +350,7 @@
   const held = (el) => el.type === 'range' && el.closest(SLIDERS);
   document.addEventListener('pointerdown', (e) => {
     const el = e.target.closest && e.target.closest('button, input, textarea, select, [role=option]');
-    if (el && !el.closest('#play')) { stopPlay(); if (playWanted) wantPlay(false); }
+    if (el && !el.closest('#play, #play-speed')) { stopPlay(); if (playWanted) wantPlay(false); }
     if (el && held(el)) st.dragging = true;
   }, true);
   const letGo = () => { if (st.dragging) { st.dragging = false; render(); } };

@@ -83,13 +83,14 @@
 
   /* Play, paced by drawing: the next step once the panels on screen show the one before, and no sooner
    * than 1/PLAY_FPS after it. Every step is shown (a slower machine plays slower, never skipping).
-   * drawn(): the step on screen is drawn; advance(): move to the next step, false once that was the last. */
-  function player({ drawn, advance, stopped }) {
+   * drawn(): the step on screen is drawn; advance(): move to the next step, false once that was the last;
+   * fps(): the steps per second wanted now (a page's speed control; PLAY_FPS without one). */
+  function player({ drawn, advance, stopped, fps }) {
     let timer = null, last = 0;
     const stop = () => { if (timer === null) return; clearTimeout(timer); timer = null; stopped(); };
     const tick = () => {
       if (!drawn()) { timer = setTimeout(tick, 4); return; }
-      const wait = last + 1000 / PLAY_FPS - performance.now();
+      const wait = last + 1000 / ((fps && fps()) || PLAY_FPS) - performance.now();
       if (wait > 1) { timer = setTimeout(tick, wait); return; }
       last = performance.now();
       if (advance()) timer = setTimeout(tick, 0); else stop();

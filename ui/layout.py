@@ -136,6 +136,8 @@ def _text(C: dict) -> None:
     with gr.Row(equal_height=True):
         C["slider"] = StepSlider(0, 1, value=0, step=1, label="Step on screen", elem_id="step-slider", scale=5)
         C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm", min_width=80)  # played in the page (assets/app_viewer.js)
+        C["play_speed"] = gr.Dropdown(["slow", "normal", "fast"], value="normal", label="Speed", elem_id="play-speed", scale=2,
+                                      interactive=True, min_width=140)  # (read by the page's script: 1, 4 or 12 steps a second)
     with gr.Row(equal_height=True, elem_id="step-tools"):
         C["resample"] = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm", scale=2, min_width=100)
         C["tour"] = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm", min_width=100)

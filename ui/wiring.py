@@ -22,6 +22,9 @@ from ui.listeners import Listeners, session_closed, status_tick
 from ui.views import panels_of_values, slider
 
 FOCUS_JS = ("(t) => { document.querySelectorAll('.tour-focus').forEach(e => e.classList.remove('tour-focus')); "
+            # the card beside the page on a wide screen (assets/style.css): the page narrows, its plots take the new width
+            "const b = document.body.classList, was = b.contains('touring'), on = !!t && innerWidth >= 1300; "
+            "b.toggle('touring', on); if (on !== was) dispatchEvent(new Event('resize')); "
             "const el = t ? document.getElementById(t) : null; "
             "if (el) { el.classList.add('tour-focus'); el.scrollIntoView({behavior: 'smooth', block: 'center'}); } }")
 

@@ -134,3 +134,28 @@ def test_presenter_view_shows_the_lesson_alone_and_large(browser, app_url, shots
     assert "view=present" not in page.url
     assert page.evaluate(BOXES, ["panel-tokens"])["panel-tokens"] is not None
     assert page.evaluate("() => [...document.querySelectorAll('#dist-plot svg text')].every(t => parseFloat(getComputedStyle(t).fontSize) < 24)")
+
+
+def test_play_speed_sets_the_steps_a_second(browser, app_url):
+    """Play's speed control (the page's own): slow is 1 step a second, fast up to 12; changed while playing, it applies."""
+    page, w, h = _open(browser, app_url, "projector", "light")
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=120_000)
+    page.evaluate("() => { const r = document.querySelector('#step-slider input[type=range]'); r.value = 0;"
+                  " r.dispatchEvent(new Event('input', {bubbles: true})); }")
+    _speed(page, "slow")
+    page.click("#play")
+    page.wait_for_timeout(3500)
+    slow = page.evaluate("() => LLMApp.state.step")
+    _speed(page, "fast")
+    page.wait_for_timeout(1500)
+    fast = page.evaluate("() => LLMApp.state.step") - slow
+    page.click("#play")
+    assert 2 <= slow <= 5, slow  # about 1 a second (the first step at once)
+    assert fast >= 6, fast  # up to 12 a second: at least 4 a second on a busy machine
+
+
+def _speed(page, name: str) -> None:
+    """Pick Play's speed as a person does: open the dropdown, click the choice."""
+    page.click("#play-speed input")
+    page.get_by_role("option", name=name).click()
+    page.wait_for_function("(v) => document.querySelector('#play-speed input').value === v", arg=name, timeout=5_000)

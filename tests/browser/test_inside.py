@@ -158,6 +158,8 @@ def test_the_tour_walks_through_the_stages_and_points_at_each_panel(browser, app
     page.wait_for_selector("#tour-box :text('stage 2 of 8')", timeout=30_000)
     page.wait_for_selector("#panel-embeddings.tour-focus", timeout=10_000)
     assert page.locator(".tour-focus").count() == 1
+    card, target = page.locator("#tour-panel").last.bounding_box(), page.locator("#panel-embeddings").bounding_box()
+    assert card["x"] >= target["x"] + target["width"] - 2, (card, target)  # beside what it explains, not over it
     for _ in range(2):
         page.click("#tour-next")
     page.wait_for_selector("#tour-box :text('stage 4 of 8')", timeout=30_000)
