@@ -142,7 +142,7 @@ def _text(C: dict) -> None:
         C["resample"] = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm", scale=2, min_width=100)
         C["tour"] = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm", min_width=100)
         C["present"] = gr.Button("📽 Presenter view", elem_id="present-toggle", size="sm", scale=1, min_width=100)  # (assets/page.js)
-        C["boundaries"] = gr.Checkbox(value=True, label="Token boundaries", elem_id="boundaries", scale=1, min_width=100)
+        C["boundaries"] = gr.Checkbox(value=True, label="Token boundaries", elem_id="boundaries", scale=1, min_width=150)
     gr.Markdown(_caption("output"), elem_classes="caption")
     with gr.Group(visible=False, elem_id="tour-panel") as C["tour_group"]:
         C["tour_box"] = gr.HTML(elem_id="tour-box")
