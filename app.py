@@ -18,7 +18,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 
 import gradio as gr
@@ -63,11 +62,10 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a clean exit on SIGTERM, so atexit clean-ups run
     model.start(a.model)
     example = example_trace()
-    threading.Thread(target=viewer.warm, args=(example,), daemon=True).start()  # the page's first bundle, made ahead
     demo = build(example)
     demo.queue(default_concurrency_limit=8)
     gr.set_static_paths(viewer.static_paths() + [str(gallery.GALLERY_DIR)])  # the page's scripts; the saved traces
-    demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=viewer.head_html(), theme=gr.themes.Soft(),
+    demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=viewer.head_html(example), theme=gr.themes.Soft(),
                 show_error=True, max_file_size=trace_bounds.MAX_FILE_BYTES)  # a larger upload is refused as it streams in
 
 

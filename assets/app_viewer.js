@@ -21,11 +21,12 @@
   const PLAY = '▶ Play', PAUSE = '⏸ Pause';
 
   const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, drawn: {}, busy: false, dirty: false, dragging: false,
-               settleTimer: null, settleMs: 300, rendered: -1, insideStale: false, insideInView: false,
+               settleTimer: null, settleMs: 300, rendered: -1, insideStale: true, insideInView: false, // (never drawn yet)
                textStep: -1 };
 
+  // Plotly.js loaded and Gradio's page built (the first message, named in the page's head, comes before either)
   const ready = () => new Promise((ok) => {
-    const go = () => (root.LLMViewer && root.LLMViewer.plotly() ? ok() : setTimeout(go, 30));
+    const go = () => (root.LLMViewer && root.LLMViewer.plotly() && document.getElementById(IDS[0] || 'dist-plot') ? ok() : setTimeout(go, 30));
     go();
   });
 
@@ -47,11 +48,9 @@
     return Number.isFinite(v) ? v : fallback;
   }
 
-  function showViewer(on) {
-    IDS.forEach((id) => {
-      const b = document.getElementById(id);
-      if (b) { b.classList.toggle('viewer-on', on); b.classList.remove('viewer-stale'); }
-    });
+  function showViewer(id, on) { // the viewer's plot in this panel (on), or the server's
+    const b = document.getElementById(id);
+    if (b) { b.classList.toggle('viewer-on', on); b.classList.remove('viewer-stale'); }
   }
 
   // A generation starts. The viewer's plots stay, dimmed, until the server's first streamed figure of
@@ -79,9 +78,9 @@
     });
   }
 
-  function reveal(b) { // the server's plot shows in this panel; the viewer's goes
-    const el = b.querySelector(':scope > .viewer-plot');
-    if (el) { root.LLMViewer.plotly().purge(el); el.remove(); }
+  // The server's plot shows in this panel. The viewer's is kept, hidden (assets/style.css), for the next
+  // bundle: drawn anew, a plot costs far more than redrawn (the embeddings' WebGL cloud: 200 ms against 20).
+  function reveal(b) {
     b.classList.remove('viewer-on', 'viewer-stale');
   }
 
@@ -89,12 +88,12 @@
     if (st.bundle) return;
     records.forEach((r) => {
       const b = r.target.closest && r.target.closest('.viewer-stale');
-      if (b && !r.target.closest('.viewer-plot') && b.querySelector('.js-plotly-plot:not(.viewer-plot .js-plotly-plot)')) reveal(b);
+      if (b && !r.target.closest('.viewer-plot') && b.querySelector(':scope > :not(.viewer-plot) .js-plotly-plot')) reveal(b);
     });
   });
 
   function mount(m) {
-    st.bundle = m.bundle; st.key = m.key; st.drawn = {}; st.textStep = -1;
+    st.bundle = m.bundle; st.key = m.key; st.url = m.url; st.drawn = {}; st.textStep = -1; st.fresh = true;
     // plotWatch waits for the server's plots of a run only: watching the viewer's own redraws would
     // make a record of every node Plotly touches, a cost paid at every step move
     if (plotWatch) { plotWatch.disconnect(); observedBy.delete(plotWatch); }
@@ -190,11 +189,13 @@
 
   const wanted = (id) => (id === 'dist-plot' ? `${st.step}|${st.t}|${st.k}|${st.p}` : String(st.step));
 
+  const SLICE_MS = 50;
   // Draws what is out of date, panel by panel, giving way whenever the step or a slider moves again.
   async function render() {
     if (!st.bundle) return;
     if (st.busy) { st.dirty = true; return; }
     st.busy = true;
+    let slice = performance.now();
     try {
       do {
         st.dirty = false;
@@ -202,18 +203,24 @@
         if (!b) break;
         showText();
         const inside = st.step < b.n_steps; // a step past the bundle's frames is drawn by the server
-        showViewer(inside);
-        if (!inside) break;
+        if (!inside) { IDS.forEach((id) => showViewer(id, false)); break; }
         for (const id of drawOrder()) {
           if (st.dirty || b !== st.bundle) break;
           const w = wanted(id);
+          const el = host(id);
+          if (!el) continue;
+          showViewer(id, true); // (before drawing: Plotly measures its text in a plot on screen)
           if (st.drawn[id] === w) continue;
-          await root.LLMViewer.react(host(id), root.LLMViewer.figureFor(b, id, st.step, { t: st.t, k: st.k, p: st.p }));
+          await root.LLMViewer.react(el, root.LLMViewer.figureFor(b, id, st.step, { t: st.t, k: st.k, p: st.p }));
           st.drawn[id] = w;
+          // the page gives way between panels when a new trace is drawn (each shows as soon as it is drawn) and
+          // whenever this drawing has held the page 50 ms: no long task holds back a slider dragged meanwhile
+          if (st.fresh || performance.now() - slice > SLICE_MS) { await new Promise((ok) => setTimeout(ok)); slice = performance.now(); }
         }
       } while (st.dirty);
     } finally {
       st.busy = false;
+      st.fresh = false;
     }
     st.rendered = st.step;
     const shown = IDS.filter((id) => st.drawn[id] === wanted(id)); // (while playing: the panels on screen)
@@ -296,19 +303,34 @@
     play.start();
   }
 
-  // A message names its bundle or panel by URL (a file the server wrote once): fetched here, in order.
-  async function receive(text) {
+  // A message names its bundle or panel by URL (a file the server wrote once). Its file is fetched as soon as
+  // the message comes (the page's first one while Plotly.js loads and Gradio builds the page); the
+  // messages are then taken in order, once both are done.
+  let fetched = { url: null, got: null }; // (the page's first bundle is named twice: in its head and on load)
+  function fetchOf(url) {
+    if (fetched.url !== url) {
+      const got = fetch(url).then((r) => { if (!r.ok) throw new Error(`viewer data ${r.status}`); return r.json(); });
+      got.catch(() => {}); // (reported when the message is taken)
+      fetched = { url, got };
+    }
+    return fetched.got;
+  }
+
+  function parse(text) {
     let m;
-    try { m = JSON.parse(text); } catch (err) { return; }
-    if (!m || typeof m !== 'object') return;
+    try { m = JSON.parse(text); } catch (err) { return null; }
+    if (!m || typeof m !== 'object') return null;
+    if ((m.kind === 'bundle' || m.kind === 'panel') && m.url) m.got = fetchOf(m.url);
+    return m;
+  }
+
+  async function receive(m) {
+    if (!m) return;
     if (m.kind === 'live') { st.liveT = Math.max(st.liveT, m.t); unmount(); return; }
     if (m.kind !== 'bundle' && m.kind !== 'panel') return;
     if (m.kind === 'bundle' ? m.t < st.liveT : !(st.bundle && m.key === st.key)) return;
-    if (m.url) {
-      const r = await fetch(m.url);
-      if (!r.ok) throw new Error(`viewer data ${r.status}`);
-      m[m.kind] = await r.json();
-    }
+    if (m.kind === 'bundle' && st.bundle && m.key === st.key && m.url === st.url) return; // (the same bundle again)
+    if (m.got) m[m.kind] = await m.got;
     if (m.kind === 'bundle') { if (m.t >= st.liveT) mount(m); } // (a run may have started meanwhile)
     else if (st.bundle && m.key === st.key) {
       st.bundle.panels[m.id] = m.panel;
@@ -321,8 +343,8 @@
   function drain() { // messages in the order they came, once Plotly has loaded
     const box = root.LLMAppInbox || [];
     while (box.length) {
-      const text = box.shift();
-      chain = chain.then(ready).then(() => receive(text)).catch((err) => console.warn('viewer:', err));
+      const m = parse(box.shift());
+      chain = chain.then(ready).then(() => receive(m)).catch((err) => console.warn('viewer:', err));
     }
   }
 

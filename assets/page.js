@@ -72,6 +72,15 @@
   document.addEventListener('click', (e) => {
     if (e.target.closest && e.target.closest('#present-toggle')) present(!document.body.classList.contains('present'));
   }, true);
+  // Figures no event redraws (ui/layout.py's static figures: the cost curve of speculative decoding), drawn once
+  // with the viewer's Plotly.js (assets/viewer_plot.js) when they first scroll into view: a gr.Plot would make
+  // Gradio load its own copy as the page opens, and drawn at once they would hold back the first screen's.
+  const drawn = new IntersectionObserver((entries) => entries.forEach((e) => {
+    if (!e.isIntersecting || !window.LLMViewer || !window.LLMViewer.plotly()) return; // (looked at again below)
+    drawn.unobserve(e.target);
+    window.LLMViewer.react(e.target, JSON.parse(e.target.dataset.figure));
+  }));
+  setInterval(() => document.querySelectorAll('.static-figure:not(.js-plotly-plot)').forEach((el) => { drawn.unobserve(el); drawn.observe(el); }), 1000);
   // The prompt box takes the focus once, when the page opens. (Gradio's own autofocus focuses it
   // again whenever the box redraws, which could pull keystrokes meant for another field into it.)
   const focusPrompt = (tries) => {

@@ -7,8 +7,10 @@ plain `model.generate` (greedy, in this process) and the same greedy generation 
 timed in the browser from the moment each token's text appears. Then times the page's step
 viewer (assets/app_viewer.js): a step slider move until all five step panels show the step, a
 temperature / top-k / top-p move until the distribution is reshaped, with the requests sent meanwhile,
-a mouse drag of the step slider (ms a move), and Play's steps per second. Prints medians, ratios and
-a table; nothing here is a pass/fail test.
+a mouse drag of the step slider (ms a move), and Play's steps per second; the longest main-thread task
+while the temperature slider is dragged from the moment a run ends; the step slider in a 1440x1800
+window, where every step panel is on screen. Prints medians, ratios and a table; nothing here is a
+pass/fail test.
 """
 from __future__ import annotations
 
@@ -126,6 +128,62 @@ def drag_times(page, moves: int = 40) -> tuple[float, int]:
     return ms, len(shown)
 
 
+LONG_TASKS = """() => { window.__long = []; new PerformanceObserver((l) => { window.__long.push(...l.getEntries().map(e => [e.startTime, e.duration])); })
+  .observe({type: 'longtask'}); }"""
+
+
+def after_run(page, n: int, reps: int = 3) -> dict[str, list[float]]:
+    """A run of `n` tokens, then the temperature slider dragged with the mouse from the moment its stop line shows
+    (as an impatient person does, while the page takes in the run's end): the longest main-thread task from
+    that moment to 2 s after letting go, the ms a drag move took (each waits until the page has taken it)."""
+    out = {"after_run_longest_ms": [], "after_run_move_ms": []}
+    page.evaluate(LONG_TASKS)
+    for _ in range(reps):
+        at_rest(page)
+        page.evaluate(OBSERVE)
+        page.click("#generate")
+        page.wait_for_selector("#output .stop-reason:not(.stale)", timeout=600_000)
+        t0 = page.evaluate("() => performance.now()")
+        box = page.locator("#temperature input[type=range]").bounding_box()
+        y = box["y"] + box["height"] / 2
+        page.mouse.move(box["x"] + 5, y)
+        page.mouse.down()
+        for i in range(30):
+            t = time.perf_counter()
+            page.mouse.move(box["x"] + 5 + (box["width"] - 10) * ((i * 7) % 30) / 30, y)
+            page.evaluate("() => 0")  # (answered once the page's thread is free)
+            out["after_run_move_ms"].append((time.perf_counter() - t) * 1000)
+            page.wait_for_timeout(100)
+        page.mouse.up()
+        page.wait_for_timeout(2000)
+        out["after_run_longest_ms"].append(page.evaluate("(t0) => Math.max(0, ...window.__long.filter(([s]) => s >= t0).map(([, d]) => d))", t0))
+    return out
+
+
+def tall_scrub(browser, url: str, reps: int = 20) -> dict[str, list[float]]:
+    """The step slider moved in a 1440x1800 window, where every step panel is on screen at once: ms until
+    all of them show the step, and the requests sent meanwhile (the example trace the page opens with)."""
+    from scripts.browser_kit import open_page
+
+    page = open_page(browser, url, record_toasts=False, width=1440, height=1800)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=120_000)
+    page.evaluate("() => LLMApp.settled()")
+    page.evaluate("() => { LLMApp.state.settleMs = 1e9; }")  # the viewer alone: the settle call is measured above
+    on_screen = page.evaluate("(ids) => ids.filter((id) => { const r = document.getElementById(id).getBoundingClientRect();"
+                              " return r.top >= 0 && r.bottom <= innerHeight; })", page.evaluate("() => window.LLMAppPanels"))
+    n = slider_max(page) + 1
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    out = {"tall_step_ms": [], "tall_step_requests": [], "tall_panels_on_screen": [len(on_screen)]}
+    for i in range(reps):
+        before = len(requests)
+        ms, shown, s = page.evaluate(MOVE, ["step-slider", (i * 7 + 3) % n])
+        out["tall_step_ms"].append(ms)
+        out["tall_step_requests"].append(len(requests) - before)
+    page.context.close()
+    return out
+
+
 def viewer_times(page, reps: int = 20) -> dict[str, list[float]]:
     """The step viewer in the app: slider moves to all five panels redrawn, sampling moves to the
     distribution reshaped (ms, and requests the page sent meanwhile and in the settle that follows), Play."""
@@ -203,6 +261,7 @@ def main(argv=None):
                 first, rate, made = page_generate(page, a.new_tokens, live)
                 res["page_live_tok_s" if live else "page_text_tok_s"].append(rate)
                 res["first_token_s"].append(first)
+        res.update(after_run(page, a.new_tokens))
         set_number(page, "temperature", 0.7)
         page.wait_for_function("(n) => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === n", arg=a.new_tokens,
                                timeout=600_000)
@@ -211,6 +270,7 @@ def main(argv=None):
         except Exception:
             page.screenshot(path="/tmp/bench_fail.png", full_page=True)
             raise
+        res.update(tall_scrub(browser, url))
         browser.close()
     med = {k: v if k == "play_panels" else statistics.median(v) for k, v in res.items()}
     med["ratio_live_vs_plain"] = med["page_live_tok_s"] / med["plain_tok_s"]
@@ -230,6 +290,10 @@ def main(argv=None):
             ("step slider dragged with the mouse, 40 moves", f"{med['drag_ms_per_move']:.0f} ms a move, {med['drag_steps_shown']:.0f} steps shown",
              ""),
             ("Play (panels on screen: " + ", ".join(med["play_panels"]) + ")", f"{med['play_steps_per_s']:.1f} steps/s", "0"),
+            ("temperature dragged as a run ends: longest task", f"{med['after_run_longest_ms']:.0f} ms (max of {len(res['after_run_longest_ms'])} runs "
+             f"{max(res['after_run_longest_ms']):.0f}), {med['after_run_move_ms']:.0f} ms a move", ""),
+            (f"step slider at 1440x1800 ({med['tall_panels_on_screen']:.0f} panels on screen)", f"{med['tall_step_ms']:.0f} ms",
+             f"{med['tall_step_requests']:.0f}"),
             ("click Generate -> first token on screen", f"{med['first_token_s'] * 1000:.0f} ms (prefill {med['prefill_s'] * 1000:.0f} ms)", "")]
     print(f"| {'interaction':52} | {'median':34} | requests per move |")
     print(f"|{'-' * 54}|{'-' * 36}|-------------------|")

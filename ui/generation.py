@@ -152,7 +152,11 @@ class Generation:
         threading.Thread(target=offheap.move_off_heap, args=(trace,), daemon=True).start()
         # the slider's range only: the last streamed token put it on the last step, and a person who has
         # dragged it since (the moment the run ended) keeps the step they chose
-        return {**panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p)), C["slider"]: slider(trace, keep_value=True),
+        # the text, chips and rounds of the whole trace; the step panels are the page's to draw from the bundle asked
+        # for here (drawn here too they would be drawn twice: by Gradio, then by the page), but for a step past its frames
+        only = None if step >= viewer.MAX_FRAMES else viewer.LIGHT
+        return {**panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p), only=only),
+                C["slider"]: slider(trace, keep_value=True),
                 C["download"]: gr.Button(DOWNLOAD, interactive=bool(trace.steps)), C["bundle_req"]: f"{id(trace)}:{time.time()}"}
 
     # -- the buttons that start a run (their inputs: the stream's, some with one before) ----------

@@ -6,6 +6,7 @@ the few per-session values the events keep. The events are in ui/wiring.py.
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from itertools import groupby
 
@@ -45,6 +46,7 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     order (tokens, embeddings, attention, KV cache), inside the model, speculative decoding."""
     p = Page()
     C = p.C
+    first = _first_values(example)
     # Each session's trace. It starts empty and gets the example on page load: Gradio would
     # otherwise deep-copy the example per session and re-serialise it on every update.
     p.state = gr.State(None)
@@ -54,19 +56,30 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     with gr.Row(equal_height=False, elem_id="lesson"):
         with gr.Column(scale=5, min_width=320, elem_id="lesson-text"):
             _prompt(C)
-            _text(C)
+            _text(C, first, example)
         with gr.Column(scale=6, min_width=340, elem_id="lesson-distribution"):
-            _card(C, panels.CARD["panel-distribution"], example)
+            _card(C, panels.CARD["panel-distribution"], example, first)
     _settings(C, example)
-    _step_cards(C, example)
+    _step_cards(C, example, first)
     with gr.Column(elem_id="panel-inside"):
         gr.Markdown(f"### {INSIDE_NUMBER} · Inside the model\n" + _caption("inside"), elem_classes="caption")
         with gr.Tabs(elem_id="inside-tabs"):
             _inside_tabs(C, p.tabs)
-    _speculative(C, spec_cost)
+    _speculative(C, spec_cost, first, example)
     _hidden(C)
     p.branches, p.pending, p.tour_i, p.tab = gr.State([]), gr.State(None), gr.State(0), gr.State("lens")
     return p
+
+
+def _first_values(example: Trace | None) -> dict:
+    """What the page opens with, the same for every visitor: the example's light panels (its text, chips,
+    rounds) at its last step, as the components' values, so a page opens drawn with no round trip (the
+    panels that follow the step come in the viewer bundle the page's head names: ui/viewer_wiring.py)."""
+    if example is None or not example.steps:
+        return {}
+    s = example.settings
+    return page.render(example, step=len(example.steps) - 1, layer=0, head="all", temperature=s.temperature, top_k=s.top_k,
+                       top_p=s.top_p, only=tuple(p.key for p in panels.PANELS if not p.follows_step))
 
 
 INSIDE_NUMBER = 5  # "Inside the model": after the step cards (viz.panels.CARDS), before speculative decoding
@@ -130,11 +143,12 @@ def _settings(C: dict, example: Trace | None) -> None:
             links.copy_row(C)  # "Copy link" and the link (ui/links.py)
 
 
-def _text(C: dict) -> None:
+def _text(C: dict, first: dict, example: Trace | None) -> None:
     """The text being written, the step slider with Play, the tour."""
-    _panel(C, panels.BY_KEY["output"])
+    _panel(C, panels.BY_KEY["output"], first)
+    top = max(len(example.steps) - 1, 1) if first else 1
     with gr.Row(equal_height=True):
-        C["slider"] = StepSlider(0, 1, value=0, step=1, label="Step on screen", elem_id="step-slider", scale=5)
+        C["slider"] = StepSlider(0, top, value=top if first else 0, step=1, label="Step on screen", elem_id="step-slider", scale=5)
         C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm", min_width=80)  # played in the page (assets/app_viewer.js)
         C["play_speed"] = gr.Dropdown(["slow", "normal", "fast"], value="normal", label="Speed", elem_id="play-speed", scale=2,
                                       interactive=True, min_width=140)  # (read by the page's script: 1, 4 or 12 steps a second)
@@ -166,9 +180,10 @@ def _heading(card: panels.Card) -> str:
     return title if card.caption_below else title + "\n" + _caption(card.caption)
 
 
-def _panel(C: dict, p: panels.Panel) -> None:
-    """A panel's component, by its key (viz.panels): a figure or HTML."""
-    C[p.key] = gr.Plot(show_label=False, elem_id=p.elem_id, scale=p.scale) if p.kind == "plot" else gr.HTML(elem_id=p.elem_id)
+def _panel(C: dict, p: panels.Panel, first: dict) -> None:
+    """A panel's component, by its key (viz.panels): a figure or HTML (`first`: the values the page opens with)."""
+    C[p.key] = (gr.Plot(first.get(p.key), show_label=False, elem_id=p.elem_id, scale=p.scale) if p.kind == "plot"
+                else gr.HTML(first.get(p.key), elem_id=p.elem_id))
 
 
 def _attention_controls(C: dict, example: Trace | None) -> None:
@@ -182,7 +197,7 @@ def _attention_controls(C: dict, example: Trace | None) -> None:
 CONTROLS = {"panel-attention": _attention_controls, "panel-distribution": lambda C, example: _sampling(C)}  # a card's own controls, between its heading and its panels
 
 
-def _card(C: dict, card: panels.Card, example: Trace | None) -> None:
+def _card(C: dict, card: panels.Card, example: Trace | None, first: dict) -> None:
     """A numbered card: its heading and caption, its controls, its panels (in one row when side by side)."""
     with gr.Column(elem_id=card.elem_id):
         gr.Markdown(_heading(card), elem_classes="caption")
@@ -191,24 +206,24 @@ def _card(C: dict, card: panels.Card, example: Trace | None) -> None:
         if card.side_by_side:
             with gr.Row(equal_height=False):
                 for p in panels.in_card(card.elem_id):
-                    _panel(C, p)
+                    _panel(C, p, first)
         else:
             for p in panels.in_card(card.elem_id):
-                _panel(C, p)
+                _panel(C, p, first)
         if card.caption_below:  # (the page's own wording, where it has one: viz/captions.py's "<key>_app")
             gr.Markdown(_caption(card.caption + "_app" if card.caption + "_app" in CAPTIONS else card.caption), elem_classes="caption")
 
 
-def _step_cards(C: dict, example: Trace | None) -> None:
+def _step_cards(C: dict, example: Trace | None, first: dict) -> None:
     """Every card not placed by hand, in page order (viz.panels.CARDS); cards sharing a `row` side by side."""
     for row, cards in groupby((c for c in panels.CARDS if c.elem_id not in HAND_LAID), key=lambda c: c.row):
         if row:
             with gr.Row(equal_height=False):
                 for card in cards:
-                    _card(C, card, example)
+                    _card(C, card, example, first)
         else:
             for card in cards:
-                _card(C, card, example)
+                _card(C, card, example, first)
 
 
 def _inside_tabs(C: dict, tabs: dict) -> None:
@@ -274,15 +289,21 @@ def _more_inside_tabs(C: dict, tabs: dict) -> None:
         C["ctx_plot"] = gr.Plot(show_label=False, elem_id="context-plot")
 
 
-def _speculative(C: dict, spec_cost) -> None:
+def _speculative(C: dict, spec_cost, first: dict, example: Trace | None) -> None:
     """Panel 7: the rounds of a speculative run, and this machine's cost curve when measured."""
     with gr.Column(elem_id="panel-speculative"):
         gr.Markdown(_heading(panels.CARD["panel-speculative"]), elem_classes="caption")
-        C["spec_summary"] = gr.HTML(elem_id="spec-summary")
-        _panel(C, panels.BY_KEY["spec"])
+        C["spec_summary"] = gr.HTML(page.speculative_summary_html(example) if first else None, elem_id="spec-summary")
+        _panel(C, panels.BY_KEY["spec"], first)
         if spec_cost is not None:
             gr.HTML(page.speculative.cost_curve_html(spec_cost), elem_id="spec-cost-text")
-            gr.Plot(page.speculative.cost_curve_figure(spec_cost), show_label=False, elem_id="spec-cost-plot")
+            gr.HTML(_static_figure(page.speculative.cost_curve_figure(spec_cost)), elem_id="spec-cost-plot")
+
+
+def _static_figure(fig) -> str:
+    """A figure no event redraws, as HTML the page's script draws with the viewer's Plotly.js (assets/app_viewer.js):
+    a gr.Plot with a value would make Gradio load its own copy of Plotly.js as the page opens."""
+    return f"<div class='static-figure' data-figure='{html.escape(fig.to_json(), quote=True)}'></div>"
 
 
 def _hidden(C: dict) -> None:

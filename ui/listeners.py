@@ -94,12 +94,10 @@ class Listeners:
         }
 
     def on_load(self):
-        C, t = self.C, self.example  # immutable: every session can share the one object
-        if t is None:
-            return {C["info"]: model.HOLDER.status}
-        # the five step panels come in the bundle, drawn by the page; the light ones from here
-        return {self.p.state: t, **panels(C, t, len(t.steps) - 1, ViewOptions.of(t), only=viewer.LIGHT),
-                C["slider"]: slider(t), C["info"]: model.HOLDER.status, C["spec_summary"]: page.speculative_summary_html(t)}
+        """The session's trace: the example (immutable: every session shares the one object). The page opened
+        showing it (ui/layout.py's first values; its bundle named in the page's head)."""
+        C, t = self.C, self.example
+        return {C["info"]: model.HOLDER.status} if t is None else {self.p.state: t, C["info"]: model.HOLDER.status}
 
     def tour_show(self, trace, step, i):
         C = self.C

@@ -61,11 +61,15 @@ def static_paths() -> list[str]:
     return [str(p) for p in SCRIPTS] + [str(FILES)]
 
 
-def head_html() -> str:
+def head_html(example: Trace | None = None) -> str:
     """Script tags for the page's <head>: Plotly.js as the plotly package ships it (Gradio's own copy is
-    private to its bundle), the viewer and its wiring; `?v=` makes a changed file load anew."""
+    private to its bundle), the viewer and its wiring; `?v=` makes a changed file load anew. With the
+    example trace, its bundle's message is in the head too: the page fetches it while Gradio builds the
+    page, not after the page-load event's round trip (the page opens with the example: ui/layout.py)."""
     ids = json.dumps(list(panels.STEP_IDS))  # the step panels' element ids, for app_viewer.js (viz.panels)
-    return "\n".join([f"<script>window.LLMAppPanels = {ids};</script>",
+    first = bundle_message(example, 0, "all") if example is not None and example.steps else None
+    inbox = f"window.LLMAppInbox = [{json.dumps(first)}];" if first else ""
+    return "\n".join([f"<script>window.LLMAppPanels = {ids};{inbox}</script>",
                       *(f'<script src="gradio_api/file={p}?v={int(p.stat().st_mtime)}"></script>' for p in SCRIPTS)])
 
 
@@ -120,12 +124,6 @@ def _url(path: Path) -> str:
 
 def _bundle_file(trace: Trace, layer: int, head: int | None, metric: str) -> Path:
     return _cached(trace, ("bundle", layer, head, metric), lambda: bundle_json(viewer_bundle(trace, layer=layer, head=head, metric=metric)))
-
-
-def warm(trace: Trace | None) -> None:
-    """Make the bundle a page opens with (the example trace, as on_load asks for it) ahead of the first visitor."""
-    if trace is not None and trace.steps:
-        bundle_message(trace, 0, "all")
 
 
 def live_message() -> str:

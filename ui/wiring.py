@@ -199,8 +199,8 @@ def _page_open(demo: gr.Blocks, w: Wires) -> None:
     """The page opened: a link's fields written in the browser at once, the example trace, then the rest of
     what a link asks for (ui/links.py); the model's status line until it has loaded."""
     C, p = w.p.C, w.p
-    opened = demo.load(w.other.on_load, None, [p.state, *w.panels, C["slider"], C["info"], C["spec_summary"]], show_progress="hidden").then(
-        *w.send_bundle).then(*w.inside[:3], **w.inside[3])
+    # (the open "inside" tab is asked for by the page once that panel scrolls into view: assets/app_viewer.js)
+    opened = demo.load(w.other.on_load, None, [p.state, C["info"]], show_progress="hidden").then(*w.send_bundle)
     links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside), opened, demo)
     status_timer = gr.Timer(1.0)
     status_timer.tick(status_tick, None, [C["info"], status_timer], show_progress="hidden")
