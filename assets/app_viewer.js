@@ -189,7 +189,7 @@
 
   const wanted = (id) => (id === 'dist-plot' ? `${st.step}|${st.t}|${st.k}|${st.p}` : String(st.step));
 
-  const SLICE_MS = 50;
+  const SLICE_MS = 100;
   // Draws what is out of date, panel by panel, giving way whenever the step or a slider moves again.
   async function render() {
     if (!st.bundle) return;
@@ -214,7 +214,7 @@
           await root.LLMViewer.react(el, root.LLMViewer.figureFor(b, id, st.step, { t: st.t, k: st.k, p: st.p }));
           st.drawn[id] = w;
           // the page gives way between panels when a new trace is drawn (each shows as soon as it is drawn) and
-          // whenever this drawing has held the page 50 ms: no long task holds back a slider dragged meanwhile
+          // whenever this drawing has held the page 100 ms: no long task holds back a slider dragged meanwhile
           if (st.fresh || performance.now() - slice > SLICE_MS) { await new Promise((ok) => setTimeout(ok)); slice = performance.now(); }
         }
       } while (st.dirty);

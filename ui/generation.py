@@ -72,10 +72,10 @@ class Generation:
         a bounded rate (drawing them costs the browser far more than the model's step)."""
         C = self.C
         now = time.perf_counter()
-        out = {self.p.state: trace, C["output"]: page.output_only(trace, step=i), C["tokens"]: page.tokens_only(trace, step=i),
-               C["slider"]: slider(trace)}
+        out = {self.p.state: trace, C.output: page.output_only(trace, step=i), C.tokens: page.tokens_only(trace, step=i),
+               C.slider: slider(trace)}
         if trace.speculative:
-            out[C["spec"]] = page.speculative.rounds_html(trace.rounds, step=i, pieces=page.context_pieces(trace))
+            out[C.spec] = page.speculative.rounds_html(trace.rounds, step=i, pieces=page.context_pieces(trace))
         if not live:  # text only while generating: the model runs at full speed on a small machine
             pass
         elif now - clock["heavy"] >= HEAVY_EVERY_S:
@@ -83,7 +83,7 @@ class Generation:
             out.update(panels(C, trace, i, opts, heavy=True))
         elif now - clock["dist"] >= DIST_EVERY_S:
             clock["dist"] = now
-            out[C["dist"]] = page.distribution_only(trace, step=i, temperature=opts.temperature, top_k=opts.top_k, top_p=opts.top_p)
+            out[C.dist] = page.distribution_only(trace, step=i, temperature=opts.temperature, top_k=opts.top_k, top_p=opts.top_p)
         return out
 
     def stream(self, prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, live, spec_on, spec_k, spec_draft,
@@ -106,15 +106,15 @@ class Generation:
             return
         trace, kept = gen.trace(), getattr(gen, "kept", ())
         layers, heads = layer_head_choices(trace)  # (after a loaded trace of another model)
-        first = {C["ran"]: True, self.p.state: trace, C["viewer_data"]: viewer.live_message(), C["download"]: gr.Button(DOWNLOAD, interactive=False),
-                 C["info"]: model.HOLDER.status, C["layer"]: layers, C["head"]: heads,
-                 C["spec_summary"]: page.speculative_summary_html(trace), C["spec"]: page.speculative.rounds_html(()),
-                 C["example"]: gr.Dropdown(value=None), C["example_look"]: ""}  # (the page shows this generation, not a gallery trace)
+        first = {C.ran: True, self.p.state: trace, C.viewer_data: viewer.live_message(), C.download: gr.Button(DOWNLOAD, interactive=False),
+                 C.info: model.HOLDER.status, C.layer: layers, C.head: heads,
+                 C.spec_summary: page.speculative_summary_html(trace), C.spec: page.speculative.rounds_html(()),
+                 C.example: gr.Dropdown(value=None), C.example_look: ""}  # (the page shows this generation, not a gallery trace)
         if kept:  # continuing: the kept steps stay on screen
             first.update(panels(C, trace, len(kept) - 1, opts))
-            first[C["slider"]] = slider(trace)
+            first[C.slider] = slider(trace)
         else:
-            first.update({C["output"]: page.output_only(trace), C["tokens"]: page.tokens_only(trace)})
+            first.update({C.output: page.output_only(trace), C.tokens: page.tokens_only(trace)})
         key = RUNS.session()
         n = RUNS.begin(key)
         try:
@@ -130,17 +130,17 @@ class Generation:
         finally:
             RUNS.end(key, n)
         if trace.speculative and trace.steps:
-            yield {C["spec_summary"]: page.speculative_summary_html(trace) + "<p><i>Measuring plain decoding of the same prompt and "
+            yield {C.spec_summary: page.speculative_summary_html(trace) + "<p><i>Measuring plain decoding of the same prompt and "
                    "settings, for the speed-up …</i></p>"}
             speed = session.speed_against_plain(lm, trace)
-            yield {C["spec_summary"]: page.speculative_summary_html(trace, speed)}
+            yield {C.spec_summary: page.speculative_summary_html(trace, speed)}
 
     def _refused(self, e: Exception) -> dict:
         """A refused run: the warning, and one update that changes nothing but the `ran` flag (and the model
         line, when the model was the reason). (A generator that yields nothing makes Gradio set every
         output to None: an empty step slider.)"""
         gr.Warning(session.sentence(e))
-        return {self.C["ran"]: False, **({self.C["info"]: model.HOLDER.status} if isinstance(e, model.ModelNotReady) else {})}
+        return {self.C.ran: False, **({self.C.info: model.HOLDER.status} if isinstance(e, model.ModelNotReady) else {})}
 
     def finish(self, ran, trace, step, layer, head, temperature, top_k, top_p):
         """After streaming ends or is stopped: every panel for the last step. Nothing when the run was refused."""
@@ -156,8 +156,8 @@ class Generation:
         # for here (drawn here too they would be drawn twice: by Gradio, then by the page), but for a step past its frames
         only = None if step >= viewer.MAX_FRAMES else viewer.LIGHT
         return {**panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p), only=only),
-                C["slider"]: slider(trace, keep_value=True),
-                C["download"]: gr.Button(DOWNLOAD, interactive=bool(trace.steps)), C["bundle_req"]: f"{id(trace)}:{time.time()}"}
+                C.slider: slider(trace, keep_value=True),
+                C.download: gr.Button(DOWNLOAD, interactive=bool(trace.steps)), C.bundle_req: f"{id(trace)}:{time.time()}"}
 
     # -- the buttons that start a run (their inputs: the stream's, some with one before) ----------
     def gen_fn(self, *a):
@@ -214,4 +214,4 @@ class Generation:
             return unchanged(C)
         t = b.trace
         return {self.p.state: t, **panels(C, t, len(t.steps) - 1, ViewOptions(layer, head, temperature, top_k, top_p)),
-                C["slider"]: slider(t), C["branches_html"]: branches_viz.branches_html(branches, t)}
+                C.slider: slider(t), C.branches_html: branches_viz.branches_html(branches, t)}

@@ -46,7 +46,7 @@ class Inside:
 
         C = self.C
         if trace is None or not trace.steps or tab not in INSIDE or not INSIDE[tab]:
-            return {C["lens_html"]: gr.skip()}  # (an empty dict would read as one missing value)
+            return {C.lens_html: gr.skip()}  # (an empty dict would read as one missing value)
         cmp, (price_in, price_out, seed) = rest[:9], rest[9:12]
         s = clamp_index(step or 0, len(trace.steps))
         st = trace.steps[s]
@@ -54,49 +54,49 @@ class Inside:
         try:
             if tab == "lens":
                 rec = session.LENS.get(model.loaded(), trace, st)
-                out = {C["lens_html"]: lens_viz.lens_summary_html(rec, forced=st.forced),
-                       C["lens_plot"]: lens_viz.logit_lens_figure(rec, trace.model.n_layers, forced=st.forced)} \
-                    if rec is not None else {C["lens_html"]: _note(_no_lens(trace)), C["lens_plot"]: None}
+                out = {C.lens_html: lens_viz.lens_summary_html(rec, forced=st.forced),
+                       C.lens_plot: lens_viz.logit_lens_figure(rec, trace.model.n_layers, forced=st.forced)} \
+                    if rec is not None else {C.lens_html: _note(_no_lens(trace)), C.lens_plot: None}
             elif tab == "residual":
                 label = f"step {st.index}"
-                out = {C["resid_plot"]: residual.residual_path_figure(st.resid_2d, st.resid_norm, st.update_norm, piece=st.context_pieces[-1], step=st.index)
+                out = {C.resid_plot: residual.residual_path_figure(st.resid_2d, st.resid_norm, st.update_norm, piece=st.context_pieces[-1], step=st.index)
                        if st.resid_2d is not None else None,
-                       C["contrib_plot"]: residual.contributions_figure(st.attn_out_norm, st.mlp_out_norm, st.resid_norm, st.update_norm,
+                       C.contrib_plot: residual.contributions_figure(st.attn_out_norm, st.mlp_out_norm, st.resid_norm, st.update_norm,
                                                                         piece=st.context_pieces[-1], step=st.index)}
                 if st.resid_2d is None:
                     gr.Info(f"This trace has no residual path for {label} (it was saved before the path was recorded): generate again to see it.")
             elif tab == "position":
                 pos = session.position_for(model.loaded(), trace)
-                out = {C["pos_plot"]: pos_viz.position_figure(pos, list(st.context_pieces)) if pos is not None else None}
+                out = {C.pos_plot: pos_viz.position_figure(pos, list(st.context_pieces)) if pos is not None else None}
             elif tab == "accounting":
                 acc = None if trace.speculative else session.accounting_for(model.loaded(), trace)
                 if trace.speculative:  # its steps came k + 1 at a time from rounds of draft and verify passes
-                    out = {C["acc_html"]: _note("This generation was speculative: its tokens came from rounds of draft passes and one "
+                    out = {C.acc_html: _note("This generation was speculative: its tokens came from rounds of draft passes and one "
                                                 "verify pass each (section 7), not one pass per token, so a per-step account of one "
                                                 "pass would not be true of it. Generate without speculative decoding to see it."),
-                           C["acc_plot"]: None}
+                           C.acc_plot: None}
                 elif acc is None:
-                    out = {C["acc_html"]: _note("This trace holds no parameter counts and was made by another model: load that model "
-                                                "to see its compute and memory accounting."), C["acc_plot"]: None}
+                    out = {C.acc_html: _note("This trace holds no parameter counts and was made by another model: load that model "
+                                                "to see its compute and memory accounting."), C.acc_plot: None}
                 else:
                     recs, machine, params = acc
-                    out = {C["acc_html"]: compute.accounting_html(recs[s], machine, params, trace.model), C["acc_plot"]: compute.accounting_figure(recs, s)}
+                    out = {C.acc_html: compute.accounting_html(recs[s], machine, params, trace.model), C.acc_plot: compute.accounting_figure(recs, s)}
             elif tab == "sampling":
                 if any(v in (None, "") for v in cmp):
                     raise SettingsError("each of the three columns needs a temperature, a top-k and a top-p")
                 rows = [dict(temperature=float(cmp[3 * n]), top_k=int(cmp[3 * n + 1]), top_p=float(cmp[3 * n + 2])) for n in range(3)]
-                out = {C["cmp_plot"]: sampling_compare.sampling_compare_figure(st, rows, vocab_size=trace.model.vocab_size,
+                out = {C.cmp_plot: sampling_compare.sampling_compare_figure(st, rows, vocab_size=trace.model.vocab_size,
                                                                                 repetition_penalty=trace.settings.repetition_penalty, seed=int(seed or 0))}
             elif tab == "bytes":
-                out = {C["bytes_html"]: bytes_view.bytes_html(trace.prompt, trace.steps, s)}
+                out = {C.bytes_html: bytes_view.bytes_html(trace.prompt, trace.steps, s)}
             elif tab == "context":
                 pin = float(price_in) if price_in not in (None, "") else None
                 pout = float(price_out) if price_out not in (None, "") else None
-                out = {C["ctx_html"]: context.context_html(trace, s, price_in_per_m=pin, price_out_per_m=pout), C["ctx_plot"]: context.context_figure(trace, s)}
+                out = {C.ctx_html: context.context_html(trace, s, price_in_per_m=pin, price_out_per_m=pout), C.ctx_plot: context.context_figure(trace, s)}
         except (SettingsError, ValueError, TypeError) as e:
             gr.Warning(session.sentence(e))
-            return {C["lens_html"]: gr.skip()}  # (an empty dict would read as one missing value)
-        return out or {C["lens_html"]: gr.skip()}
+            return {C.lens_html: gr.skip()}  # (an empty dict would read as one missing value)
+        return out or {C.lens_html: gr.skip()}
 
 
 def kv_compare_click(trace, step):

@@ -20,6 +20,7 @@ from viz.glossary import gloss
 from ui import links
 from ui.model import DRAFT_MODEL, MAX_NEW_TOKENS
 from ui.step_slider import StepSlider
+from ui.views import Components
 
 DOWNLOAD = "Download trace"  # the download buttons' labels (they read otherwise while the file is made)
 DOWNLOAD_PAGE = "Download as web page"
@@ -30,7 +31,7 @@ SAMPLING_ROWS = ((1.0, 0, 1.0), (0.7, 0, 0.9), (0.3, 0, 1.0))  # temperature, to
 class Page:
     """The page's components. `state`: each session's trace; `branches`, `pending`, `tour_i`, `tab`:
     the branches made, a branch being run, the tour's stage, the open "inside" tab."""
-    C: dict = field(default_factory=dict)
+    C: Components = field(default_factory=Components)
     tabs: dict = field(default_factory=dict)
     state: gr.State | None = None
     branches: gr.State | None = None
@@ -50,9 +51,9 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     # Each session's trace. It starts empty and gets the example on page load: Gradio would
     # otherwise deep-copy the example per session and re-serialise it on every update.
     p.state = gr.State(None)
-    C["ran"] = gr.State(False)  # whether the last Generate (or +1, re-sample, branch) ran, or was refused
+    C.ran = gr.State(False)  # whether the last Generate (or +1, re-sample, branch) ran, or was refused
     gr.Markdown("# Watch a language model write, one token at a time", elem_id="intro")
-    C["info"] = gr.Markdown(status, elem_id="model-info")
+    C.info = gr.Markdown(status, elem_id="model-info")
     with gr.Row(equal_height=False, elem_id="lesson"):
         with gr.Column(scale=5, min_width=320, elem_id="lesson-text"):
             _prompt(C)
@@ -85,85 +86,85 @@ def _first_values(example: Trace | None) -> dict:
 INSIDE_NUMBER = 5  # "Inside the model": after the step cards (viz.panels.CARDS), before speculative decoding
 
 
-def _prompt(C: dict) -> None:
+def _prompt(C: Components) -> None:
     """The top of the left column: an example to try, the prompt, and the buttons that run the model."""
     with gr.Row(equal_height=True, elem_id="example-row"):
-        C["example"] = gr.Dropdown(links.example_choices(), value=None, label="Try an example", elem_id="example-traces",
+        C.example = gr.Dropdown(links.example_choices(), value=None, label="Try an example", elem_id="example-traces",
                                    scale=1, min_width=150)
-        C["mode"] = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode", scale=1, min_width=150)
-    C["example_look"] = gr.Markdown(elem_id="example-look")  # the example's one sentence (ui/links.py)
+        C.mode = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode", scale=1, min_width=150)
+    C.example_look = gr.Markdown(elem_id="example-look")  # the example's one sentence (ui/links.py)
     # one line that grows as text is pasted in: Enter generates (Gradio's multi-line boxes take Enter as a newline)
-    C["prompt"] = gr.Textbox(label="Prompt (Enter generates)", value="Why is the sky blue?", lines=1, max_lines=12, elem_id="prompt",
+    C.prompt = gr.Textbox(label="Prompt (Enter generates)", value="Why is the sky blue?", lines=1, max_lines=12, elem_id="prompt",
                              placeholder="Type a prompt and press Enter")
     with gr.Row():
-        C["generate"] = gr.Button("Generate", variant="primary", elem_id="generate", min_width=100)
-        C["step"] = gr.Button("+1 token", elem_id="step", min_width=80)
-        C["stop"] = gr.Button("Stop", variant="stop", elem_id="stop", min_width=70)
+        C.generate = gr.Button("Generate", variant="primary", elem_id="generate", min_width=100)
+        C.step = gr.Button("+1 token", elem_id="step", min_width=80)
+        C.stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=70)
 
 
-def _sampling(C: dict) -> None:
+def _sampling(C: Components) -> None:
     """Temperature, top-k, top-p: above the distribution they reshape (what-if, no model needed)."""
     with gr.Row(elem_id="sampling-sliders"):
-        C["temperature"] = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature", min_width=150)
-        C["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k", min_width=150)
-        C["top_p"] = gr.Slider(0.01, 1, value=0.9, step=0.01, label="Top-p (1 = off)", elem_id="top-p", min_width=150)
+        C.temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature", min_width=150)
+        C.top_k = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k", min_width=150)
+        C.top_p = gr.Slider(0.01, 1, value=0.9, step=0.01, label="Top-p (1 = off)", elem_id="top-p", min_width=150)
 
 
-def _settings(C: dict, example: Trace | None) -> None:
+def _settings(C: Components, example: Trace | None) -> None:
     """Below the first screen: the rest of a run's settings, speculative decoding, files and links."""
     from pipeline.draft import DEFAULT_DRAFT, draft_choices
 
     with gr.Row(equal_height=False, elem_id="run-settings"):
         with gr.Column(scale=5, min_width=320):
-            C["system"] = gr.Textbox(label="System prompt (chat mode; empty: the template's own default)", lines=2, elem_id="system-prompt")
+            C.system = gr.Textbox(label="System prompt (chat mode; empty: the template's own default)", lines=2, elem_id="system-prompt")
             with gr.Row():
                 # no minimum: a negative seed gets the pipeline's warning, which says what to type (Gradio's own
                 # check would be an error toast that names no field)
-                C["seed"] = gr.Number(value=0, precision=0, label="Seed", elem_id="seed")
-                C["max_new"] = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label="Max new tokens",
+                C.seed = gr.Number(value=0, precision=0, label="Seed", elem_id="seed")
+                C.max_new = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label="Max new tokens",
                                          elem_id="max-new-tokens")
-            C["live"] = gr.Checkbox(value=True, label="Redraw the figures while generating (off: text only until the end, fastest)",
+            C.live = gr.Checkbox(value=True, label="Redraw the figures while generating (off: text only until the end, fastest)",
                                     elem_id="live-figures")
         with gr.Column(scale=6, min_width=320):
             with gr.Accordion("Speculative decoding", open=False, elem_id="speculative-settings"):
-                C["spec_on"] = gr.Checkbox(value=False, label="Speculative decoding: a cheap draft proposes, the model checks",
+                C.spec_on = gr.Checkbox(value=False, label="Speculative decoding: a cheap draft proposes, the model checks",
                                            elem_id="speculative")
-                C["spec_k"] = gr.Slider(1, 8, value=4, step=1, label="k: draft proposals per round", elem_id="spec-k")
-                C["spec_draft"] = gr.Dropdown(draft_choices(example.model.n_layers if example else 30, DRAFT_MODEL), value=DEFAULT_DRAFT,
+                C.spec_k = gr.Slider(1, 8, value=4, step=1, label="k: draft proposals per round", elem_id="spec-k")
+                C.spec_draft = gr.Dropdown(draft_choices(example.model.n_layers if example else 30, DRAFT_MODEL), value=DEFAULT_DRAFT,
                                               allow_custom_value=True, label="Draft", elem_id="spec-draft",
                                               info="ngram = copy from earlier in the text (no model: wins on this machine); "
                                                    "layers:N = this model's own first N layers; or the Hub id / local directory of a "
                                                    "smaller model with the same tokenizer")
             with gr.Row():
-                C["download"] = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
-                C["download_page"] = gr.Button(DOWNLOAD_PAGE, elem_id="download-page", size="sm")  # one file that works offline
+                C.download = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
+                C.download_page = gr.Button(DOWNLOAD_PAGE, elem_id="download-page", size="sm")  # one file that works offline
                 # filled when Download is clicked, then clicked by the page's script (hidden)
-                C["download_file"] = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")
-                C["upload"] = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
+                C.download_file = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")
+                C.upload = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
             links.copy_row(C)  # "Copy link" and the link (ui/links.py)
 
 
-def _text(C: dict, first: dict, example: Trace | None) -> None:
+def _text(C: Components, first: dict, example: Trace | None) -> None:
     """The text being written, the step slider with Play, the tour."""
     _panel(C, panels.BY_KEY["output"], first)
     top = max(len(example.steps) - 1, 1) if first else 1
     with gr.Row(equal_height=True):
-        C["slider"] = StepSlider(0, top, value=top if first else 0, step=1, label="Step on screen", elem_id="step-slider", scale=5)
-        C["play"] = gr.Button("▶ Play", elem_id="play", scale=1, size="sm", min_width=80)  # played in the page (assets/app_viewer.js)
-        C["play_speed"] = gr.Dropdown(["slow", "normal", "fast"], value="normal", label="Speed", elem_id="play-speed", scale=2,
+        C.slider = StepSlider(0, top, value=top if first else 0, step=1, label="Step on screen", elem_id="step-slider", scale=5)
+        C.play = gr.Button("▶ Play", elem_id="play", scale=1, size="sm", min_width=80)  # played in the page (assets/app_viewer.js)
+        C.play_speed = gr.Dropdown(["slow", "normal", "fast"], value="normal", label="Speed", elem_id="play-speed", scale=2,
                                       interactive=True, min_width=140)  # (read by the page's script: 1, 4 or 12 steps a second)
     with gr.Row(equal_height=True, elem_id="step-tools"):
-        C["resample"] = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm", scale=2, min_width=100)
-        C["tour"] = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm", min_width=100)
-        C["present"] = gr.Button("📽 Presenter view", elem_id="present-toggle", size="sm", scale=1, min_width=100)  # (assets/page.js)
-        C["boundaries"] = gr.Checkbox(value=True, label="Token boundaries", elem_id="boundaries", scale=1, min_width=150)
+        C.resample = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm", scale=2, min_width=100)
+        C.tour = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm", min_width=100)
+        C.present = gr.Button("📽 Presenter view", elem_id="present-toggle", size="sm", scale=1, min_width=100)  # (assets/page.js)
+        C.boundaries = gr.Checkbox(value=True, label="Token boundaries", elem_id="boundaries", scale=1, min_width=150)
     gr.Markdown(_caption("output"), elem_classes="caption")
-    with gr.Group(visible=False, elem_id="tour-panel") as C["tour_group"]:
-        C["tour_box"] = gr.HTML(elem_id="tour-box")
+    with gr.Group(visible=False, elem_id="tour-panel") as C.tour_group:
+        C.tour_box = gr.HTML(elem_id="tour-box")
         with gr.Row():
-            C["tour_back"] = gr.Button("‹ Back", elem_id="tour-back", size="sm")
-            C["tour_next"] = gr.Button("Next ›", elem_id="tour-next", size="sm", variant="primary")
-            C["tour_end"] = gr.Button("End the tour", elem_id="tour-end", size="sm")
+            C.tour_back = gr.Button("‹ Back", elem_id="tour-back", size="sm")
+            C.tour_next = gr.Button("Next ›", elem_id="tour-next", size="sm", variant="primary")
+            C.tour_end = gr.Button("End the tour", elem_id="tour-end", size="sm")
 
 
 HAND_LAID = ("panel-distribution", "panel-speculative")  # cards placed by hand: on the first screen, after "Inside the model"
@@ -180,24 +181,24 @@ def _heading(card: panels.Card) -> str:
     return title if card.caption_below else title + "\n" + _caption(card.caption)
 
 
-def _panel(C: dict, p: panels.Panel, first: dict) -> None:
+def _panel(C: Components, p: panels.Panel, first: dict) -> None:
     """A panel's component, by its key (viz.panels): a figure or HTML (`first`: the values the page opens with)."""
     C[p.key] = (gr.Plot(first.get(p.key), show_label=False, elem_id=p.elem_id, scale=p.scale) if p.kind == "plot"
                 else gr.HTML(first.get(p.key), elem_id=p.elem_id))
 
 
-def _attention_controls(C: dict, example: Trace | None) -> None:
+def _attention_controls(C: Components, example: Trace | None) -> None:
     """Panel 3's layer, head and overview metric (above its plots)."""
     with gr.Row():
-        C["layer"] = gr.Dropdown(choices=list(range(example.model.n_layers if example else 1)), value=0, label="Layer", elem_id="layer", scale=1)
-        C["head"] = gr.Dropdown(choices=["all"] + list(range(example.model.n_heads if example else 1)), value="all", label="Head", elem_id="head", scale=1)
-        C["metric"] = gr.Radio(["entropy", "newest", "first"], value="entropy", label="Overview: per head", elem_id="overview-metric", scale=2)
+        C.layer = gr.Dropdown(choices=list(range(example.model.n_layers if example else 1)), value=0, label="Layer", elem_id="layer", scale=1)
+        C.head = gr.Dropdown(choices=["all"] + list(range(example.model.n_heads if example else 1)), value="all", label="Head", elem_id="head", scale=1)
+        C.metric = gr.Radio(["entropy", "newest", "first"], value="entropy", label="Overview: per head", elem_id="overview-metric", scale=2)
 
 
 CONTROLS = {"panel-attention": _attention_controls, "panel-distribution": lambda C, example: _sampling(C)}  # a card's own controls, between its heading and its panels
 
 
-def _card(C: dict, card: panels.Card, example: Trace | None, first: dict) -> None:
+def _card(C: Components, card: panels.Card, example: Trace | None, first: dict) -> None:
     """A numbered card: its heading and caption, its controls, its panels (in one row when side by side)."""
     with gr.Column(elem_id=card.elem_id):
         gr.Markdown(_heading(card), elem_classes="caption")
@@ -214,7 +215,7 @@ def _card(C: dict, card: panels.Card, example: Trace | None, first: dict) -> Non
             gr.Markdown(_caption(card.caption + "_app" if card.caption + "_app" in CAPTIONS else card.caption), elem_classes="caption")
 
 
-def _step_cards(C: dict, example: Trace | None, first: dict) -> None:
+def _step_cards(C: Components, example: Trace | None, first: dict) -> None:
     """Every card not placed by hand, in page order (viz.panels.CARDS); cards sharing a `row` side by side."""
     for row, cards in groupby((c for c in panels.CARDS if c.elem_id not in HAND_LAID), key=lambda c: c.row):
         if row:
@@ -226,38 +227,38 @@ def _step_cards(C: dict, example: Trace | None, first: dict) -> None:
                 _card(C, card, example, first)
 
 
-def _inside_tabs(C: dict, tabs: dict) -> None:
+def _inside_tabs(C: Components, tabs: dict) -> None:
     """Panel 6's tabs (inside the open gr.Tabs), each kept in `tabs` by its id."""
     with gr.Tab("Logit lens", id="lens", elem_id="tab-lens") as tabs["lens"]:
         gr.Markdown(_caption("lens"), elem_classes="caption")
-        C["lens_html"] = gr.HTML(elem_id="lens-summary")
-        C["lens_plot"] = gr.Plot(show_label=False, elem_id="lens-plot")
+        C.lens_html = gr.HTML(elem_id="lens-summary")
+        C.lens_plot = gr.Plot(show_label=False, elem_id="lens-plot")
     with gr.Tab("Residual", id="residual", elem_id="tab-residual") as tabs["residual"]:
         gr.Markdown(_caption("residual"), elem_classes="caption")
-        C["resid_plot"] = gr.Plot(show_label=False, elem_id="residual-plot")
+        C.resid_plot = gr.Plot(show_label=False, elem_id="residual-plot")
         gr.Markdown(_caption("contributions"), elem_classes="caption")
-        C["contrib_plot"] = gr.Plot(show_label=False, elem_id="contributions-plot")
+        C.contrib_plot = gr.Plot(show_label=False, elem_id="contributions-plot")
     with gr.Tab("Position", id="position", elem_id="tab-position") as tabs["position"]:
         gr.Markdown(_caption("position"), elem_classes="caption")
-        C["pos_plot"] = gr.Plot(show_label=False, elem_id="position-plot")
+        C.pos_plot = gr.Plot(show_label=False, elem_id="position-plot")
         with gr.Row(equal_height=True):
-            C["swap_i"] = gr.Number(value=None, precision=0, minimum=0, label="Swap prompt position (equal: two of your words)", elem_id="swap-i", scale=1)
-            C["swap_j"] = gr.Number(value=None, precision=0, minimum=0, label="with position", elem_id="swap-j", scale=1)
-            C["swap_btn"] = gr.Button("Swap them and compare attention", elem_id="swap-button", scale=2)
-        C["swap_plot"] = gr.Plot(show_label=False, elem_id="swap-plot")
+            C.swap_i = gr.Number(value=None, precision=0, minimum=0, label="Swap prompt position (equal: two of your words)", elem_id="swap-i", scale=1)
+            C.swap_j = gr.Number(value=None, precision=0, minimum=0, label="with position", elem_id="swap-j", scale=1)
+            C.swap_btn = gr.Button("Swap them and compare attention", elem_id="swap-button", scale=2)
+        C.swap_plot = gr.Plot(show_label=False, elem_id="swap-plot")
     with gr.Tab("KV cache", id="kvc", elem_id="tab-kvc") as tabs["kvc"]:
         gr.Markdown(_caption("kv_compare"), elem_classes="caption")
-        C["kvc_btn"] = gr.Button("Recompute the step on screen without the cache", elem_id="kvc-button")
-        C["kvc_html"] = gr.HTML(elem_id="kvc-summary")
-        C["kvc_plot"] = gr.Plot(show_label=False, elem_id="kvc-plot")
+        C.kvc_btn = gr.Button("Recompute the step on screen without the cache", elem_id="kvc-button")
+        C.kvc_html = gr.HTML(elem_id="kvc-summary")
+        C.kvc_plot = gr.Plot(show_label=False, elem_id="kvc-plot")
     with gr.Tab("Compute", id="accounting", elem_id="tab-accounting") as tabs["accounting"]:
         gr.Markdown(_caption("accounting"), elem_classes="caption")
-        C["acc_html"] = gr.HTML(elem_id="accounting-summary")
-        C["acc_plot"] = gr.Plot(show_label=False, elem_id="accounting-plot")
+        C.acc_html = gr.HTML(elem_id="accounting-summary")
+        C.acc_plot = gr.Plot(show_label=False, elem_id="accounting-plot")
     _more_inside_tabs(C, tabs)
 
 
-def _more_inside_tabs(C: dict, tabs: dict) -> None:
+def _more_inside_tabs(C: Components, tabs: dict) -> None:
     """The last four tabs of panel 6: sampling side by side, branches, bytes, context."""
     with gr.Tab("Sampling ×3", id="sampling", elem_id="tab-sampling") as tabs["sampling"]:
         gr.Markdown(_caption("sampling_compare"), elem_classes="caption")
@@ -267,33 +268,33 @@ def _more_inside_tabs(C: dict, tabs: dict) -> None:
                     C[f"cmp_t{n}"] = gr.Number(value=t, step=0.05, label=f"{n + 1}: temperature", elem_id=f"cmp-t{n}")
                     C[f"cmp_k{n}"] = gr.Number(value=k, precision=0, label="top-k", elem_id=f"cmp-k{n}")
                     C[f"cmp_p{n}"] = gr.Number(value=pp, step=0.01, label="top-p", elem_id=f"cmp-p{n}")
-        C["cmp_btn"] = gr.Button("Draw 1,000 tokens from each", elem_id="sampling-button")
-        C["cmp_plot"] = gr.Plot(show_label=False, elem_id="sampling-plot")
+        C.cmp_btn = gr.Button("Draw 1,000 tokens from each", elem_id="sampling-button")
+        C.cmp_plot = gr.Plot(show_label=False, elem_id="sampling-plot")
     with gr.Tab("Branches", id="branches", elem_id="tab-branches") as tabs["branches"]:
         gr.Markdown(_caption("branching"), elem_classes="caption")
-        C["branches_html"] = gr.HTML(branches_viz.branches_html([], None), elem_id="branches")
+        C.branches_html = gr.HTML(branches_viz.branches_html([], None), elem_id="branches")
         with gr.Row(equal_height=True):
-            C["branch_pick"] = gr.Radio([], label="Show branch", elem_id="branch-pick", scale=3)
-            C["branch_rank"] = gr.Number(value=2, precision=0, minimum=1, maximum=100, label="Candidate rank to force",
+            C.branch_pick = gr.Radio([], label="Show branch", elem_id="branch-pick", scale=3)
+            C.branch_rank = gr.Number(value=2, precision=0, minimum=1, maximum=100, label="Candidate rank to force",
                                          elem_id="branch-rank", scale=1)
-            C["branch_btn"] = gr.Button("Force it at the step on screen, generate on", elem_id="branch-button", scale=2)
+            C.branch_btn = gr.Button("Force it at the step on screen, generate on", elem_id="branch-button", scale=2)
     with gr.Tab("Bytes", id="bytes", elem_id="tab-bytes") as tabs["bytes"]:
         gr.Markdown(_caption("bytes"), elem_classes="caption")
-        C["bytes_html"] = gr.HTML(elem_id="bytes-html")
+        C.bytes_html = gr.HTML(elem_id="bytes-html")
     with gr.Tab("Context", id="context", elem_id="tab-context") as tabs["context"]:
         gr.Markdown(_caption("context"), elem_classes="caption")
         with gr.Row():
-            C["price_in"] = gr.Number(value=None, minimum=0, label="Price per million input tokens ($)", elem_id="price-in")
-            C["price_out"] = gr.Number(value=None, minimum=0, label="Price per million output tokens ($)", elem_id="price-out")
-        C["ctx_html"] = gr.HTML(elem_id="context-summary")
-        C["ctx_plot"] = gr.Plot(show_label=False, elem_id="context-plot")
+            C.price_in = gr.Number(value=None, minimum=0, label="Price per million input tokens ($)", elem_id="price-in")
+            C.price_out = gr.Number(value=None, minimum=0, label="Price per million output tokens ($)", elem_id="price-out")
+        C.ctx_html = gr.HTML(elem_id="context-summary")
+        C.ctx_plot = gr.Plot(show_label=False, elem_id="context-plot")
 
 
-def _speculative(C: dict, spec_cost, first: dict, example: Trace | None) -> None:
+def _speculative(C: Components, spec_cost, first: dict, example: Trace | None) -> None:
     """Panel 7: the rounds of a speculative run, and this machine's cost curve when measured."""
     with gr.Column(elem_id="panel-speculative"):
         gr.Markdown(_heading(panels.CARD["panel-speculative"]), elem_classes="caption")
-        C["spec_summary"] = gr.HTML(page.speculative_summary_html(example) if first else None, elem_id="spec-summary")
+        C.spec_summary = gr.HTML(page.speculative_summary_html(example) if first else None, elem_id="spec-summary")
         _panel(C, panels.BY_KEY["spec"], first)
         if spec_cost is not None:
             gr.HTML(page.speculative.cost_curve_html(spec_cost), elem_id="spec-cost-text")
@@ -306,13 +307,13 @@ def _static_figure(fig) -> str:
     return f"<div class='static-figure' data-figure='{html.escape(fig.to_json(), quote=True)}'></div>"
 
 
-def _hidden(C: dict) -> None:
+def _hidden(C: Components) -> None:
     """Hidden fields the page's scripts and the server talk through."""
     # the step viewer's messages to the page (ui/viewer_wiring.py), and the page's "the step slider settled"
-    C["viewer_data"] = gr.Textbox(elem_id="viewer-data", elem_classes="hidden-input", container=False, lines=1, max_lines=1)
-    C["settled"] = gr.Button("settled", elem_id="step-settled", elem_classes="hidden-input")
-    C["bundle_req"] = gr.Textbox(elem_classes="hidden-input", container=False, lines=1, max_lines=1)
+    C.viewer_data = gr.Textbox(elem_id="viewer-data", elem_classes="hidden-input", container=False, lines=1, max_lines=1)
+    C.settled = gr.Button("settled", elem_id="step-settled", elem_classes="hidden-input")
+    C.bundle_req = gr.Textbox(elem_classes="hidden-input", container=False, lines=1, max_lines=1)
     # set by the page's script: a click on a candidate bar ("rank|nonce"), the panel the tour points at
-    C["branch_req"] = gr.Textbox(elem_id="branch-request", elem_classes="hidden-input", container=False)
-    C["branch_go"] = gr.Button("branch", elem_id="branch-go", elem_classes="hidden-input")
-    C["tour_target"] = gr.Textbox(elem_id="tour-target", elem_classes="hidden-input", container=False)
+    C.branch_req = gr.Textbox(elem_id="branch-request", elem_classes="hidden-input", container=False)
+    C.branch_go = gr.Button("branch", elem_id="branch-go", elem_classes="hidden-input")
+    C.tour_target = gr.Textbox(elem_id="tour-target", elem_classes="hidden-input", container=False)

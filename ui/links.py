@@ -37,6 +37,7 @@ import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotatio
 from pipeline import gallery
 from pipeline.errors import GalleryError, TraceFormatError
 from pipeline.indices import clamp_index
+from ui.views import Call, Components
 from ui.viewer_wiring import LIGHT
 
 LINKS_JS = (Path(__file__).resolve().parents[1] / "assets" / "links.js").read_text(encoding="utf-8")
@@ -228,7 +229,7 @@ def _js(action: dict, call=False) -> str:
     return f"({LINKS_JS})({json.dumps(json.dumps(action))});" if call else f"(...v) => ({LINKS_JS})({json.dumps(json.dumps(action))}, ...v)"
 
 
-def tables(C: dict) -> dict:
+def tables(C: Components) -> dict:
     """For the page's script: the server's own ranges (parse_link warns of the rest), the fields' element ids, and their
     values as the page is drawn (a field that holds another value was typed into: the link leaves it alone)."""
     return {"numbers": {n: [k, "int" if kind is int else "float", lo, hi] for n, (k, kind, lo, hi) in NUMBERS.items() if k != "step"},
@@ -238,14 +239,14 @@ def tables(C: dict) -> dict:
 @dataclass
 class Deps:
     """What the links need from the page (passed in by ui/wiring.py: app.py may run as __main__)."""
-    C: dict
+    C: Components
     state: object  # the session's trace (gr.State)
     load_trace: Callable  # ui/listeners.py's load_trace(file, layer, head, temperature, top_k, top_p) -> {component: value}
     load_outputs: list  # its outputs, as the "Load trace" button lists them
     view: Callable  # ui/views.py's panels_of_values, C given: (trace, step, layer, head, temperature, top_k, top_p, only=...) -> {component: value}
     slider: Callable  # ui/views.py's slider(trace, step) -> the step slider's update
-    send_bundle: tuple  # (fn, inputs, output): the viewer bundle of the trace on screen, for the page
-    inside: tuple  # (fn, inputs, outputs, kwargs): the open "inside the model" tab
+    send_bundle: Call  # the viewer bundle of the trace on screen, for the page
+    inside: Call  # the open "inside the model" tab
 
 
 _TRACES: dict = {}  # gallery name -> Trace, loaded once and shared by every session: the viewer's bundle is built once per class
@@ -257,13 +258,13 @@ def gallery_trace(name: str):
     return _TRACES[name]
 
 
-def copy_row(C: dict) -> None:
+def copy_row(C: Components) -> None:
     """The "Copy link" button and the link it wrote; the script that writes a link's fields (after every field)."""
     # this writes a link's fields as each appears (assets/links.js, "early"): Gradio's load event comes later
     gr.HTML("", js_on_load=_js({"early": tables(C)}, call=True), elem_id="link-early", elem_classes="hidden-input", container=False, padding=False)
     with gr.Row(equal_height=True):
-        C["copy_link"] = gr.Button("🔗 Copy link", elem_id="copy-link", size="sm", scale=1)
-        C["link_box"] = gr.Textbox(show_label=False, placeholder="a link to this page as it is", elem_id="link-box", scale=3,
+        C.copy_link = gr.Button("🔗 Copy link", elem_id="copy-link", size="sm", scale=1)
+        C.link_box = gr.Textbox(show_label=False, placeholder="a link to this page as it is", elem_id="link-box", scale=3,
                                    lines=1, max_lines=1, interactive=True)
 
 
@@ -291,15 +292,15 @@ def open_example(d: Deps, name, layer, head, temperature, top_k, top_p, step=Non
         out = d.load_trace(gallery_trace(name), layer, head, temperature, top_k, top_p)
     except (GalleryError, OSError, EOFError, TraceFormatError) as err:
         gr.Warning(f"Could not open that example: {err}")
-        return {C["example_look"]: gr.skip()}
+        return {C.example_look: gr.skip()}
     trace = out.get(d.state)
     if trace is None:  # load_trace said why
         return out
     s = clamp_index(e.step if step is None else step, len(trace.steps))
     st = trace.settings
-    out.update({C["slider"]: d.slider(trace, s), **d.view(trace, s, 0, "all", st.temperature, st.top_k, st.top_p, only=LIGHT)})
+    out.update({C.slider: d.slider(trace, s), **d.view(trace, s, 0, "all", st.temperature, st.top_k, st.top_p, only=LIGHT)})
     out.update({C[k]: v for k, v in trace_fields(trace).items()})  # what the panels use is what the fields show
-    out[C["example_look"]] = f"**{e.title}.** {e.look}\n\n{fields_line(trace)}"
+    out[C.example_look] = f"**{e.title}.** {e.look}\n\n{fields_line(trace)}"
     _remember(trace, name)
     return out
 
@@ -315,11 +316,6 @@ def _names() -> tuple:
     return tuple(name for _, name in example_choices())
 
 
-def _when(fn, skip):
-    """`fn`, run only when the flag given first is set (else `skip`): the chain after a link that opened nothing."""
-    return lambda flag, *a: fn(*a) if flag else skip
-
-
 
 
 def wire(d: Deps, opened, demo=None) -> None:
@@ -330,19 +326,16 @@ def wire(d: Deps, opened, demo=None) -> None:
     if demo is not None:
         demo.load(None, fields, fields, js=_js({"open": tables(C)}), show_progress="hidden")
     # what the page's script does after a link; the fields the server fills (an example's: written where nobody has touched)
-    C["link_action"], C["link_fields"] = (gr.Textbox(elem_id=i, elem_classes="hidden-input", container=False) for i in ("link-action", "link-fields"))
+    C.link_action, C.link_fields = (gr.Textbox(elem_id=i, elem_classes="hidden-input", container=False) for i in ("link-action", "link-fields"))
     flag = gr.State(False)
-    view_in = [C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
-    ex_out = list(dict.fromkeys([*d.load_outputs, C["slider"], *[C[k] for k in LIGHT], C["example_look"], *fields]))
-    bundle_fn, bundle_in, bundle_out = d.send_bundle
-    inside_fn, inside_in, inside_out, inside_kw = d.inside
+    view_in = [C.layer, C.head, C.temperature, C.top_k, C.top_p]
+    ex_out = list(dict.fromkeys([*d.load_outputs, C.slider, *[C[k] for k in LIGHT], C.example_look, *fields]))
     quiet = dict(show_progress="hidden", api_visibility="private")
 
     def chosen(name, *a):
-        return open_example(d, name, *a) if name else {C["example_look"]: gr.skip()}
+        return open_example(d, name, *a) if name else {C.example_look: gr.skip()}
 
-    C["example"].input(chosen, [C["example"], *view_in], ex_out, **quiet).then(
-        d.send_bundle[0], bundle_in, bundle_out, **quiet).then(inside_fn, inside_in, inside_out, **inside_kw)
+    d.inside.after(d.send_bundle.after(C.example.input(chosen, [C.example, *view_in], ex_out, **quiet), **quiet))
 
     def from_link(layer, head, temperature, top_k, top_p, request: gr.Request = None):  # (named: Gradio fills `request` in)
         a = (layer, head, temperature, top_k, top_p)
@@ -355,29 +348,27 @@ def wire(d: Deps, opened, demo=None) -> None:
         out = {flag: bool(link.example)}
         if link.example:
             out.update(open_example(d, link.example, *a, step=link.step))
-            out[C["example"]] = link.example
+            out[C.example] = link.example
         # the link's own fields are on the page already (the browser wrote them as it drew it); the example's
         # go to the fields nobody has touched, and never over the link's own
         later = {k: out.pop(C[k]) for k in FIELDS if C[k] in out}
         later = {k: v for k, v in later.items() if k not in link.fields}
-        out[C["link_fields"]] = json.dumps({"fields": later, "n": time.time()}) if later else gr.skip()
-        out[C["link_action"]] = json.dumps({"run": link.run, "step": None if link.example else link.step,
+        out[C.link_fields] = json.dumps({"fields": later, "n": time.time()}) if later else gr.skip()
+        out[C.link_action] = json.dumps({"run": link.run, "step": None if link.example else link.step,
                                             "branch": [] if link.example else link.branches, "n": time.time()})
         return out
 
-    link_out = list(dict.fromkeys([*ex_out, flag, C["example"], C["link_action"], C["link_fields"]]))
+    link_out = list(dict.fromkeys([*ex_out, flag, C.example, C.link_action, C.link_fields]))
     link_out = [c for c in link_out if c not in fields]
-    opened.then(from_link, view_in, link_out, **quiet).then(
-        None, [C["link_fields"], *fields], fields, js=LINKS_JS, **quiet).then(
-        _when(bundle_fn, gr.skip()), [flag, *bundle_in], bundle_out, **quiet).then(
-        _when(inside_fn, {C["lens_html"]: gr.skip()}), [flag, *inside_in], inside_out, **inside_kw).then(
-        None, C["link_action"], None, js=LINKS_JS)
+    fields_written = opened.then(from_link, view_in, link_out, **quiet).then(None, [C.link_fields, *fields], fields, js=LINKS_JS, **quiet)
+    example_shown = d.inside.only_if(flag, {C.lens_html: gr.skip()}).after(d.send_bundle.only_if(flag, gr.skip()).after(fields_written, **quiet))
+    example_shown.then(None, C.link_action, None, js=LINKS_JS)
     _wire_copy(d)
 
 
 def _wire_copy(d: Deps) -> None:
     C = d.C
-    fields = [C["prompt"], C["mode"], C["system"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["slider"], d.state]
+    fields = [C.prompt, C.mode, C.system, C.temperature, C.top_k, C.top_p, C.seed, C.max_new, C.slider, d.state]
 
     def copy(address, prompt, mode, system, temperature, top_k, top_p, seed, max_new, step, trace):
         base, in_space = link_base(address, os.environ.get("SPACE_ID"), os.environ.get("SPACE_HOST"))
@@ -392,8 +383,8 @@ def _wire_copy(d: Deps) -> None:
         return url, json.dumps(action)
 
     # the page's own address first (the server cannot know it behind a proxy), then the link, then the clipboard
-    C["copy_link"].click(None, None, C["link_box"], js="() => location.origin + location.pathname", **_QUIET).then(
-        copy, [C["link_box"], *fields], [C["link_box"], C["link_action"]], **_QUIET).then(None, C["link_action"], None, js=LINKS_JS)
+    C.copy_link.click(None, None, C.link_box, js="() => location.origin + location.pathname", **_QUIET).then(
+        copy, [C.link_box, *fields], [C.link_box, C.link_action], **_QUIET).then(None, C.link_action, None, js=LINKS_JS)
 
 
 _QUIET = dict(show_progress="hidden", api_visibility="private")

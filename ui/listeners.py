@@ -41,16 +41,16 @@ class Listeners:
         C = self.C
         if not trace or not trace.steps:
             gr.Warning("There is no generation on screen to save: press Generate first.")
-            yield {C["download_file"]: None}
+            yield {C.download_file: None}
             return
-        yield {C[button]: gr.Button(f"Preparing the {what} …", interactive=False), C["download_file"]: None}
+        yield {C[button]: gr.Button(f"Preparing the {what} …", interactive=False), C.download_file: None}
         folder = session.download_folder(DOWNLOADS, getattr(request, "session_hash", None))
         try:
             path = str(write(folder))
         except (OSError, SettingsError) as e:
             gr.Warning(f"Could not write the {what}: {session.sentence(e)}")
             path = None
-        yield {C[button]: gr.Button(label, interactive=True), C["download_file"]: path}
+        yield {C[button]: gr.Button(label, interactive=True), C.download_file: path}
 
     def download_click(self, trace: Trace | None, request: gr.Request = None):
         """The trace file (the logit lens of every step is computed here, not after every run)."""
@@ -75,44 +75,44 @@ class Listeners:
                 trace = trace_io.load(file if isinstance(file, str) else getattr(file, "name", str(file)))  # .json(.gz), /1 or /2
             except (OSError, EOFError, TraceFormatError) as e:
                 gr.Warning(f"Could not read that trace: {e}")
-                return {**unchanged(C), C["ran"]: False}  # (`ran` False: the load's follow-ups do nothing, ui/wiring.py)
+                return {**unchanged(C), C.ran: False}  # (`ran` False: the load's follow-ups do nothing, ui/wiring.py)
         if not trace.steps:
             gr.Warning("That trace holds no generated steps.")
-            return {**unchanged(C), C["ran"]: False}
+            return {**unchanged(C), C.ran: False}
         L, H = layer_head_choices(trace)
         s = trace.settings
         # a file from disk is not the gallery's (a gallery trace comes here as a Trace, and names itself after)
-        from_disk = {} if isinstance(file, Trace) else {C["example"]: gr.Dropdown(value=None), C["example_look"]: links.fields_line(trace, "trace")}
+        from_disk = {} if isinstance(file, Trace) else {C.example: gr.Dropdown(value=None), C.example_look: links.fields_line(trace, "trace")}
         # the fields say how the trace was made (its prompt, mode and settings), as the panels use them
-        return {**from_disk, C["ran"]: True, **{C[k]: v for k, v in links.trace_fields(trace).items()},
+        return {**from_disk, C.ran: True, **{C[k]: v for k, v in links.trace_fields(trace).items()},
             self.p.state: trace, **panels(C, trace, len(trace.steps) - 1, ViewOptions.of(trace)),
-            C["slider"]: slider(trace), C["layer"]: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
-            C["head"]: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),
-            C["temperature"]: s.temperature, C["top_k"]: s.top_k, C["top_p"]: s.top_p, C["seed"]: s.seed,
-            C["info"]: page.model_markdown(session.known_weights(trace.model, model.loaded()), loaded_from_file=True),
-            C["download"]: gr.Button(DOWNLOAD, interactive=True), C["spec_summary"]: page.speculative_summary_html(trace),
+            C.slider: slider(trace), C.layer: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
+            C.head: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),
+            C.temperature: s.temperature, C.top_k: s.top_k, C.top_p: s.top_p, C.seed: s.seed,
+            C.info: page.model_markdown(session.known_weights(trace.model, model.loaded()), loaded_from_file=True),
+            C.download: gr.Button(DOWNLOAD, interactive=True), C.spec_summary: page.speculative_summary_html(trace),
         }
 
     def on_load(self):
         """The session's trace: the example (immutable: every session shares the one object). The page opened
         showing it (ui/layout.py's first values; its bundle named in the page's head)."""
         C, t = self.C, self.example
-        return {C["info"]: model.HOLDER.status} if t is None else {self.p.state: t, C["info"]: model.HOLDER.status}
+        return {C.info: model.HOLDER.status} if t is None else {self.p.state: t, C.info: model.HOLDER.status}
 
     def tour_show(self, trace, step, i):
         C = self.C
         if trace is None or not trace.steps:
             gr.Warning("Generate some text first: the tour walks through one step of it.")
-            return {C["tour_target"]: ""}
+            return {C.tour_target: ""}
         s = clamp_index(step, len(trace.steps))
         stages = tour_viz.tour_stages(trace, s)
         if i is not None and int(i) >= len(stages):  # "Finish" on the last stage ends the tour
-            return {C["tour_group"]: gr.Group(visible=False), self.p.tour_i: 0, C["tour_target"]: ""}
+            return {C.tour_group: gr.Group(visible=False), self.p.tour_i: 0, C.tour_target: ""}
         i = clamp_index(i, len(stages))
         last = i == len(stages) - 1
-        return {C["tour_group"]: gr.Group(visible=True), C["tour_box"]: tour_viz.tour_html(trace, s, i), self.p.tour_i: i,
-                C["tour_target"]: stages[i].target, C["tour_next"]: gr.Button("Finish ✓" if last else "Next ›"),
-                C["tour_back"]: gr.Button(interactive=i > 0)}
+        return {C.tour_group: gr.Group(visible=True), C.tour_box: tour_viz.tour_html(trace, s, i), self.p.tour_i: i,
+                C.tour_target: stages[i].target, C.tour_next: gr.Button("Finish ✓" if last else "Next ›"),
+                C.tour_back: gr.Button(interactive=i > 0)}
 
 
 def session_closed(request: gr.Request = None):

@@ -43,6 +43,7 @@ from pipeline.records import Trace
 from viz import page, panels
 from viz.viewer import MAX_FRAMES, frame_steps, bundle_json, viewer_bundle
 from viz.viewer_page import VIEWER_SCRIPTS
+from ui.views import Components
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
@@ -179,19 +180,19 @@ def web_page(trace: Trace, layer, head, metric, folder: Path) -> Path:
     return path
 
 
-def settled_view(C: dict, trace: Trace | None, step, layer, head, temperature, top_k, top_p, metric) -> dict:
+def settled_view(C: Components, trace: Trace | None, step, layer, head, temperature, top_k, top_p, metric) -> dict:
     """After the step slider settles: nothing for a step the bundle holds (the page drew it); the five
     figures for a step past the bundle's frames (a trace longer than viz.viewer.MAX_FRAMES)."""
     try:
         s = int(step)
     except (TypeError, ValueError):
-        return {C["dist"]: gr.skip()}
+        return {C.dist: gr.skip()}
     if trace is None or not trace.steps or s < MAX_FRAMES:
-        return {C["dist"]: gr.skip()}
+        return {C.dist: gr.skip()}
     try:
         out = page.render(trace, step=s, layer=layer, head=head, temperature=temperature, top_k=top_k, top_p=top_p,
                           metric=metric or "entropy", only=FIVE)
     except SettingsError as e:
         gr.Warning(str(e))
-        return {C["dist"]: gr.skip()}
+        return {C.dist: gr.skip()}
     return {C[k]: v for k, v in out.items()}

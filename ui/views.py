@@ -1,16 +1,50 @@
 """What several listeners draw alike: the panels of one step, the step slider, the layer and head choices.
 
-`C` is the page's components by name (ui/layout.py); the updates are {component: value}.
+`C` is the page's components by name (`Components`, filled by ui/layout.py); the updates are {component: value}.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Callable
 
 import gradio as gr
 
 from pipeline.indices import clamp_index
 from pipeline.records import Trace
 from viz import page
+
+
+class Components(SimpleNamespace):
+    """The page's components as named attributes (`C.prompt`, `C.slider`); `C[name]` where the name is held in
+    a variable (a panel's key from the registry, viz.panels; a link's field)."""
+
+    def __getitem__(self, name: str):
+        return getattr(self, name)
+
+    def __setitem__(self, name: str, value) -> None:
+        setattr(self, name, value)
+
+
+@dataclass(frozen=True)
+class Call:
+    """A listener with its inputs, outputs and options: a named link of the page's event chains
+    (`w.inside.after(ev)`: the open "inside the model" tab drawn anew once `ev` is done)."""
+    fn: Callable
+    inputs: list
+    outputs: object
+    options: dict = field(default_factory=dict)
+
+    def after(self, ev, **options):
+        return ev.then(self.fn, self.inputs, self.outputs, **{**self.options, **options})
+
+    def on(self, trigger, **options):
+        return trigger(self.fn, self.inputs, self.outputs, **{**self.options, **options})
+
+    def only_if(self, flag, nothing) -> "Call":
+        """This call run only when `flag` (a gr.State set by the listener before it) holds True; else `nothing`."""
+        fn = self.fn
+        return Call(lambda ok, *a: fn(*a) if ok else nothing, [flag, *self.inputs], self.outputs, self.options)
 
 
 @dataclass(frozen=True)
@@ -30,12 +64,12 @@ class ViewOptions:
         return cls(0, "all", s.temperature, s.top_k, s.top_p)
 
 
-def unchanged(C: dict) -> dict:
+def unchanged(C: Components) -> dict:
     """An update that changes nothing (Gradio reads an empty dict as one missing value)."""
-    return {C["output"]: gr.skip()}
+    return {C.output: gr.skip()}
 
 
-def panels(C: dict, trace: Trace | None, step, opts: ViewOptions, *, heavy=True, only=None) -> dict:
+def panels(C: Components, trace: Trace | None, step, opts: ViewOptions, *, heavy=True, only=None) -> dict:
     """Every panel for one step of a trace (or the `only` ones), as {component: value}."""
     if trace is None:
         return {}
@@ -44,7 +78,7 @@ def panels(C: dict, trace: Trace | None, step, opts: ViewOptions, *, heavy=True,
     return {C[k]: v for k, v in out.items()}
 
 
-def panels_of_values(C: dict, trace: Trace | None, step, layer, head, temperature, top_k, top_p, *, only=None) -> dict:
+def panels_of_values(C: Components, trace: Trace | None, step, layer, head, temperature, top_k, top_p, *, only=None) -> dict:
     """panels() with the options as separate values (ui/links.py's Deps.view)."""
     return panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p), only=only)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable
 
 import gradio as gr
 
@@ -19,7 +18,7 @@ from ui.generation import Generation
 from ui.inside import INSIDE, Inside, kv_compare_click, swap_click
 from ui.layout import Page
 from ui.listeners import Listeners, session_closed, status_tick
-from ui.views import panels_of_values, slider
+from ui.views import Call, panels_of_values, slider
 
 FOCUS_JS = ("(t) => { document.querySelectorAll('.tour-focus').forEach(e => e.classList.remove('tour-focus')); "
             # the card beside the page on a wide screen (assets/style.css): the page narrows, its plots take the new width
@@ -36,14 +35,12 @@ class Wires:
     p: Page
     gen: Generation
     other: Listeners
-    finish: Callable
-    inside: tuple  # (fn, inputs, outputs, kwargs): the open "inside the model" tab, drawn anew
-    send_bundle: tuple  # (fn, inputs, output): the viewer bundle of the trace on screen, for the page
+    finish: Call  # every panel of the last step once a run ends (or is stopped); asks for the bundle
+    inside: Call  # the open "inside the model" tab, drawn anew
+    send_bundle: Call  # the viewer bundle of the trace on screen, for the page
     view_in: list
     gen_in: list
     all_out: list
-    fin_in: list
-    fin_out: list
     panels: list
     load_out: list
 
@@ -51,26 +48,25 @@ class Wires:
     def of(cls, p: Page, example) -> "Wires":
         C, state = p.C, p.state
         gen = Generation(p)
-        inside_in = [p.tab, state, C["slider"], *[C[f"cmp_{x}{n}"] for n in range(3) for x in "tkp"], C["price_in"], C["price_out"], C["seed"]]
+        inside_in = [p.tab, state, C.slider, *[C[f"cmp_{x}{n}"] for n in range(3) for x in "tkp"], C.price_in, C.price_out, C.seed]
         inside_out = [C[k] for keys in INSIDE.values() for k in keys]
         inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
         panels = [C[k] for k in page.PANEL_KEYS]
-        view_in = [state, C["slider"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]]
+        view_in = [state, C.slider, C.layer, C.head, C.temperature, C.top_k, C.top_p]
         return cls(
-            p=p, gen=gen, other=Listeners(p, example), finish=gen.finish,
-            inside=(Inside(p).inside_view, inside_in, inside_out, inside_kw),
-            send_bundle=(viewer.bundle_message, [state, C["layer"], C["head"], C["metric"]], C["viewer_data"]),
+            p=p, gen=gen, other=Listeners(p, example),
+            finish=Call(gen.finish, [C.ran, *view_in], [*panels, C.slider, C.download, C.bundle_req], dict(show_progress="hidden")),
+            inside=Call(Inside(p).inside_view, inside_in, inside_out, inside_kw),
+            send_bundle=Call(viewer.bundle_message, [state, C.layer, C.head, C.metric], C.viewer_data),
             view_in=view_in,
-            gen_in=[C["prompt"], C["system"], C["mode"], C["temperature"], C["top_k"], C["top_p"], C["seed"], C["max_new"], C["layer"],
-                    C["head"], C["live"], C["spec_on"], C["spec_k"], C["spec_draft"],
-                    C["info"], state],  # the model line as clicked: a click while it said "loading" starts no run
-            all_out=[C["ran"], state, *panels, C["slider"], C["download"], C["spec_summary"], C["info"], C["layer"], C["head"], C["viewer_data"],
-                     C["example"], C["example_look"]],
-            fin_in=[C["ran"], *view_in],
-            fin_out=[*panels, C["slider"], C["download"], C["bundle_req"]],
+            gen_in=[C.prompt, C.system, C.mode, C.temperature, C.top_k, C.top_p, C.seed, C.max_new, C.layer,
+                    C.head, C.live, C.spec_on, C.spec_k, C.spec_draft,
+                    C.info, state],  # the model line as clicked: a click while it said "loading" starts no run
+            all_out=[C.ran, state, *panels, C.slider, C.download, C.spec_summary, C.info, C.layer, C.head, C.viewer_data,
+                     C.example, C.example_look],
             panels=panels,
-            load_out=[C["ran"], state, *panels, C["slider"], C["layer"], C["head"], C["prompt"], C["mode"], C["system"], C["temperature"], C["top_k"],
-                      C["top_p"], C["seed"], C["max_new"], C["info"], C["download"], C["spec_summary"], C["example"], C["example_look"]],
+            load_out=[C.ran, state, *panels, C.slider, C.layer, C.head, C.prompt, C.mode, C.system, C.temperature, C.top_k,
+                      C.top_p, C.seed, C.max_new, C.info, C.download, C.spec_summary, C.example, C.example_look],
         )
 
 
@@ -78,7 +74,7 @@ def wire(demo: gr.Blocks, p: Page, example) -> None:
     """Every event of the page, in the order the page has always had them."""
     w = Wires.of(p, example)
     # the viewer's messages go to the page's script (assets/app_viewer.js)
-    p.C["viewer_data"].change(None, p.C["viewer_data"], None, js=viewer.INBOX_JS, api_visibility="private")
+    p.C.viewer_data.change(None, p.C.viewer_data, None, js=viewer.INBOX_JS, api_visibility="private")
     events = _generation(w) + _branches(w)
     _tour(w)
     _stop_and_files(w, events)
@@ -96,13 +92,13 @@ def _generation(w: Wires) -> list:
     issue 23): the new run starts and the one on screen stops at its next token (ui/generation.py's
     RUNS). `finish` keeps its last call ("always_last"), so the run that ends last is drawn whole."""
     C, gen = w.p.C, w.gen
-    gen_fn, fin = gen.gen_fn, w.finish
+    gen_fn = gen.gen_fn
     events = []
-    for trigger, fn, extra, name in ((C["generate"].click, gen_fn, [], "generate"), (C["prompt"].submit, gen_fn, [], None),
-                                     (C["step"].click, gen.step_fn, [], "step"), (C["resample"].click, gen.resample_fn, [C["slider"]], "resample")):
+    for trigger, fn, extra, name in ((C.generate.click, gen_fn, [], "generate"), (C.prompt.submit, gen_fn, [], None),
+                                     (C.step.click, gen.step_fn, [], "step"), (C.resample.click, gen.resample_fn, [C.slider], "resample")):
         ev = trigger(fn, extra + w.gen_in, w.all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden",
                      api_name=name, api_visibility="public" if name else "private", trigger_mode="multiple" if fn is gen_fn else None)
-        ev.then(fin, w.fin_in, w.fin_out, show_progress="hidden", trigger_mode="always_last").then(*w.inside[:3], **w.inside[3])
+        w.inside.after(w.finish.after(ev, trigger_mode="always_last"))
         events.append(ev)
     return events
 
@@ -111,56 +107,54 @@ def _branches(w: Wires) -> list:
     """A branch (a candidate bar clicked, or a rank typed), kept in the list; a kept branch shown."""
     C, gen, p = w.p.C, w.gen, w.p
     record = gen.record_branch
-    branch_in = [C["slider"], *w.gen_in]
+    branch_in = [C.slider, *w.gen_in]
     branch_out = [*w.all_out, p.pending]
     events = []
-    for trigger, rank_in, fn in ((C["branch_go"].click, C["branch_req"], gen.branch_click), (C["branch_btn"].click, C["branch_rank"], gen.branch_typed)):
+    for trigger, rank_in, fn in ((C.branch_go.click, C.branch_req, gen.branch_click), (C.branch_btn.click, C.branch_rank, gen.branch_typed)):
         ev = trigger(fn, [rank_in, *branch_in], branch_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden")
-        ev.then(w.finish, w.fin_in, w.fin_out, show_progress="hidden").then(*w.inside[:3], **w.inside[3]).then(
-            record, [p.state, p.branches, p.pending], [p.branches, C["branches_html"], C["branch_pick"], p.pending], show_progress="hidden")
+        w.inside.after(w.finish.after(ev)).then(
+            record, [p.state, p.branches, p.pending], [p.branches, C.branches_html, C.branch_pick, p.pending], show_progress="hidden")
         events.append(ev)
-    C["branch_pick"].input(gen.show_branch, [C["branch_pick"], p.branches, C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]],
-                           [p.state, *w.panels, C["slider"], C["branches_html"]], show_progress="hidden").then(
-        *w.send_bundle).then(*w.inside[:3], **w.inside[3])
+    shown = C.branch_pick.input(gen.show_branch, [C.branch_pick, p.branches, C.layer, C.head, C.temperature, C.top_k, C.top_p],
+                           [p.state, *w.panels, C.slider, C.branches_html], show_progress="hidden")
+    w.inside.after(w.send_bundle.after(shown))
     return events
 
 
 def _tour(w: Wires) -> None:
     """The tour's buttons: start, next, back, end; the page then points at the stage's panel."""
     C, p, tour_show = w.p.C, w.p, w.other.tour_show
-    tour_out = [C["tour_group"], C["tour_box"], p.tour_i, C["tour_target"], C["tour_next"], C["tour_back"]]
-    for btn, delta in ((C["tour"], None), (C["tour_next"], 1), (C["tour_back"], -1)):
+    tour_out = [C.tour_group, C.tour_box, p.tour_i, C.tour_target, C.tour_next, C.tour_back]
+    for btn, delta in ((C.tour, None), (C.tour_next, 1), (C.tour_back, -1)):
         fn = (lambda d: (lambda t, s, i: tour_show(t, s, 0 if d is None else i + d)))(delta)
-        btn.click(fn, [p.state, C["slider"], p.tour_i], tour_out, show_progress="hidden").then(
-            None, [C["tour_target"]], None, js=FOCUS_JS)
-    C["tour_end"].click(lambda: {C["tour_group"]: gr.Group(visible=False), C["tour_target"]: ""}, None, tour_out,
-                        show_progress="hidden").then(None, [C["tour_target"]], None, js=FOCUS_JS)
+        btn.click(fn, [p.state, C.slider, p.tour_i], tour_out, show_progress="hidden").then(
+            None, [C.tour_target], None, js=FOCUS_JS)
+    C.tour_end.click(lambda: {C.tour_group: gr.Group(visible=False), C.tour_target: ""}, None, tour_out,
+                        show_progress="hidden").then(None, [C.tour_target], None, js=FOCUS_JS)
 
 
 def _stop_and_files(w: Wires, events: list) -> None:
     """Stop (cancels every run), the bundle `finish` asks for, and the two downloads."""
     C = w.p.C
-    C["stop"].click(w.finish, w.fin_in, w.fin_out, cancels=events, show_progress="hidden").then(*w.inside[:3], **w.inside[3])
+    w.inside.after(w.finish.on(C.stop.click, cancels=events))
     # finish asks for the bundle through its own event: a run's chain (Generate, Stop) ends without
     # waiting for it, so Generate, whose click is ignored while its chain is pending, can be clicked again
-    C["bundle_req"].change(*w.send_bundle, show_progress="hidden", api_visibility="private")
-    C["download"].click(w.other.download_click, w.p.state, [C["download"], C["download_file"]], show_progress="hidden").then(
+    w.send_bundle.on(C.bundle_req.change, show_progress="hidden", api_visibility="private")
+    C.download.click(w.other.download_click, w.p.state, [C.download, C.download_file], show_progress="hidden").then(
         None, None, None, js="() => document.querySelector('#download-file')?.click()")  # (no file: a click does nothing)
-    C["download_page"].click(w.other.download_page_click, [w.p.state, C["layer"], C["head"], C["metric"]], [C["download_page"], C["download_file"]],
+    C.download_page.click(w.other.download_page_click, [w.p.state, C.layer, C.head, C.metric], [C.download_page, C.download_file],
                              show_progress="hidden").then(None, None, None, js="() => document.querySelector('#download-file')?.click()")
 
 
 def _inside_tabs(w: Wires) -> None:
     """Panel 6: the open tab is drawn when opened and follows the step slider; its buttons and fields."""
     C, p = w.p.C, w.p
-    inside_view, inside_in, inside_out, inside_kw = w.inside
     for key, tab in p.tabs.items():
-        tab.select((lambda k: lambda: k)(key), None, p.tab, show_progress="hidden").then(inside_view, inside_in, inside_out, **inside_kw)
-    C["cmp_btn"].click(inside_view, inside_in, inside_out, **inside_kw)
-    for k in ("price_in", "price_out"):
-        C[k].input(inside_view, inside_in, inside_out, **inside_kw)
-    C["kvc_btn"].click(kv_compare_click, [p.state, C["slider"]], [C["kvc_html"], C["kvc_plot"]], show_progress="minimal")
-    C["swap_btn"].click(swap_click, [p.state, C["swap_i"], C["swap_j"]], [C["swap_plot"], C["swap_i"], C["swap_j"]], show_progress="minimal")
+        w.inside.after(tab.select((lambda k: lambda: k)(key), None, p.tab, show_progress="hidden"))
+    for trigger in (C.cmp_btn.click, C.price_in.input, C.price_out.input):
+        w.inside.on(trigger)
+    C.kvc_btn.click(kv_compare_click, [p.state, C.slider], [C.kvc_html, C.kvc_plot], show_progress="minimal")
+    C.swap_btn.click(swap_click, [p.state, C.swap_i, C.swap_j], [C.swap_plot, C.swap_i, C.swap_j], show_progress="minimal")
 
 
 def _viewer_calls(w: Wires) -> None:
@@ -169,30 +163,23 @@ def _viewer_calls(w: Wires) -> None:
     text drawn with or without token boundaries."""
     C, state = w.p.C, w.p.state
     for k in ("layer", "head"):
-        C[k].input(viewer.attention_message, [state, C["layer"], C["head"]], C["viewer_data"], show_progress="hidden",
+        C[k].input(viewer.attention_message, [state, C.layer, C.head], C.viewer_data, show_progress="hidden",
                    concurrency_limit=None, trigger_mode="always_last")
-    C["metric"].input(viewer.overview_message, [state, C["metric"]], C["viewer_data"], show_progress="hidden", concurrency_limit=None)
+    C.metric.input(viewer.overview_message, [state, C.metric], C.viewer_data, show_progress="hidden", concurrency_limit=None)
     settle_out = [C[k] for k in viewer.FIVE]
-    C["settled"].click(lambda *a: viewer.settled_view(C, *a), [*w.view_in, C["metric"]], settle_out, show_progress="hidden",
-                       concurrency_limit=None, trigger_mode="always_last").then(*w.inside[:3], **w.inside[3])
+    w.inside.after(C.settled.click(lambda *a: viewer.settled_view(C, *a), [*w.view_in, C.metric], settle_out, show_progress="hidden",
+                                   concurrency_limit=None, trigger_mode="always_last"))
     # the whole trace's text: the page's step viewer shows the step on screen
-    C["boundaries"].input(lambda t, b: page.output_only(t, boundaries=b) if t else gr.skip(),
-                          [state, C["boundaries"]], C["output"], show_progress="hidden")
+    C.boundaries.input(lambda t, b: page.output_only(t, boundaries=b) if t else gr.skip(),
+                          [state, C.boundaries], C.output, show_progress="hidden")
 
 
 def _upload(w: Wires) -> None:
     """A trace file loaded from disk. A refused file (`ran` False) changed nothing, so its follow-ups do nothing:
     the Inside panel's would recompute what is on screen, waiting for the model if another person's run has it."""
     C = w.p.C
-    (bundle, bundle_in, bundle_out), (inside, inside_in, inside_out, inside_kw) = w.send_bundle, w.inside
-    C["upload"].upload(w.other.load_trace, [C["upload"], C["layer"], C["head"], C["temperature"], C["top_k"], C["top_p"]], w.load_out).then(
-        _if_loaded(bundle, gr.skip()), [C["ran"], *bundle_in], bundle_out).then(
-        _if_loaded(inside, {C["lens_html"]: gr.skip()}), [C["ran"], *inside_in], inside_out, **inside_kw)
-
-
-def _if_loaded(fn, nothing):
-    """`fn` run only when the load before it took (its first input, `ran`); else `nothing`."""
-    return lambda loaded, *a: fn(*a) if loaded else nothing
+    loaded = C.upload.upload(w.other.load_trace, [C.upload, C.layer, C.head, C.temperature, C.top_k, C.top_p], w.load_out)
+    w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(w.send_bundle.only_if(C.ran, gr.skip()).after(loaded))
 
 
 def _page_open(demo: gr.Blocks, w: Wires) -> None:
@@ -200,8 +187,8 @@ def _page_open(demo: gr.Blocks, w: Wires) -> None:
     what a link asks for (ui/links.py); the model's status line until it has loaded."""
     C, p = w.p.C, w.p
     # (the open "inside" tab is asked for by the page once that panel scrolls into view: assets/app_viewer.js)
-    opened = demo.load(w.other.on_load, None, [p.state, C["info"]], show_progress="hidden").then(*w.send_bundle)
+    opened = w.send_bundle.after(demo.load(w.other.on_load, None, [p.state, C.info], show_progress="hidden"))
     links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside), opened, demo)
     status_timer = gr.Timer(1.0)
-    status_timer.tick(status_tick, None, [C["info"], status_timer], show_progress="hidden")
+    status_timer.tick(status_tick, None, [C.info, status_timer], show_progress="hidden")
     demo.unload(session_closed)  # the page closed: its session's download folder goes (ui/listeners.py)
