@@ -133,6 +133,10 @@
     clearTimeout(btn.__sayTimer);
     btn.__sayTimer = setTimeout(() => { node.nodeValue = btn.__label; }, 2500);
   };
+  // an action is taken once: the page-open chain reads the hidden box at its end, and a "Copy link" clicked
+  // meanwhile wrote its own action there (copied, and told to the Space's page, twice)
+  const acted = (window.__llmActed = window.__llmActed || new Set());
+  if (a.n !== undefined) { if (acted.has(a.n)) return; acted.add(a.n); }
   (async () => {
     if (a.copy) {
       const box = document.querySelector('#link-box input, #link-box textarea');

@@ -160,22 +160,23 @@ class Generation:
                 C.download: gr.Button(DOWNLOAD, interactive=bool(trace.steps)), C.bundle_req: f"{id(trace)}:{time.time()}"}
 
     # -- the buttons that start a run (their inputs: the stream's, some with one before) ----------
-    def gen_fn(self, *a):
-        yield from self.stream(*a)
+    # (each takes `stream`'s parameters by name: ui/wiring.py's Wires.run_in)
+    def gen_fn(self, **run):
+        yield from self.stream(**run)
 
-    def step_fn(self, *a):
-        trace = a[-1]
+    def step_fn(self, **run):
+        trace = run["state"]
         # the trace on screen goes on when the prompt box still holds its prompt (continue_generation
         # refuses one of another model, with the reason); a new prompt starts afresh
-        cont = trace is not None and trace.steps and trace.prompt.text == a[0] and trace.steps[-1].stop_reason in (None, "max_new_tokens")
-        yield from self.stream(*a, cont={"start_step": None} if cont else None, one_step=True)
+        cont = trace is not None and trace.steps and trace.prompt.text == run["prompt"] and trace.steps[-1].stop_reason in (None, "max_new_tokens")
+        yield from self.stream(**run, cont={"start_step": None} if cont else None, one_step=True)
 
-    def resample_fn(self, step, *a):
-        yield from self.stream(*a, cont={"start_step": step})
+    def resample_fn(self, step, **run):
+        yield from self.stream(**run, cont={"start_step": step})
 
     # -- branches --------------------------------------------------------------------------------
-    def branch_fn(self, rank, step, *a):
-        prev = a[-1]
+    def branch_fn(self, rank, step, **run):
+        prev = run["state"]
         try:
             k, s = int(rank), int(step)
         except (TypeError, ValueError):
@@ -185,14 +186,14 @@ class Generation:
         if prev is not None and 0 <= s < len(prev.steps) and 0 <= k < len(prev.steps[s].top_ids):
             base = prev.steps[s]
             pend = dict(parent=prev, fork=s, token_id=int(base.top_ids[k]), forced=base.top_pieces[k], model=base.piece)
-        for n, out in enumerate(self.stream(*a, cont={"start_step": s, "force_rank": k})):
+        for n, out in enumerate(self.stream(**run, cont={"start_step": s, "force_rank": k})):
             yield {**out, self.p.pending: pend} if n == 0 else out
 
-    def branch_click(self, req, *a):  # "rank|nonce" from the page's script (0-based rank)
-        yield from self.branch_fn(str(req or "").split("|")[0], *a)
+    def branch_click(self, req, step, **run):  # "rank|nonce" from the page's script (0-based rank)
+        yield from self.branch_fn(str(req or "").split("|")[0], step, **run)
 
-    def branch_typed(self, rank, *a):  # the rank a person typed (1-based)
-        yield from self.branch_fn(int(rank) - 1 if rank else None, *a)
+    def branch_typed(self, rank, step, **run):  # the rank a person typed (1-based)
+        yield from self.branch_fn(int(rank) - 1 if rank else None, step, **run)
 
     def record_branch(self, trace, branches, pend):
         """After a branch ran: keep its parent and it in the list (same prompt and model only)."""

@@ -40,14 +40,14 @@ class Inside:
     def __init__(self, p: Page):
         self.C = p.C
 
-    def inside_view(self, tab, trace, step, *rest) -> dict:
-        """The open tab of "Inside the model" for the step on screen, as {component: value}."""
+    def inside_view(self, tab, trace, step, price_in, price_out, seed, **cmp) -> dict:
+        """The open tab of "Inside the model" for the step on screen, as {component: value}. `cmp`: the
+        side-by-side sampler's rows (cmp_t0, cmp_k0, cmp_p0, … cmp_p2: temperature, top-k, top-p)."""
         from viz import bytes_view, compute, context, lens as lens_viz, position as pos_viz, residual, sampling_compare
 
         C = self.C
         if trace is None or not trace.steps or tab not in INSIDE or not INSIDE[tab]:
             return {C.lens_html: gr.skip()}  # (an empty dict would read as one missing value)
-        cmp, (price_in, price_out, seed) = rest[:9], rest[9:12]
         s = clamp_index(step or 0, len(trace.steps))
         st = trace.steps[s]
         out = {}
@@ -82,9 +82,9 @@ class Inside:
                     recs, machine, params = acc
                     out = {C.acc_html: compute.accounting_html(recs[s], machine, params, trace.model), C.acc_plot: compute.accounting_figure(recs, s)}
             elif tab == "sampling":
-                if any(v in (None, "") for v in cmp):
+                if any(v in (None, "") for v in cmp.values()):
                     raise SettingsError("each of the three columns needs a temperature, a top-k and a top-p")
-                rows = [dict(temperature=float(cmp[3 * n]), top_k=int(cmp[3 * n + 1]), top_p=float(cmp[3 * n + 2])) for n in range(3)]
+                rows = [dict(temperature=float(cmp[f"cmp_t{n}"]), top_k=int(cmp[f"cmp_k{n}"]), top_p=float(cmp[f"cmp_p{n}"])) for n in range(3)]
                 out = {C.cmp_plot: sampling_compare.sampling_compare_figure(st, rows, vocab_size=trace.model.vocab_size,
                                                                                 repetition_penalty=trace.settings.repetition_penalty, seed=int(seed or 0))}
             elif tab == "bytes":

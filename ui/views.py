@@ -29,21 +29,29 @@ class Components(SimpleNamespace):
 @dataclass(frozen=True)
 class Call:
     """A listener with its inputs, outputs and options: a named link of the page's event chains
-    (`w.inside.after(ev)`: the open "inside the model" tab drawn anew once `ev` is done)."""
+    (`w.inside.after(ev)`: the open "inside the model" tab drawn anew once `ev` is done). `inputs` as a
+    dict (parameter name -> component) hands the listener its values by name (Gradio's `inputs_kwargs`)."""
     fn: Callable
-    inputs: list
+    inputs: list | dict
     outputs: object
     options: dict = field(default_factory=dict)
 
+    def _args(self, options: dict) -> dict:
+        given = dict(inputs_kwargs=self.inputs) if isinstance(self.inputs, dict) else dict(inputs=self.inputs)
+        return {"fn": self.fn, **given, "outputs": self.outputs, **self.options, **options}
+
     def after(self, ev, **options):
-        return ev.then(self.fn, self.inputs, self.outputs, **{**self.options, **options})
+        return ev.then(**self._args(options))
 
     def on(self, trigger, **options):
-        return trigger(self.fn, self.inputs, self.outputs, **{**self.options, **options})
+        return trigger(**self._args(options))
 
     def only_if(self, flag, nothing) -> "Call":
         """This call run only when `flag` (a gr.State set by the listener before it) holds True; else `nothing`."""
         fn = self.fn
+        if isinstance(self.inputs, dict):
+            return Call(lambda only_if_flag, **kw: fn(**kw) if only_if_flag else nothing, {"only_if_flag": flag, **self.inputs},
+                        self.outputs, self.options)
         return Call(lambda ok, *a: fn(*a) if ok else nothing, [flag, *self.inputs], self.outputs, self.options)
 
 

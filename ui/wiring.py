@@ -38,8 +38,8 @@ class Wires:
     finish: Call  # every panel of the last step once a run ends (or is stopped); asks for the bundle
     inside: Call  # the open "inside the model" tab, drawn anew
     send_bundle: Call  # the viewer bundle of the trace on screen, for the page
-    view_in: list
-    gen_in: list
+    view_in: dict  # the step on screen and how it is drawn, by the names the listeners take
+    run_in: dict  # what a run reads (Generation.stream's parameters)
     all_out: list
     panels: list
     load_out: list
@@ -48,20 +48,21 @@ class Wires:
     def of(cls, p: Page, example) -> "Wires":
         C, state = p.C, p.state
         gen = Generation(p)
-        inside_in = [p.tab, state, C.slider, *[C[f"cmp_{x}{n}"] for n in range(3) for x in "tkp"], C.price_in, C.price_out, C.seed]
+        cmp = {f"cmp_{x}{n}": C[f"cmp_{x}{n}"] for n in range(3) for x in "tkp"}  # the side-by-side sampler's three rows
+        inside_in = dict(tab=p.tab, trace=state, step=C.slider, **cmp, price_in=C.price_in, price_out=C.price_out, seed=C.seed)
         inside_out = [C[k] for keys in INSIDE.values() for k in keys]
         inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
         panels = [C[k] for k in page.PANEL_KEYS]
-        view_in = [state, C.slider, C.layer, C.head, C.temperature, C.top_k, C.top_p]
+        view_in = dict(trace=state, step=C.slider, layer=C.layer, head=C.head, temperature=C.temperature, top_k=C.top_k, top_p=C.top_p)
         return cls(
             p=p, gen=gen, other=Listeners(p, example),
-            finish=Call(gen.finish, [C.ran, *view_in], [*panels, C.slider, C.download, C.bundle_req], dict(show_progress="hidden")),
+            finish=Call(gen.finish, dict(ran=C.ran, **view_in), [*panels, C.slider, C.download, C.bundle_req], dict(show_progress="hidden")),
             inside=Call(Inside(p).inside_view, inside_in, inside_out, inside_kw),
             send_bundle=Call(viewer.bundle_message, [state, C.layer, C.head, C.metric], C.viewer_data),
             view_in=view_in,
-            gen_in=[C.prompt, C.system, C.mode, C.temperature, C.top_k, C.top_p, C.seed, C.max_new, C.layer,
-                    C.head, C.live, C.spec_on, C.spec_k, C.spec_draft,
-                    C.info, state],  # the model line as clicked: a click while it said "loading" starts no run
+            run_in=dict(prompt=C.prompt, system=C.system, mode=C.mode, temperature=C.temperature, top_k=C.top_k, top_p=C.top_p, seed=C.seed,
+                        max_new=C.max_new, layer=C.layer, head=C.head, live=C.live, spec_on=C.spec_on, spec_k=C.spec_k,
+                        spec_draft=C.spec_draft, shown=C.info, state=state),  # the model line as clicked: a click while it said "loading" starts no run
             all_out=[C.ran, state, *panels, C.slider, C.download, C.spec_summary, C.info, C.layer, C.head, C.viewer_data,
                      C.example, C.example_look],
             panels=panels,
@@ -94,10 +95,11 @@ def _generation(w: Wires) -> list:
     C, gen = w.p.C, w.gen
     gen_fn = gen.gen_fn
     events = []
-    for trigger, fn, extra, name in ((C.generate.click, gen_fn, [], "generate"), (C.prompt.submit, gen_fn, [], None),
-                                     (C.step.click, gen.step_fn, [], "step"), (C.resample.click, gen.resample_fn, [C.slider], "resample")):
-        ev = trigger(fn, extra + w.gen_in, w.all_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden",
-                     api_name=name, api_visibility="public" if name else "private", trigger_mode="multiple" if fn is gen_fn else None)
+    for trigger, fn, extra, name in ((C.generate.click, gen_fn, {}, "generate"), (C.prompt.submit, gen_fn, {}, None),
+                                     (C.step.click, gen.step_fn, {}, "step"), (C.resample.click, gen.resample_fn, {"step": C.slider}, "resample")):
+        ev = trigger(fn, outputs=w.all_out, inputs_kwargs={**extra, **w.run_in}, concurrency_limit=4, concurrency_id="generate",
+                     show_progress="hidden", api_name=name, api_visibility="public" if name else "private",
+                     trigger_mode="multiple" if fn is gen_fn else None)
         w.inside.after(w.finish.after(ev, trigger_mode="always_last"))
         events.append(ev)
     return events
@@ -107,11 +109,12 @@ def _branches(w: Wires) -> list:
     """A branch (a candidate bar clicked, or a rank typed), kept in the list; a kept branch shown."""
     C, gen, p = w.p.C, w.gen, w.p
     record = gen.record_branch
-    branch_in = [C.slider, *w.gen_in]
     branch_out = [*w.all_out, p.pending]
     events = []
-    for trigger, rank_in, fn in ((C.branch_go.click, C.branch_req, gen.branch_click), (C.branch_btn.click, C.branch_rank, gen.branch_typed)):
-        ev = trigger(fn, [rank_in, *branch_in], branch_out, concurrency_limit=4, concurrency_id="generate", show_progress="hidden")
+    for trigger, rank_in, fn in ((C.branch_go.click, {"req": C.branch_req}, gen.branch_click),
+                                 (C.branch_btn.click, {"rank": C.branch_rank}, gen.branch_typed)):
+        ev = trigger(fn, outputs=branch_out, inputs_kwargs={**rank_in, "step": C.slider, **w.run_in}, concurrency_limit=4,
+                     concurrency_id="generate", show_progress="hidden")
         w.inside.after(w.finish.after(ev)).then(
             record, [p.state, p.branches, p.pending], [p.branches, C.branches_html, C.branch_pick, p.pending], show_progress="hidden")
         events.append(ev)
@@ -149,8 +152,12 @@ def _stop_and_files(w: Wires, events: list) -> None:
 def _inside_tabs(w: Wires) -> None:
     """Panel 6: the open tab is drawn when opened and follows the step slider; its buttons and fields."""
     C, p = w.p.C, w.p
+    # Gradio selects the open tab as the page mounts: nothing to draw then (the page asks for the tab once its
+    # panel scrolls into view, assets/app_viewer.js); a tab a person opens is drawn
+    moved = gr.State(False)
     for key, tab in p.tabs.items():
-        w.inside.after(tab.select((lambda k: lambda: k)(key), None, p.tab, show_progress="hidden"))
+        opened = tab.select((lambda k: lambda was: {p.tab: k, moved: k != was})(key), p.tab, {p.tab, moved}, show_progress="hidden")
+        w.inside.only_if(moved, {C.lens_html: gr.skip()}).after(opened)
     for trigger in (C.cmp_btn.click, C.price_in.input, C.price_out.input):
         w.inside.on(trigger)
     C.kvc_btn.click(kv_compare_click, [p.state, C.slider], [C.kvc_html, C.kvc_plot], show_progress="minimal")
@@ -167,8 +174,8 @@ def _viewer_calls(w: Wires) -> None:
                    concurrency_limit=None, trigger_mode="always_last")
     C.metric.input(viewer.overview_message, [state, C.metric], C.viewer_data, show_progress="hidden", concurrency_limit=None)
     settle_out = [C[k] for k in viewer.FIVE]
-    w.inside.after(C.settled.click(lambda *a: viewer.settled_view(C, *a), [*w.view_in, C.metric], settle_out, show_progress="hidden",
-                                   concurrency_limit=None, trigger_mode="always_last"))
+    w.inside.after(Call(partial(viewer.settled_view, C), {**w.view_in, "metric": C.metric}, settle_out,
+                        dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")).on(C.settled.click))
     # the whole trace's text: the page's step viewer shows the step on screen
     C.boundaries.input(lambda t, b: page.output_only(t, boundaries=b) if t else gr.skip(),
                           [state, C.boundaries], C.output, show_progress="hidden")

@@ -405,7 +405,10 @@ def test_speculative_mode_shows_rounds_and_gives_the_greedy_text(browser, app_ur
     assert len(rounds) >= 2
     assert page.query_selector("#spec-rounds .spec-accepted") is not None
     assert "copied from position" in page.inner_text("#spec-rounds .spec-lookup >> nth=0")
-    assert plot_data(page, "spec-cost-plot")  # the cost curve, measured on the machine this page was made on
+    # the cost curve, measured on the machine this page was made on: drawn by the page once it scrolls into view
+    page.locator("#spec-cost-plot").scroll_into_view_if_needed()
+    page.wait_for_selector("#spec-cost-plot .js-plotly-plot .main-svg", timeout=10_000)
+    assert plot_data(page, "spec-cost-plot")
     page.locator("#panel-speculative").screenshot(path=str(shots / "speculative.png"))
     # a draft typed in: the model's own first 12 layers
     page.fill("#spec-draft input", "layers:12")

@@ -1,0 +1,73 @@
+"""The page opens drawn (issue 24's fast first screen): what the first screen shows needs no event's round
+trip, Gradio's own copy of Plotly.js is not loaded as the page opens, and a run's end reuses the page's plots.
+
+Timings are the benchmarks' (scripts/open_bench.py, scripts/browser_bench.py); these tests check the
+causes the benchmarks found, each of which made the page slower when it came back.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .harness import new_page, wait_model_loaded
+
+pytestmark = pytest.mark.browser
+
+BARS = "() => document.querySelectorAll('#dist-plot .viewer-plot .main-svg .bars .point').length"
+
+
+def test_the_first_screen_is_drawn_with_no_event_answered(browser, app_url):
+    """With every answer of Gradio's queue held back, the page still shows the example: its text, its chips,
+    its step slider on the last step and its distribution, drawn from the page's first values and the bundle its
+    head names."""
+    page = new_page(browser, width=1366, height=768, record_toasts=False)
+    page.route(re.compile(r".*/gradio_api/queue/.*"), lambda route: route.abort())
+    page.goto(app_url)
+    page.wait_for_function(BARS + " > 0", timeout=90_000)
+    assert "Rayleigh" in page.inner_text("#output .gen-text")
+    assert page.locator("#tokens-html .tok[data-step]").count() > 0
+    top = int(page.get_attribute("#step-slider input[type=range]", "max"))
+    assert top > 1 and int(page.input_value("#step-slider input[type=number]")) == top
+    meta = page.evaluate("() => document.querySelector('#dist-plot .viewer-plot').layout.meta")
+    assert meta["step"] == top and meta["temperature"] == float(page.input_value("#temperature input[type=number]"))
+
+
+def test_gradio_plotly_is_not_loaded_as_the_page_opens(browser, app_url):
+    """Every figure of the opened page is drawn with the page's own Plotly.js: a gr.Plot given a value (the
+    speculative cost curve was one) made Gradio fetch and run its own 1.3 MB copy while the page opened. The
+    cost curve is drawn when it scrolls into view."""
+    page = new_page(browser, width=1920, height=960, record_toasts=False)
+    scripts = []
+    page.on("request", lambda r: scripts.append(r.url) if r.resource_type == "script" else None)
+    page.goto(app_url)
+    page.wait_for_function(BARS + " > 0", timeout=90_000)
+    page.wait_for_timeout(3000)  # the page's load events answered meanwhile
+    assert not [u for u in scripts if "PlotlyPlot" in u], scripts
+    assert page.locator("#spec-cost-plot .js-plotly-plot").count() == 0  # off screen: not drawn yet
+    page.locator("#spec-cost-plot").scroll_into_view_if_needed()
+    page.wait_for_selector("#spec-cost-plot .js-plotly-plot .main-svg", timeout=10_000)
+    assert page.evaluate("() => document.querySelector('#spec-cost-plot .js-plotly-plot').data.length") >= 2
+    assert not [u for u in scripts if "PlotlyPlot" in u]
+
+
+def test_a_run_redraws_the_page_plots_it_has(browser, app_url):
+    """A run's end redraws the viewer's plots in place (the embeddings' WebGL cloud cost 180-280 ms drawn anew
+    against about 20 redrawn): the plot element of each step panel is the one it had before the run."""
+    page = new_page(browser, width=1400, height=1000, record_toasts=False)
+    page.goto(app_url)
+    wait_model_loaded(page)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=60_000)
+    page.evaluate("() => LLMApp.settled()")
+    page.evaluate("(ids) => ids.forEach((id) => { document.querySelector('#' + id + ' > .viewer-plot').__before = true; })",
+                  page.evaluate("() => window.LLMAppPanels"))
+    key = page.evaluate("() => LLMApp.state.key")
+    page.fill("#prompt textarea", "Name three colours.")
+    page.locator("#max-new-tokens input[type=number]").fill("6")
+    page.locator("#max-new-tokens input[type=number]").press("Enter")
+    page.click("#generate")
+    page.wait_for_function("(k) => window.LLMApp && LLMApp.mounted() && LLMApp.state.key !== k", arg=key, timeout=180_000)
+    page.evaluate("() => LLMApp.settled()")
+    kept = page.evaluate("(ids) => ids.map((id) => { const el = document.querySelector('#' + id + ' > .viewer-plot');"
+                         " return [id, !!(el && el.__before), !!(el && el.closest('.viewer-on'))]; })", page.evaluate("() => window.LLMAppPanels"))
+    assert all(before and on for _, before, on in kept), kept
