@@ -21,7 +21,7 @@
   const PLAY = '▶ Play', PAUSE = '⏸ Pause';
 
   const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, drawn: {}, busy: false, dirty: false, dragging: false,
-               settleTimer: null, settleMs: 300, rendered: -1, insideStale: true, insideInView: false, // (never drawn yet)
+               settleTimer: null, settleMs: 300, sliceMs: 150, rendered: -1, insideStale: true, insideInView: false, // (never drawn yet)
                textStep: -1 };
 
   // Plotly.js loaded and Gradio's page built (the first message, named in the page's head, comes before either)
@@ -189,7 +189,6 @@
 
   const wanted = (id) => (id === 'dist-plot' ? `${st.step}|${st.t}|${st.k}|${st.p}` : String(st.step));
 
-  const SLICE_MS = 100;
   // Draws what is out of date, panel by panel, giving way whenever the step or a slider moves again.
   async function render() {
     if (!st.bundle) return;
@@ -214,8 +213,8 @@
           await root.LLMViewer.react(el, root.LLMViewer.figureFor(b, id, st.step, { t: st.t, k: st.k, p: st.p }));
           st.drawn[id] = w;
           // the page gives way between panels when a new trace is drawn (each shows as soon as it is drawn) and
-          // whenever this drawing has held the page 100 ms: no long task holds back a slider dragged meanwhile
-          if (st.fresh || performance.now() - slice > SLICE_MS) { await new Promise((ok) => setTimeout(ok)); slice = performance.now(); }
+          // whenever this drawing has held the page 150 ms (a step of all five panels takes less: a yield costs it a frame)
+          if (st.fresh || performance.now() - slice > st.sliceMs) { await new Promise((ok) => setTimeout(ok)); slice = performance.now(); }
         }
       } while (st.dirty);
     } finally {
