@@ -377,11 +377,18 @@
   const letGo = () => { if (st.dragging) { st.dragging = false; render(); } };
   ['pointerup', 'pointercancel'].forEach((type) => root.addEventListener(type, letGo, true));
   document.addEventListener('change', (e) => { if (e.target.matches && held(e.target)) letGo(); }, true);
-  // The text box keeps its end (the step on screen, the newest token) in view when its text outgrows it (style.css)
-  new MutationObserver(() => {
+  // The text box keeps its end (the step on screen, the newest token) in view when its text outgrows it (style.css).
+  // Only the box is watched: watching the whole page, every node Plotly touched read the box's height, a layout
+  // of the page forced again and again at each step move (12 ms of a 1440x1800 move).
+  const keepEnd = new MutationObserver(() => {
     const o = document.getElementById('output');
     if (o && o.scrollHeight > o.clientHeight + 2) o.scrollTop = o.scrollHeight;
-  }).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['hidden'] });
+  });
+  let endOf = null;
+  setInterval(() => {
+    const o = document.getElementById('output');
+    if (o && o !== endOf) { keepEnd.disconnect(); keepEnd.observe((endOf = o), { subtree: true, childList: true, attributes: true, attributeFilter: ['hidden'] }); }
+  }, 250);
   root.LLMApp = { state: st, drain, settled, mounted: () => st.bundle !== null, render, playing };
   drain();
 })(window);

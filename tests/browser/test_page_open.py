@@ -71,3 +71,20 @@ def test_a_run_redraws_the_page_plots_it_has(browser, app_url):
     kept = page.evaluate("(ids) => ids.map((id) => { const el = document.querySelector('#' + id + ' > .viewer-plot');"
                          " return [id, !!(el && el.__before), !!(el && el.closest('.viewer-on'))]; })", page.evaluate("() => window.LLMAppPanels"))
     assert all(before and on for _, before, on in kept), kept
+
+
+def test_the_text_box_keeps_the_step_on_screen_in_view(browser, app_url):
+    """When the text outgrows its box, the box scrolls to its end (the step on screen) as the step moves: the
+    page watches the box alone (watching the whole page, each node Plotly touched read the box's height)."""
+    page = new_page(browser, width=1400, height=1000, record_toasts=False)
+    page.goto(app_url)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=90_000)
+    page.add_style_tag(content="#output { max-height: 36px !important; min-height: 0 !important; overflow-y: auto !important; }")
+    top = int(page.get_attribute("#step-slider input[type=range]", "max"))
+    at_end = "() => { const o = document.getElementById('output'); return o.scrollHeight > o.clientHeight + 2 && o.scrollTop + o.clientHeight >= o.scrollHeight - 2; }"
+    for step in (top // 2, top):
+        page.evaluate("(s) => { const r = document.querySelector('#step-slider input[type=range]'); r.value = s;"
+                      " r.dispatchEvent(new Event('input', {bubbles: true})); return LLMApp.settled(); }", step)
+        page.wait_for_function(at_end, timeout=5_000)
+        last = page.evaluate("() => Math.max(...Array.from(document.querySelectorAll('#output [data-step]:not([hidden])')).map(e => Number(e.dataset.step)))")
+        assert last == step
