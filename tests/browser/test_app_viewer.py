@@ -140,14 +140,16 @@ def test_layer_and_head_ask_the_server_once_and_follow_the_step(browser, app_url
 
 
 def test_the_viewer_draws_with_the_plotly_js_of_the_exported_page(browser, app_url):
-    """Gradio loads its own Plotly.js over window.Plotly once its plots show; the viewer keeps drawing
-    with the plotly package's (the copy an exported page inlines), the one that drew its plots first."""
+    """Gradio loads its own Plotly.js over window.Plotly once its plots show (here: the Inside tab, drawn once its
+    panel scrolls into view; the page opens with none of Gradio's plots); the viewer keeps drawing with the
+    plotly package's (the copy an exported page inlines), the one that drew its plots first."""
     from plotly.offline import get_plotlyjs_version
 
     page = new_page(browser)
     page.goto(app_url)
     page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=300_000)
     ours = get_plotlyjs_version()
+    page.locator("#panel-inside").scroll_into_view_if_needed()
     page.wait_for_function("(v) => window.Plotly && window.Plotly.version !== v", arg=ours, timeout=60_000)  # Gradio's is in
     set_number(page, "step-slider", 9)
     page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === 9)", arg=list(PANELS), timeout=60_000)
