@@ -62,7 +62,7 @@ class Inside:
                 out = {C.resid_plot: residual.residual_path_figure(st.resid_2d, st.resid_norm, st.update_norm, piece=st.context_pieces[-1], step=st.index)
                        if st.resid_2d is not None else None,
                        C.contrib_plot: residual.contributions_figure(st.attn_out_norm, st.mlp_out_norm, st.resid_norm, st.update_norm,
-                                                                        piece=st.context_pieces[-1], step=st.index)}
+                                                                     piece=st.context_pieces[-1], step=st.index)}
                 if st.resid_2d is None:
                     gr.Info(f"This trace has no residual path for {label} (it was saved before the path was recorded): generate again to see it.")
             elif tab == "position":
@@ -86,7 +86,7 @@ class Inside:
                     raise SettingsError("each of the three columns needs a temperature, a top-k and a top-p")
                 rows = [dict(temperature=float(cmp[f"cmp_t{n}"]), top_k=int(cmp[f"cmp_k{n}"]), top_p=float(cmp[f"cmp_p{n}"])) for n in range(3)]
                 out = {C.cmp_plot: sampling_compare.sampling_compare_figure(st, rows, vocab_size=trace.model.vocab_size,
-                                                                                repetition_penalty=trace.settings.repetition_penalty, seed=int(seed or 0))}
+                                                                            repetition_penalty=trace.settings.repetition_penalty, seed=int(seed or 0))}
             elif tab == "bytes":
                 out = {C.bytes_html: bytes_view.bytes_html(trace.prompt, trace.steps, s)}
             elif tab == "context":

@@ -90,12 +90,12 @@ def _prompt(C: Components) -> None:
     """The top of the left column: an example to try, the prompt, and the buttons that run the model."""
     with gr.Row(equal_height=True, elem_id="example-row"):
         C.example = gr.Dropdown(links.example_choices(), value=None, label="Try an example", elem_id="example-traces",
-                                   scale=1, min_width=150)
+                                scale=1, min_width=150)
         C.mode = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode", scale=1, min_width=150)
     C.example_look = gr.Markdown(elem_id="example-look")  # the example's one sentence (ui/links.py)
     # one line that grows as text is pasted in: Enter generates (Gradio's multi-line boxes take Enter as a newline)
     C.prompt = gr.Textbox(label="Prompt (Enter generates)", value="Why is the sky blue?", lines=1, max_lines=12, elem_id="prompt",
-                             placeholder="Type a prompt and press Enter")
+                          placeholder="Type a prompt and press Enter")
     with gr.Row():
         C.generate = gr.Button("Generate", variant="primary", elem_id="generate", min_width=100)
         C.step = gr.Button("+1 token", elem_id="step", min_width=80)
@@ -122,16 +122,16 @@ def _settings(C: Components, example: Trace | None) -> None:
                 # check would be an error toast that names no field)
                 C.seed = gr.Number(value=0, precision=0, label="Seed", elem_id="seed")
                 C.max_new = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label="Max new tokens",
-                                         elem_id="max-new-tokens")
+                                      elem_id="max-new-tokens")
             C.live = gr.Checkbox(value=True, label="Redraw the figures while generating (off: text only until the end, fastest)",
-                                    elem_id="live-figures")
+                                 elem_id="live-figures")
         with gr.Column(scale=6, min_width=320):
             with gr.Accordion("Speculative decoding", open=False, elem_id="speculative-settings"):
                 C.spec_on = gr.Checkbox(value=False, label="Speculative decoding: a cheap draft proposes, the model checks",
-                                           elem_id="speculative")
+                                        elem_id="speculative")
                 C.spec_k = gr.Slider(1, 8, value=4, step=1, label="k: draft proposals per round", elem_id="spec-k")
                 C.spec_draft = gr.Dropdown(draft_choices(example.model.n_layers if example else 30, DRAFT_MODEL), value=DEFAULT_DRAFT,
-                                              allow_custom_value=True, label="Draft", elem_id="spec-draft",
+                                           allow_custom_value=True, label="Draft", elem_id="spec-draft",
                                               info="ngram = copy from earlier in the text (no model: wins on this machine); "
                                                    "layers:N = this model's own first N layers; or the Hub id / local directory of a "
                                                    "smaller model with the same tokenizer")
@@ -152,7 +152,7 @@ def _text(C: Components, first: dict, example: Trace | None) -> None:
         C.slider = StepSlider(0, top, value=top if first else 0, step=1, label="Step on screen", elem_id="step-slider", scale=5)
         C.play = gr.Button("▶ Play", elem_id="play", scale=1, size="sm", min_width=80)  # played in the page (assets/app_viewer.js)
         C.play_speed = gr.Dropdown(["slow", "normal", "fast"], value="normal", label="Speed", elem_id="play-speed", scale=2,
-                                      interactive=True, min_width=140)  # (read by the page's script: 1, 4 or 12 steps a second)
+                                   interactive=True, min_width=140)  # (read by the page's script: 1, 4 or 12 steps a second)
     with gr.Row(equal_height=True, elem_id="step-tools"):
         C.resample = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm", scale=2, min_width=100)
         C.tour = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm", min_width=100)
@@ -276,7 +276,7 @@ def _more_inside_tabs(C: Components, tabs: dict) -> None:
         with gr.Row(equal_height=True):
             C.branch_pick = gr.Radio([], label="Show branch", elem_id="branch-pick", scale=3)
             C.branch_rank = gr.Number(value=2, precision=0, minimum=1, maximum=100, label="Candidate rank to force",
-                                         elem_id="branch-rank", scale=1)
+                                      elem_id="branch-rank", scale=1)
             C.branch_btn = gr.Button("Force it at the step on screen, generate on", elem_id="branch-button", scale=2)
     with gr.Tab("Bytes", id="bytes", elem_id="tab-bytes") as tabs["bytes"]:
         gr.Markdown(_caption("bytes"), elem_classes="caption")

@@ -265,7 +265,7 @@ def copy_row(C: Components) -> None:
     with gr.Row(equal_height=True):
         C.copy_link = gr.Button("🔗 Copy link", elem_id="copy-link", size="sm", scale=1)
         C.link_box = gr.Textbox(show_label=False, placeholder="a link to this page as it is", elem_id="link-box", scale=3,
-                                   lines=1, max_lines=1, interactive=True)
+                                lines=1, max_lines=1, interactive=True)
 
 
 _SHOWN: dict = {}  # id(trace) -> (weak reference, gallery name): which trace on screen is a gallery one
@@ -355,7 +355,7 @@ def wire(d: Deps, opened, demo=None) -> None:
         later = {k: v for k, v in later.items() if k not in link.fields}
         out[C.link_fields] = json.dumps({"fields": later, "n": time.time()}) if later else gr.skip()
         out[C.link_action] = json.dumps({"run": link.run, "step": None if link.example else link.step,
-                                            "branch": [] if link.example else link.branches, "n": time.time()})
+                                         "branch": [] if link.example else link.branches, "n": time.time()})
         return out
 
     link_out = list(dict.fromkeys([*ex_out, flag, C.example, C.link_action, C.link_fields]))

@@ -119,7 +119,7 @@ def _branches(w: Wires) -> list:
             record, [p.state, p.branches, p.pending], [p.branches, C.branches_html, C.branch_pick, p.pending], show_progress="hidden")
         events.append(ev)
     shown = C.branch_pick.input(gen.show_branch, [C.branch_pick, p.branches, C.layer, C.head, C.temperature, C.top_k, C.top_p],
-                           [p.state, *w.panels, C.slider, C.branches_html], show_progress="hidden")
+                                [p.state, *w.panels, C.slider, C.branches_html], show_progress="hidden")
     w.inside.after(w.send_bundle.after(shown))
     return events
 
@@ -133,7 +133,7 @@ def _tour(w: Wires) -> None:
         btn.click(fn, [p.state, C.slider, p.tour_i], tour_out, show_progress="hidden").then(
             None, [C.tour_target], None, js=FOCUS_JS)
     C.tour_end.click(lambda: {C.tour_group: gr.Group(visible=False), C.tour_target: ""}, None, tour_out,
-                        show_progress="hidden").then(None, [C.tour_target], None, js=FOCUS_JS)
+                     show_progress="hidden").then(None, [C.tour_target], None, js=FOCUS_JS)
 
 
 def _stop_and_files(w: Wires, events: list) -> None:
@@ -146,7 +146,7 @@ def _stop_and_files(w: Wires, events: list) -> None:
     C.download.click(w.other.download_click, w.p.state, [C.download, C.download_file], show_progress="hidden").then(
         None, None, None, js="() => document.querySelector('#download-file')?.click()")  # (no file: a click does nothing)
     C.download_page.click(w.other.download_page_click, [w.p.state, C.layer, C.head, C.metric], [C.download_page, C.download_file],
-                             show_progress="hidden").then(None, None, None, js="() => document.querySelector('#download-file')?.click()")
+                          show_progress="hidden").then(None, None, None, js="() => document.querySelector('#download-file')?.click()")
 
 
 def _inside_tabs(w: Wires) -> None:
@@ -178,7 +178,7 @@ def _viewer_calls(w: Wires) -> None:
                         dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")).on(C.settled.click))
     # the whole trace's text: the page's step viewer shows the step on screen
     C.boundaries.input(lambda t, b: page.output_only(t, boundaries=b) if t else gr.skip(),
-                          [state, C.boundaries], C.output, show_progress="hidden")
+                       [state, C.boundaries], C.output, show_progress="hidden")
 
 
 def _upload(w: Wires) -> None:
