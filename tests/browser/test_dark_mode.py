@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from .harness import ROOT, new_page
+from .harness import ROOT, new_page, wait_model_loaded
 
 pytestmark = pytest.mark.browser
 
@@ -225,12 +225,12 @@ def test_app_follows_a_theme_change(browser, app_url):
 def test_server_drawn_figures_are_readable_in_dark(browser, app_url):
     """The figures the server draws (the 'inside the model' tabs) on the dark page: the first tab on screen."""
     page = _open_app(browser, app_url, width=1366, height=768, scheme="dark", theme="dark")
-    page.locator("#panel-inside").scroll_into_view_if_needed()
-    page.wait_for_timeout(500)
-    ids = page.evaluate("() => Array.from(document.querySelectorAll('#panel-inside .js-plotly-plot'))"
-                        ".filter((p) => p._fullLayout && p.getBoundingClientRect().height > 2).map((p) => p.closest('[id]').id)")
-    if not ids:
-        pytest.skip("no server-drawn figure on screen in the inside tabs for the example trace")
+    wait_model_loaded(page)  # (the open tab, the logit lens, is the model's: computed for the step on screen)
+    page.locator("#panel-inside").scroll_into_view_if_needed()  # the page asks for the open tab once it is on screen
+    drawn = ("() => Array.from(document.querySelectorAll('#panel-inside .js-plotly-plot'))"
+             ".filter((p) => p._fullLayout && p.getBoundingClientRect().height > 2).map((p) => p.closest('[id]').id)")
+    page.wait_for_function(f"() => ({drawn})().length > 0", timeout=60_000)
+    ids = page.evaluate(drawn)
     figs = page.evaluate(FIGURES_JS, ids)
     for id_, f in figs.items():
         dark_paper = f["paper_alpha"] is not None and (f["paper_alpha"] < 0.1 or f["paper_lum"] < 0.2)
