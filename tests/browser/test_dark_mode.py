@@ -219,6 +219,8 @@ def test_app_follows_a_theme_change(browser, app_url):
         " return !!c && c !== 'white' && c !== '#fff' && c !== '#ffffff' && c !== 'rgb(255, 255, 255)'; }", timeout=10_000)
     figs = page.evaluate(FIGURES_JS, list(STEP_PANELS))
     assert all(f["paper_lum"] < 0.2 for f in figs.values()), figs
+    # Gradio's buttons fade to their dark colours: read them once the fade is over (mid-way they are neither theme's)
+    page.wait_for_function("() => document.getAnimations().every((a) => a.playState !== 'running')", timeout=10_000)
     _assert_readable(page, "app, light then system dark")
 
 
