@@ -7,7 +7,7 @@ the few per-session values the events keep. The events are in ui/wiring.py.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import groupby
 
 import gradio as gr
@@ -20,7 +20,7 @@ from viz.glossary import gloss
 from ui import links
 from ui.model import DRAFT_MODEL, MAX_NEW_TOKENS
 from ui.step_slider import StepSlider
-from ui.views import Components
+from ui.views import Components, ViewOptions, slider_props
 
 DOWNLOAD = "Download trace"  # the download buttons' labels (they read otherwise while the file is made)
 DOWNLOAD_PAGE = "Download as web page"
@@ -78,9 +78,7 @@ def _first_values(example: Trace | None) -> dict:
     panels that follow the step come in the viewer bundle the page's head names: ui/viewer_wiring.py)."""
     if example is None or not example.steps:
         return {}
-    s = example.settings
-    return page.render(example, step=len(example.steps) - 1, layer=0, head="all", temperature=s.temperature, top_k=s.top_k,
-                       top_p=s.top_p, only=tuple(p.key for p in panels.PANELS if not p.follows_step))
+    return page.render(example, step=len(example.steps) - 1, **asdict(ViewOptions.of(example)), only=panels.LIGHT_KEYS)
 
 
 INSIDE_NUMBER = 5  # "Inside the model": after the step cards (viz.panels.CARDS), before speculative decoding
@@ -147,9 +145,8 @@ def _settings(C: Components, example: Trace | None) -> None:
 def _text(C: Components, first: dict, example: Trace | None) -> None:
     """The text being written, the step slider with Play, the tour."""
     _panel(C, panels.BY_KEY["output"], first)
-    top = max(len(example.steps) - 1, 1) if first else 1
     with gr.Row(equal_height=True):
-        C.slider = StepSlider(0, top, value=top if first else 0, step=1, label="Step on screen", elem_id="step-slider", scale=5)
+        C.slider = StepSlider(**slider_props(example), label="Step on screen", elem_id="step-slider", scale=5)
         C.play = gr.Button("▶ Play", elem_id="play", scale=1, size="sm", min_width=80)  # played in the page (assets/app_viewer.js)
         C.play_speed = gr.Dropdown(["slow", "normal", "fast"], value="normal", label="Speed", elem_id="play-speed", scale=2,
                                    interactive=True, min_width=140)  # (read by the page's script: 1, 4 or 12 steps a second)

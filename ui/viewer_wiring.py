@@ -50,7 +50,7 @@ PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.mi
 SCRIPTS = (PLOTLY_JS, *(ASSETS / f for f in VIEWER_SCRIPTS), ASSETS / "app_viewer.js")
 # drawn by the server for a whole trace, the page showing their steps; the panels the page draws from the
 # bundle (viz.panels: FIVE is an older name, from when there were five)
-LIGHT = tuple(p.key for p in panels.PANELS if not p.follows_step)
+LIGHT = panels.LIGHT_KEYS
 FIVE = panels.STEP_KEYS
 INBOX_JS = "(s) => { (window.LLMAppInbox = window.LLMAppInbox || []).push(s); if (window.LLMApp) window.LLMApp.drain(); }"
 CACHE_BYTES = 1 << 30  # of bundle and panel files kept on disk (a few MB each for a short trace)

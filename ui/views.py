@@ -91,16 +91,21 @@ def panels_of_values(C: Components, trace: Trace | None, step, layer, head, temp
     return panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p), only=only)
 
 
-def slider(trace: Trace | None, value=None, *, keep_value: bool = False):
-    """The step slider for `trace`, on step `value` (None: the last); `keep_value`: its range only,
-    the step a person may just have dragged to is left alone."""
+def slider_props(trace: Trace | None, value=None) -> dict:
+    """The step slider's range and step for `trace`, on step `value` (None: the last). A Gradio slider needs
+    minimum < maximum: with one step or none it shows 0..1, locked."""
     n = len(trace.steps) if trace else 0
     top = max(n - 1, 0)
-    v = top if value is None else clamp_index(value, top + 1)
-    # a Gradio slider needs minimum < maximum: with one step or none it shows 0..1, locked
+    return dict(minimum=0, maximum=max(top, 1), value=top if value is None else clamp_index(value, top + 1), step=1, interactive=n > 1)
+
+
+def slider(trace: Trace | None, value=None, *, keep_value: bool = False):
+    """The step slider's update for `trace` (slider_props); `keep_value`: its range only, the step a
+    person may just have dragged to is left alone."""
+    props = slider_props(trace, value)
     if keep_value:
-        return gr.Slider(minimum=0, maximum=max(top, 1), step=1, interactive=n > 1)
-    return gr.Slider(minimum=0, maximum=max(top, 1), value=v, step=1, interactive=n > 1)
+        del props["value"]
+    return gr.Slider(**props)
 
 
 def layer_head_choices(trace: Trace | None):

@@ -254,6 +254,8 @@ STEP_PANELS = tuple(p for p in PANELS if p.follows_step)  # the panels the page 
 STEP_FIGURES = frozenset(p.key for p in STEP_PANELS)
 STEP_KEYS = tuple(p.key for p in STEP_PANELS)
 STEP_IDS = tuple(p.elem_id for p in STEP_PANELS)
+# drawn by the server for the whole trace (the page shows the step's part): the page's first values, a run's end
+LIGHT_KEYS = tuple(p.key for p in PANELS if not p.follows_step)
 
 
 def in_card(card: str) -> tuple[Panel, ...]:

@@ -29,3 +29,19 @@ def test_one_clamp_for_every_index_from_outside():
     assert clamp_index(None, 5, default=4) == 4 and clamp_index("all", 3, default=9) == 2
     with pytest.raises(TypeError):
         clamp_index(None, 5)
+
+
+def test_the_slider_range_is_one_rule_for_the_page_and_its_updates():
+    """The page's first slider (ui/layout.py) and every update (views.slider) come from slider_props: with one
+    step it shows 0..1 on step 0, locked; with none, the same; with n steps, 0..n-1 on the last."""
+    from types import SimpleNamespace
+
+    from ui.views import slider, slider_props
+
+    one, five = SimpleNamespace(steps=[0]), SimpleNamespace(steps=list(range(5)))
+    assert slider_props(one) == dict(minimum=0, maximum=1, value=0, step=1, interactive=False)
+    assert slider_props(None) == dict(minimum=0, maximum=1, value=0, step=1, interactive=False)
+    assert slider_props(five) == dict(minimum=0, maximum=4, value=4, step=1, interactive=True)
+    assert slider_props(five, 9)["value"] == 4 and slider_props(five, 2)["value"] == 2
+    # an update that keeps the step a person dragged to sends no value (what Gradio sends: the arguments given)
+    assert "value" not in slider(five, keep_value=True)._constructor_args[0] and slider(five, 2).maximum == 4
