@@ -53,10 +53,6 @@
     if (b) { b.classList.toggle('viewer-on', on); b.classList.remove('viewer-stale'); }
   }
 
-  // A generation starts. The viewer's plots stay, dimmed, until the server's first streamed figure of
-  // that panel arrives; only then does the panel show the server's plot. (Showing the server's old
-  // plots at once would redraw five figures at the very moment the first token should appear, and
-  // hold back the cleared text and that token.)
   // Observers of the page's blocks: each block observed once by each (again after Gradio re-creates one).
   const observedBy = new WeakMap();
   function observe(obs, id, opts) {
@@ -67,36 +63,42 @@
   }
   const SUBTREE = { childList: true, subtree: true };
 
+  // A generation starts. The viewer's plots stay, dimmed, until the server's first streamed figure of that panel
+  // arrives (showing the server's old plots at once would redraw five figures as the first token should appear).
   function unmount() {
     stopPlay();
     st.bundle = null; st.key = null; st.drawn = {};
     IDS.forEach((id) => {
       const b = document.getElementById(id);
       if (!b) return;
-      observe(plotWatch, id, SUBTREE);
-      if (b.classList.contains('viewer-on')) b.classList.add('viewer-stale'); else reveal(b);
+      if (b.classList.contains('viewer-on')) { b.classList.add('viewer-stale'); awaitServerPlot(b); } else reveal(b);
     });
   }
 
   // The server's plot shows in this panel. The viewer's is kept, hidden (assets/style.css), for the next
   // bundle: drawn anew, a plot costs far more than redrawn (the embeddings' WebGL cloud: 200 ms against 20).
-  function reveal(b) {
-    b.classList.remove('viewer-on', 'viewer-stale');
-  }
+  const reveal = (b) => b.classList.remove('viewer-on', 'viewer-stale');
 
-  const plotWatch = typeof MutationObserver === 'undefined' ? null : new MutationObserver((records) => {
-    if (st.bundle) return;
-    records.forEach((r) => {
-      const b = r.target.closest && r.target.closest('.viewer-stale');
-      if (b && !r.target.closest('.viewer-plot') && b.querySelector(':scope > :not(.viewer-plot) .js-plotly-plot')) reveal(b);
+  // A stale panel shows the server's plot once the server draws one in it: each panel watched until then only (Gradio's
+  // Plotly touches hundreds of nodes a figure: watched for the whole run, they cost 100 ms in a streamed update).
+  let waits = [];
+  function awaitServerPlot(b) {
+    if (typeof MutationObserver === 'undefined') return;
+    const mine = b.querySelector(':scope > .viewer-plot');
+    const obs = new MutationObserver((records) => {
+      if (st.bundle) return obs.disconnect();
+      const theirs = records.some((r) => !(mine && mine.contains(r.target)));
+      if (theirs && b.querySelector(':scope > :not(.viewer-plot) .js-plotly-plot')) { obs.disconnect(); reveal(b); }
     });
-  });
+    obs.observe(b, SUBTREE);
+    waits.push(obs);
+  }
 
   function mount(m) {
     st.bundle = m.bundle; st.key = m.key; st.url = m.url; st.drawn = {}; st.textStep = -1; st.fresh = true;
-    // plotWatch waits for the server's plots of a run only: watching the viewer's own redraws would
-    // make a record of every node Plotly touches, a cost paid at every step move
-    if (plotWatch) { plotWatch.disconnect(); observedBy.delete(plotWatch); }
+    // (watching the viewer's own redraws would make a record of every node Plotly touches, at every step move)
+    waits.forEach((obs) => obs.disconnect());
+    waits = [];
     TEXT_IDS.forEach((id) => observe(textWatch, id, SUBTREE));
     IDS.forEach((id) => observe(panelWatch, id));
     observe(insideWatch, 'panel-inside');
@@ -145,7 +147,7 @@
     if (Number(gen.dataset.steps) !== n || document.querySelectorAll('#tokens-html .tok[data-step]').length !== n) return;
     if (s === st.textStep) return; // (already shown: a sampling slider moved, not the step)
     st.textStep = s;
-    gen.querySelectorAll('[data-step]').forEach((el) => { el.hidden = Number(el.dataset.step) > s; });
+    gen.querySelectorAll('[data-step]').forEach((el) => { const i = Number(el.dataset.step); el.hidden = i > s; el.classList.toggle('at-step', i === s); });
     const stop = document.querySelector('#output .stop-reason');
     if (stop) stop.hidden = s !== n - 1; // why it stopped: only with the last step on screen
     document.querySelectorAll('#tokens-html .tok[data-step]').forEach((el) => {
@@ -187,6 +189,16 @@
     if (e.isIntersecting) askServer();
   }));
 
+  const giveWay = () => new Promise((ok) => setTimeout(ok));
+  const painted = () => new Promise((ok) => { // once the next frame is on screen (a page in the background has none: 100 ms)
+    let done = false;
+    const go = () => { if (!done) { done = true; setTimeout(ok); } };
+    requestAnimationFrame(go);
+    setTimeout(go, 100);
+  });
+  // every panel on screen shows the step (and sampling settings): told once per render, for onScreen()
+  const shownOnScreen = () => document.dispatchEvent(new CustomEvent('llmapp:on-screen', { detail: { step: st.step } }));
+
   const wanted = (id) => (id === 'dist-plot' ? `${st.step}|${st.t}|${st.k}|${st.p}` : String(st.step));
 
   // Draws what is out of date, panel by panel, giving way whenever the step or a slider moves again.
@@ -203,6 +215,7 @@
         showText();
         const inside = st.step < b.n_steps; // a step past the bundle's frames is drawn by the server
         if (!inside) { IDS.forEach((id) => showViewer(id, false)); break; }
+        let seen = true; // (the panels on screen come first in drawOrder)
         for (const id of drawOrder()) {
           if (st.dirty || b !== st.bundle) break;
           const w = wanted(id);
@@ -210,12 +223,17 @@
           if (!el) continue;
           showViewer(id, true); // (before drawing: Plotly measures its text in a plot on screen)
           if (st.drawn[id] === w) continue;
+          // a panel off screen is drawn in a task of its own, once those on screen show: a move that comes meanwhile
+          // waits for one panel no one sees at most, not for all of them
+          if (seen && !inView.has(id)) { seen = false; shownOnScreen(); await painted(); slice = performance.now(); if (st.dirty) break; }
           await root.LLMViewer.react(el, root.LLMViewer.figureFor(b, id, st.step, { t: st.t, k: st.k, p: st.p }));
           st.drawn[id] = w;
-          // the page gives way between panels when a new trace is drawn (each shows as soon as it is drawn) and
-          // whenever this drawing has held the page 150 ms (a step of all five panels takes less: a yield costs it a frame)
-          if (st.fresh || performance.now() - slice > st.sliceMs) { await new Promise((ok) => setTimeout(ok)); slice = performance.now(); }
+          // the page gives way between panels when a new trace is drawn (each shows as soon as it is drawn), after each
+          // panel off screen (no one waits for it), and whenever this drawing has held the page 150 ms (a yield costs a
+          // step a frame)
+          if (st.fresh || !seen || performance.now() - slice > st.sliceMs) { await giveWay(); slice = performance.now(); }
         }
+        if (seen && !st.dirty) shownOnScreen();
       } while (st.dirty);
     } finally {
       st.busy = false;
@@ -347,17 +365,16 @@
     }
   }
 
-  // settled(): resolves once every panel shows the step on screen (and the sampling settings)
-  const settled = () => new Promise((ok) => {
-    const done = () => {
-      if (st.bundle && !st.busy && st.rendered === st.step && IDS.every((id) => st.drawn[id] === wanted(id))) {
-        document.removeEventListener('llmapp:rendered', done);
-        ok(st.step);
-      }
-    };
-    document.addEventListener('llmapp:rendered', done);
+  // A promise of the step on screen, kept once `test` holds (checked again at each `type` event)
+  const when = (type, test) => new Promise((ok) => {
+    const done = () => { if (test()) { document.removeEventListener(type, done); ok(st.step); } };
+    document.addEventListener(type, done);
     done();
   });
+  // settled(): every panel shows the step on screen (and the sampling settings); onScreen(): the panels on screen do
+  // (those off screen may still be drawing)
+  const settled = () => when('llmapp:rendered', () => st.bundle && !st.busy && st.rendered === st.step && IDS.every((id) => st.drawn[id] === wanted(id)));
+  const onScreen = () => when('llmapp:on-screen', () => st.bundle && IDS.every((id) => !inView.has(id) || st.drawn[id] === wanted(id)));
 
   watchSampling();
   document.addEventListener('input', onInput, true);
@@ -377,18 +394,6 @@
   const letGo = () => { if (st.dragging) { st.dragging = false; render(); } };
   ['pointerup', 'pointercancel'].forEach((type) => root.addEventListener(type, letGo, true));
   document.addEventListener('change', (e) => { if (e.target.matches && held(e.target)) letGo(); }, true);
-  // The text box keeps its end (the step on screen, the newest token) in view when its text outgrows it (style.css).
-  // Only the box is watched: watching the whole page, every node Plotly touched read the box's height, a layout
-  // of the page forced again and again at each step move (12 ms of a 1440x1800 move).
-  const keepEnd = new MutationObserver(() => {
-    const o = document.getElementById('output');
-    if (o && o.scrollHeight > o.clientHeight + 2) o.scrollTop = o.scrollHeight;
-  });
-  let endOf = null;
-  setInterval(() => {
-    const o = document.getElementById('output');
-    if (o && o !== endOf) { keepEnd.disconnect(); keepEnd.observe((endOf = o), { subtree: true, childList: true, attributes: true, attributeFilter: ['hidden'] }); }
-  }, 250);
-  root.LLMApp = { state: st, drain, settled, mounted: () => st.bundle !== null, render, playing };
+  root.LLMApp = { state: st, drain, settled, onScreen, mounted: () => st.bundle !== null, render, playing };
   drain();
 })(window);

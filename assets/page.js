@@ -81,6 +81,18 @@
     window.LLMViewer.react(e.target, JSON.parse(e.target.dataset.figure));
   }));
   setInterval(() => document.querySelectorAll('.static-figure:not(.js-plotly-plot)').forEach((el) => { drawn.unobserve(el); drawn.observe(el); }), 1000);
+  // The text box keeps its end (the step on screen, the newest token) in view when its text outgrows it (style.css).
+  // Only the box is watched: watching the whole page, every node Plotly touched read the box's height, a layout
+  // of the page forced again and again at each step move (12 ms of a 1440x1800 move).
+  const keepEnd = new MutationObserver(() => {
+    const o = document.getElementById('output');
+    if (o && o.scrollHeight > o.clientHeight + 2) o.scrollTop = o.scrollHeight;
+  });
+  let endOf = null;
+  setInterval(() => {
+    const o = document.getElementById('output');
+    if (o && o !== endOf) { keepEnd.disconnect(); keepEnd.observe((endOf = o), { subtree: true, childList: true, attributes: true, attributeFilter: ['hidden'] }); }
+  }, 250);
   // The prompt box takes the focus once, when the page opens. (Gradio's own autofocus focuses it
   // again whenever the box redraws, which could pull keystrokes meant for another field into it.)
   const focusPrompt = (tries) => {

@@ -78,6 +78,8 @@ class Generation:
             out[C.spec] = page.speculative.rounds_html(trace.rounds, step=i, pieces=page.context_pieces(trace))
         if not live:  # text only while generating: the model runs at full speed on a small machine
             pass
+        elif trace.steps[i].stop_reason is not None:  # the run's last step: its figures are the page's to draw (finish's
+            pass  # bundle); drawn here, Gradio's drawing of them held the page 150-200 ms as the run ended
         elif now - clock["heavy"] >= HEAVY_EVERY_S:
             clock["heavy"] = clock["dist"] = now
             out.update(panels(C, trace, i, opts, heavy=True))

@@ -88,3 +88,36 @@ def test_the_text_box_keeps_the_step_on_screen_in_view(browser, app_url):
         page.wait_for_function(at_end, timeout=5_000)
         last = page.evaluate("() => Math.max(...Array.from(document.querySelectorAll('#output [data-step]:not([hidden])')).map(e => Number(e.dataset.step)))")
         assert last == step
+
+
+# A step move: at the first frame in which the distribution shows the step, which step panels show it too
+FIRST_FRAME = """async (v) => { const r = document.querySelector('#step-slider input[type=range]');
+  const d = document.querySelector('#dist-plot .viewer-plot');
+  const at = (id) => document.querySelector('#' + id + ' .viewer-plot').layout.meta.step;
+  let seen = null;
+  const look = () => { if (d.layout.meta.step === v) seen = window.LLMAppPanels.filter((id) => at(id) === v); else requestAnimationFrame(look); };
+  requestAnimationFrame(look);
+  r.value = v; r.dispatchEvent(new Event('input', {bubbles: true}));
+  await LLMApp.settled();
+  while (seen === null) await new Promise((ok) => requestAnimationFrame(ok));
+  return [seen, window.LLMAppPanels.filter((id) => at(id) === v)]; }"""
+
+
+def test_a_step_move_shows_the_panels_on_screen_before_drawing_the_others(browser, app_url):
+    """On a tall screen scrolled to the distribution, a step move reaches the screen once the panels on screen
+    are drawn: those off screen are drawn after that frame (drawn first, they held it back: 94-102 ms against 54-60), and
+    every panel shows the step once the page is settled."""
+    page = new_page(browser, width=1440, height=1800, record_toasts=False)
+    page.goto(app_url)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=90_000)
+    page.evaluate("() => LLMApp.settled()")
+    page.evaluate("() => { LLMApp.state.settleMs = 1e9; document.getElementById('panel-distribution').scrollIntoView(); }")
+    page.wait_for_timeout(500)
+    off = page.evaluate("() => window.LLMAppPanels.filter((id) => { const r = document.getElementById(id).getBoundingClientRect();"
+                        " return r.bottom <= 0 || r.top >= innerHeight; })")
+    assert off and "dist-plot" not in off
+    top = int(page.get_attribute("#step-slider input[type=range]", "max"))
+    for v in (3, top // 2, 1):
+        first, settled = page.evaluate(FIRST_FRAME, v)
+        assert "dist-plot" in first and not set(off) & set(first), (v, first, off)
+        assert settled == page.evaluate("() => window.LLMAppPanels"), settled
