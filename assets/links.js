@@ -142,12 +142,17 @@
       const box = document.querySelector('#link-box input, #link-box textarea');
       const btn = document.getElementById('copy-link');
       const p = a.parent;
+      // the page's own ways of showing it go with the link: the presenter view, Guess first
+      const own = [['view', 'present', 'present'], ['guess', '1', 'guessing']].filter(([, , c]) => document.body.classList.contains(c));
+      const withOwn = (q) => { if (!own.length) return q; const u = new URLSearchParams(q); own.forEach(([k, v]) => u.set(k, v)); return u.toString(); };
+      const url = new URL(a.copy, location.href);
+      if (own.length) { url.search = withOwn(url.search); if (box) box.value = url.toString(); }
       if (p && window.parent !== window) {
         // (a page of another origin gets nothing: the browser checks `origin`)
-        try { window.parent.postMessage({ queryString: p.queryString }, p.origin); } catch (err) { /* a bad origin: the link still copies */ }
+        try { window.parent.postMessage({ queryString: withOwn(p.queryString) }, p.origin); } catch (err) { /* a bad origin: the link still copies */ }
       }
       let copied = false;
-      try { await navigator.clipboard.writeText(a.copy); copied = true; } catch (err) { /* denied: the box shows the link */ }
+      try { await navigator.clipboard.writeText(own.length ? url.toString() : a.copy); copied = true; } catch (err) { /* denied: the box shows the link */ }
       say(btn, copied ? '✓ Copied' : 'Copy it from the box');
       if (box) { box.focus(); box.select(); }
       return;

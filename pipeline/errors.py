@@ -35,4 +35,9 @@ class GalleryError(PipelineError, LookupError):
     """No saved trace of that name in the gallery, or the gallery's manifest is damaged."""
 
 
-__all__ = ["PipelineError", "SettingsError", "SpeculativeError", "ModelLoadError", "TraceFormatError", "GalleryError", "TRACE_HINT"]
+class GuessError(PipelineError, ValueError):
+    """A guess that cannot be rated (pipeline/guess.py): one sentence for the person who typed it."""
+
+
+__all__ = ["PipelineError", "SettingsError", "SpeculativeError", "ModelLoadError", "TraceFormatError", "GalleryError", "GuessError",
+           "TRACE_HINT"]

@@ -155,6 +155,8 @@ def _text(C: Components, first: dict, example: Trace | None) -> None:
         C.tour = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm", min_width=100)
         C.present = gr.Button("📽 Presenter view", elem_id="present-toggle", size="sm", scale=1, min_width=100)  # (assets/page.js)
         C.boundaries = gr.Checkbox(value=True, label="Token boundaries", elem_id="boundaries", scale=1, min_width=150)
+        C.guess_on = gr.Checkbox(value=False, label="Guess first", elem_id="guess-toggle", scale=1, min_width=130)  # (assets/guess.js)
+    _guess(C)
     gr.Markdown(_caption("output"), elem_classes="caption")
     with gr.Group(visible=False, elem_id="tour-panel") as C.tour_group:
         C.tour_box = gr.HTML(elem_id="tour-box")
@@ -162,6 +164,17 @@ def _text(C: Components, first: dict, example: Trace | None) -> None:
             C.tour_back = gr.Button("‹ Back", elem_id="tour-back", size="sm")
             C.tour_next = gr.Button("Next ›", elem_id="tour-next", size="sm", variant="primary")
             C.tour_end = gr.Button("End the tour", elem_id="tour-end", size="sm")
+
+
+def _guess(C: Components) -> None:
+    """Guess first: while it is on, the step's token and the model's distribution stay hidden until a guess is sent
+    (assets/guess.js hides and shows; ui/listeners.py rates the guess)."""
+    with gr.Group(elem_id="guess-box"):
+        with gr.Row(equal_height=True):
+            C.guess = gr.Textbox(label="What comes next? Type your guess, then reveal the model's answer", max_length=40, lines=1,
+                                 placeholder="a word, or a piece of one", elem_id="guess-input", scale=4)
+            C.guess_btn = gr.Button("Reveal", elem_id="guess-submit", variant="primary", scale=1, min_width=100)
+        C.guess_result = gr.HTML(elem_id="guess-result")
 
 
 HAND_LAID = ("panel-distribution", "panel-speculative")  # cards placed by hand: on the first screen, after "Inside the model"

@@ -5,6 +5,7 @@
     &branch=S:R,…     then force the candidate of rank R (1 = the likeliest) at step S and generate on, in order
     &example=NAME     open the gallery trace NAME (pipeline/gallery.py) at its step
     &view=present     the presenter view: the lesson alone, large (assets/page.js)
+    &guess=1          Guess first: each step's answer hidden until a guess (assets/guess.js)
 
 The page's script (assets/links.js) writes a link's fields in the browser the moment the page is drawn (the
 server is not asked: it answers seconds later, when a person may have typed), and anything the server sends for
@@ -45,7 +46,8 @@ MODES = {"chat": "Chat", "raw": "Raw text"}
 # name in the link -> (field key in the page's C (ui/layout.py), kind, lowest, highest): the page's own slider ranges
 NUMBERS = {"temperature": ("temperature", float, 0.0, 2.0), "top_k": ("top_k", int, 0, 200), "top_p": ("top_p", float, 0.01, 1.0),
            "seed": ("seed", int, 0, 2**32 - 1), "max_new_tokens": ("max_new", int, 1, 512), "step": ("step", int, 0, 100_000)}
-KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "branch", "example", "view")
+KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "branch", "example", "view", "guess")
+PAGE_ONLY = ("view", "guess")  # read by the page's scripts alone (assets/page.js, assets/guess.js)
 # the fields a link fills, by the page's C key, in the order the page's script gets and gives them, with their element ids
 FIELDS = {"prompt": "prompt", "mode": "mode", "system": "system-prompt", "temperature": "temperature", "top_k": "top-k",
           "top_p": "top-p", "seed": "seed", "max_new": "max-new-tokens"}
@@ -99,7 +101,7 @@ def parse_link(params: Mapping[str, str], example_names=()) -> Link:
     link = Link()
     for name, text in params.items():
         text = str(text)
-        if str(name).startswith(HOST_PREFIX) or name == "view":  # (view=present: the page's script's, assets/page.js)
+        if str(name).startswith(HOST_PREFIX) or name in PAGE_ONLY:
             continue
         if name in ("prompt", "system"):
             if len(text) > MAX_TEXT:

@@ -16,9 +16,11 @@ from pathlib import Path
 import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotations against this module's names)
 
 from pipeline import trace_io
+from pipeline import guess as guessing
 from pipeline.errors import SettingsError, TraceFormatError
 from pipeline.indices import clamp_index
 from pipeline.records import Trace
+from viz import guess as guess_viz
 from viz import page
 from viz import tour as tour_viz
 from ui import links, model, session
@@ -98,6 +100,18 @@ class Listeners:
         showing it (ui/layout.py's first values; its bundle named in the page's head)."""
         C, t = self.C, self.example
         return {C.info: model.HOLDER.status} if t is None else {self.p.state: t, C.info: model.HOLDER.status}
+
+    def rate_guess(self, trace, step, guess):
+        """A person's guess at the step on screen, rated by the model that made the trace when it is loaded (every
+        number exact over the whole vocabulary), otherwise from what the trace kept (pipeline/guess.py)."""
+        if trace is None or not trace.steps:
+            return guess_viz.refused_html("There is no text to guess in yet: pick an example or generate some.")
+        s = clamp_index(step, len(trace.steps))
+        try:
+            r = guessing.rate(model.same_model(trace), trace, s, guess)
+        except guessing.GuessError as e:
+            return guess_viz.refused_html(session.sentence(e))
+        return guess_viz.rating_html(r, s, trace.steps[s])
 
     def tour_show(self, trace, step, i):
         C = self.C

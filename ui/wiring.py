@@ -39,6 +39,7 @@ class Wires:
     inside: Call  # the open "inside the model" tab, drawn anew
     send_bundle: Call  # the viewer bundle of the trace on screen, for the page
     view_in: dict  # the step on screen and how it is drawn, by the names the listeners take
+    drawn_in: dict  # how it is drawn: the layer and head, the sampling settings
     run_in: dict  # what a run reads (Generation.stream's parameters)
     all_out: list
     panels: list
@@ -53,13 +54,14 @@ class Wires:
         inside_out = [C[k] for keys in INSIDE.values() for k in keys]
         inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
         panels = [C[k] for k in page.PANEL_KEYS]
-        view_in = dict(trace=state, step=C.slider, layer=C.layer, head=C.head, temperature=C.temperature, top_k=C.top_k, top_p=C.top_p)
+        drawn_in = dict(layer=C.layer, head=C.head, temperature=C.temperature, top_k=C.top_k, top_p=C.top_p)  # how a trace is drawn
+        view_in = dict(trace=state, step=C.slider, **drawn_in)
         return cls(
             p=p, gen=gen, other=Listeners(p, example),
             finish=Call(gen.finish, dict(ran=C.ran, **view_in), [*panels, C.slider, C.download, C.bundle_req], dict(show_progress="hidden")),
             inside=Call(Inside(p).inside_view, inside_in, inside_out, inside_kw),
             send_bundle=Call(viewer.bundle_message, [state, C.layer, C.head, C.metric], C.viewer_data),
-            view_in=view_in,
+            view_in=view_in, drawn_in=drawn_in,
             run_in=dict(prompt=C.prompt, system=C.system, mode=C.mode, temperature=C.temperature, top_k=C.top_k, top_p=C.top_p, seed=C.seed,
                         max_new=C.max_new, layer=C.layer, head=C.head, live=C.live, spec_on=C.spec_on, spec_k=C.spec_k,
                         spec_draft=C.spec_draft, shown=C.info, state=state),  # the model line as clicked: a click while it said "loading" starts no run
@@ -82,6 +84,7 @@ def wire(demo: gr.Blocks, p: Page, example) -> None:
     _inside_tabs(w)
     _viewer_calls(w)
     _upload(w)
+    _guess(w)
     _page_open(demo, w)
 
 
@@ -118,8 +121,8 @@ def _branches(w: Wires) -> list:
         w.inside.after(w.finish.after(ev)).then(
             record, [p.state, p.branches, p.pending], [p.branches, C.branches_html, C.branch_pick, p.pending], show_progress="hidden")
         events.append(ev)
-    shown = C.branch_pick.input(gen.show_branch, [C.branch_pick, p.branches, C.layer, C.head, C.temperature, C.top_k, C.top_p],
-                                [p.state, *w.panels, C.slider, C.branches_html], show_progress="hidden")
+    shown = C.branch_pick.input(gen.show_branch, outputs=[p.state, *w.panels, C.slider, C.branches_html], show_progress="hidden",
+                                inputs_kwargs=dict(label=C.branch_pick, branches=p.branches, **w.drawn_in))
     w.inside.after(w.send_bundle.after(shown))
     return events
 
@@ -185,8 +188,17 @@ def _upload(w: Wires) -> None:
     """A trace file loaded from disk. A refused file (`ran` False) changed nothing, so its follow-ups do nothing:
     the Inside panel's would recompute what is on screen, waiting for the model if another person's run has it."""
     C = w.p.C
-    loaded = C.upload.upload(w.other.load_trace, [C.upload, C.layer, C.head, C.temperature, C.top_k, C.top_p], w.load_out)
+    loaded = C.upload.upload(w.other.load_trace, outputs=w.load_out, inputs_kwargs=dict(file=C.upload, **w.drawn_in))
     w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(w.send_bundle.only_if(C.ran, gr.skip()).after(loaded))
+
+
+def _guess(w: Wires) -> None:
+    """Guess first: a guess sent (Reveal or Enter) is rated at the step on screen; the page shows the step once the
+    rating is there (assets/guess.js). Not in the model's run queue: a rating is one short forward pass at most."""
+    C = w.p.C
+    for trigger in (C.guess_btn.click, C.guess.submit):
+        trigger(w.other.rate_guess, outputs=C.guess_result, show_progress="hidden", concurrency_limit=8,
+                inputs_kwargs=dict(trace=w.p.state, step=C.slider, guess=C.guess))
 
 
 def _page_open(demo: gr.Blocks, w: Wires) -> None:

@@ -76,9 +76,10 @@ def test_the_hosts_own_names_are_passed_over_in_silence():
     assert len(link.warnings) == 2 and "'_theme'" in link.warnings[0] and "'theme__'" in link.warnings[1]
 
 
-def test_the_presenter_view_is_the_pages_own_and_no_setting():
-    """?view=present is read by the page's script (assets/page.js); the server neither warns nor fills a field."""
-    link = parse_link({"view": "present", "prompt": "Hi"}, NAMES)
+def test_the_presenter_view_and_guess_first_are_the_pages_own_and_no_setting():
+    """?view=present and ?guess=1 are read by the page's scripts (assets/page.js, assets/guess.js); the server
+    neither warns nor fills a field."""
+    link = parse_link({"view": "present", "guess": "1", "prompt": "Hi"}, NAMES)
     assert link.warnings == [] and link.fields == {"prompt": "Hi"} and not link.run
 
 

@@ -1,0 +1,62 @@
+/* Guess first (the "Guess first" box beside the step slider, or a link's guess=1): while it is on, the step on
+ * screen keeps its answer hidden (the step's token in the text and chips, the distribution, the embeddings'
+ * marked token, the logit lens) until a guess for that step is rated (ui/listeners.py: rate_guess writes
+ * #guess-result). Moving to another step hides it again; Play stops at each step not yet revealed. A running
+ * score of the guesses rated on this trace sits under the result. Follows assets/app_viewer.js (LLMApp).
+ */
+(function (root) {
+  'use strict';
+
+  const seen = new Map(); // step -> {rank, chosen} of the trace on screen
+  let key = null, linked = new URLSearchParams(root.location.search).get('guess') === '1';
+
+  const box = () => document.querySelector('#guess-toggle input[type=checkbox]');
+  const on = () => { const b = box(); return !!(b && b.checked); };
+  const app = () => root.LLMApp && root.LLMApp.state && root.LLMApp.state.bundle ? root.LLMApp : null;
+
+  function score() {
+    const el = document.getElementById('guess-score') || Object.assign(document.createElement('p'), { id: 'guess-score' });
+    const res = document.getElementById('guess-result');
+    if (res && el.parentNode !== res.parentNode) res.after(el);
+    const all = [...seen.values()], top5 = all.filter((g) => g.rank && g.rank <= 5).length, same = all.filter((g) => g.chosen).length;
+    el.textContent = all.length ? `Your guesses on this text: in the model's top 5 at ${top5} of ${all.length} `
+      + `step${all.length === 1 ? '' : 's'}; the model's own pick was your guess at ${same}.` : '';
+  }
+
+  function update() {
+    const a = app();
+    if (a && a.state.key !== key) { key = a.state.key; seen.clear(); }
+    const guessing = on();
+    document.body.classList.toggle('guessing', guessing);
+    const step = a ? a.state.step : null, res = document.getElementById('guess-result');
+    const hide = guessing && a !== null && !seen.has(step);
+    document.body.classList.toggle('guess-hidden', hide);
+    if (res) res.classList.toggle('other-step', !res.querySelector(`.guess-result[data-step="${step}"]`) && !res.querySelector('.guess-refused'));
+    if (hide && a.playing()) document.getElementById('play')?.click(); // Play waits for a guess at each step
+    score();
+  }
+
+  // a rating came: the step it rates is revealed (its numbers on #guess-result itself, for tests and tools)
+  function rated() {
+    const res = document.getElementById('guess-result'), r = res && res.querySelector('.guess-result');
+    if (!r) return;
+    ['step', 'rank', 'prob', 'chosen'].forEach((k) => { res.dataset[k] = r.dataset[k] || ''; });
+    const a = app();
+    if (a && r.dataset.step !== '' && Number(r.dataset.step) === a.state.step) {
+      seen.set(a.state.step, { rank: Number(r.dataset.rank) || null, chosen: r.dataset.chosen === '1' });
+    }
+    update();
+  }
+
+  const watch = new MutationObserver(rated);
+  let watched = null;
+  setInterval(() => { // (Gradio may re-create the result's block; a link's guess=1 waits for the box)
+    const res = document.getElementById('guess-result');
+    if (res && res !== watched) { watch.disconnect(); watch.observe((watched = res), { childList: true, subtree: true }); }
+    if (linked && box()) { linked = false; if (!on()) box().click(); }
+  }, 250);
+
+  ['llmapp:on-screen', 'llmapp:rendered'].forEach((t) => document.addEventListener(t, update));
+  document.addEventListener('change', (e) => { if (e.target.closest && e.target.closest('#guess-toggle')) update(); }, true);
+  document.addEventListener('input', (e) => { if (e.target.closest && e.target.closest('#step-slider')) update(); }, true);
+})(window);

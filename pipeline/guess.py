@@ -1,0 +1,118 @@
+"""How the model rated a person's guess of what comes next at a step ("Guess first").
+
+The guess is written as this model's tokens. Its first token is rated in the step's own distribution: the
+temperature-1 probability and rank (1 = most likely) over the whole vocabulary, and its probability in the
+distribution the step was sampled from (the trace's settings). A guess of several tokens also gets the
+probability of the whole sequence, by the chain rule, from one forward pass of the model over the context and
+the guess. Without the model's numbers for the whole vocabulary (a trace that kept only its top candidates,
+and no model that made it), a guess outside those candidates gets the honest bound, never a made-up number.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.errors import GuessError
+from pipeline.records import StepRecord, Trace
+from pipeline.sampling import apply_stages, softmax
+
+MAX_GUESS_CHARS = 40
+__all__ = ["GuessError", "GuessRating", "MAX_GUESS_CHARS", "clean", "rate", "variants"]
+
+
+@dataclass(frozen=True)
+class GuessRating:
+    text: str  # the guess as rated (with the space before it when the model writes the word so)
+    pieces: tuple[str, ...]  # its tokens, as the page shows pieces ("" when not known: no tokenizer)
+    token_id: int | None  # its first token (None: not among the trace's candidates, and no tokenizer)
+    prob: float | None  # temperature-1 probability of the first token (None: not known, see `below`)
+    rank: int | None  # 1-based rank of the first token in the temperature-1 distribution
+    final_prob: float | None  # its probability in the distribution the step was sampled from
+    seq_prob: float | None  # the whole guess's probability (chain rule); None for one token or no model
+    below: float | None  # when prob is None: the first token is below this (the last kept candidate's)
+    chosen: bool  # the first token is the one the model sampled at this step
+    above_chosen: bool  # the model rated it higher than the token it sampled
+
+
+def variants(step: StepRecord, text: str) -> list[str]:
+    """The guess as typed, and with a space before it when the context ends inside a line of words: a person
+    types "mat", the model writes " mat"."""
+    out = [text]
+    last = step.context_pieces[-1] if step.context_pieces else ""
+    if text[:1].isalnum() and last and not last[-1].isspace():
+        out.append(" " + text)
+    return out
+
+
+def _full_logits(lm, trace: Trace, step: StepRecord) -> np.ndarray | None:
+    """The step's raw logits over the whole vocabulary: kept in the trace, or computed by the model that made it."""
+    if step.logits is not None:
+        return np.asarray(step.logits, dtype=np.float32)
+    if lm is None:
+        return None
+    return _rows(lm, list(step.context_ids), [])[0]
+
+
+def _rows(lm, context: list[int], more: list[int]) -> np.ndarray:
+    """The model's raw logits after the context and after each of `more` but the last: one plain forward pass."""
+    import torch
+
+    ids = context + more[:-1] if more else context
+    with lm.lock, torch.inference_mode():
+        out = lm.model(torch.tensor([ids])).logits[0].float().numpy()
+    return out[len(context) - 1:]
+
+
+def _rate_ids(lm, trace: Trace, step: StepRecord, text: str, ids: list[int]) -> GuessRating:
+    logits = _full_logits(lm, trace, step)
+    first = ids[0]
+    probs = softmax(logits)
+    p = float(probs[first])
+    final = apply_stages(logits, trace.settings_at(step.index).stages(step.context_ids)).final_probs
+    seq = None
+    if len(ids) > 1 and lm is not None:
+        rows = _rows(lm, list(step.context_ids), ids)
+        seq = p * float(np.prod([softmax(rows[i])[ids[i]] for i in range(1, len(ids))]))
+    return GuessRating(text, tuple(lm.tokens.pieces(ids)) if lm is not None else (), first, p, int((probs > p).sum()) + 1,
+                       float(final[first]), seq, None, first == step.token_id, p > float(probs[step.token_id]))
+
+
+def _rate_candidates(step: StepRecord, text: str) -> GuessRating:
+    """No tokenizer and no logits: the guess matched against the step's kept candidates (the longest piece it
+    starts with); outside them, the bound."""
+    pieces = [str(x) for x in step.top_pieces]
+    hits = [k for k, piece in enumerate(pieces) if piece and text.startswith(piece)]
+    if not hits:
+        return GuessRating(text, (), None, None, None, None, None, float(step.top_probs[-1]), False, False)
+    k = max(hits, key=lambda k: (len(pieces[k]), -k))
+    tid, p = int(step.top_ids[k]), float(step.top_probs[k])
+    return GuessRating(text, (pieces[k],), tid, p, k + 1, float(step.top_final_probs[k]), None, None,
+                       tid == step.token_id, p > step.chosen_prob)
+
+
+def rate(lm, trace: Trace, step_index: int, guess: str) -> GuessRating:
+    """`guess` at step `step_index` of `trace`, rated by `lm` (the model that made the trace, or None). Of the
+    guess's spellings (`variants`), the one whose first token the model rates higher."""
+    text = clean(guess)
+    step = trace.steps[step_index]
+    if lm is None and step.logits is None:
+        return max((_rate_candidates(step, v) for v in variants(step, text)), key=lambda r: r.prob or 0.0)
+    if lm is None:  # the whole vocabulary's numbers, but no tokenizer: the candidates' pieces name the token
+        r = max((_rate_candidates(step, v) for v in variants(step, text)), key=lambda r: r.prob or 0.0)
+        if r.token_id is None:
+            return r
+        return _rate_ids(None, trace, step, r.text, [r.token_id])
+    rated = [_rate_ids(lm, trace, step, v, ids) for v in variants(step, text) if (ids := lm.tokens.plain_ids(v))]
+    return max(rated, key=lambda r: r.prob)
+
+
+def clean(guess) -> str:
+    if not isinstance(guess, str):
+        raise GuessError("a guess is text: type a word or a few")
+    text = guess.strip("\r\n")
+    if not text.strip():
+        raise GuessError("type a guess first: a word, or a piece of one")
+    if len(text) > MAX_GUESS_CHARS:
+        raise GuessError(f"a guess is at most {MAX_GUESS_CHARS} characters")
+    return text
