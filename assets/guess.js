@@ -8,6 +8,7 @@
   'use strict';
 
   const seen = new Map(); // step -> {rank, chosen} of the trace on screen
+  const opened = new Set(); // steps shown without a guess of this page's (a class's reveal: assets/room.js)
   let key = null, linked = new URLSearchParams(root.location.search).get('guess') === '1';
 
   const box = () => document.querySelector('#guess-toggle input[type=checkbox]');
@@ -25,11 +26,11 @@
 
   function update() {
     const a = app();
-    if (a && a.state.key !== key) { key = a.state.key; seen.clear(); }
+    if (a && a.state.key !== key) { key = a.state.key; seen.clear(); opened.clear(); }
     const guessing = on();
     document.body.classList.toggle('guessing', guessing);
     const step = a ? a.state.step : null, res = document.getElementById('guess-result');
-    const hide = guessing && a !== null && !seen.has(step);
+    const hide = guessing && a !== null && !seen.has(step) && !opened.has(step);
     document.body.classList.toggle('guess-hidden', hide);
     if (res) res.classList.toggle('other-step', !res.querySelector(`.guess-result[data-step="${step}"]`) && !res.querySelector('.guess-refused'));
     if (hide && a.playing()) document.getElementById('play')?.click(); // Play waits for a guess at each step
@@ -55,6 +56,12 @@
     if (res && res !== watched) { watch.disconnect(); watch.observe((watched = res), { childList: true, subtree: true }); }
     if (linked && box()) { linked = false; if (!on()) box().click(); }
   }, 250);
+
+  // for assets/room.js: Guess first on or off (as a click on its box would), a step shown without a guess
+  root.LLMGuess = {
+    setOn(want) { const b = box(); if (b && b.checked !== want) b.click(); },
+    reveal(step) { opened.add(step); update(); },
+  };
 
   ['llmapp:on-screen', 'llmapp:rendered'].forEach((t) => document.addEventListener(t, update));
   document.addEventListener('change', (e) => { if (e.target.closest && e.target.closest('#guess-toggle')) update(); }, true);

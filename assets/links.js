@@ -83,9 +83,30 @@
     };
     // a new element is seen before it is painted (an observer's callback runs right after the change)
     const seen = new MutationObserver(() => tick());
+    // Gradio may write a field's own value once more after creating it (a slider's number box, a task later): a
+    // field written is looked at again before each frame, until the page-open event has written the link's values
+    // through Gradio (its state holds them then), and written again when it holds the page's default once more
+    const held = {}, look = () => {
+      window.__llmWriting = true;
+      try {
+        for (const [k, [v, t]] of Object.entries(held)) {
+          const box = document.getElementById(ids[k])?.querySelector('textarea, input[type=number], input[type=text]');
+          if (touched[k] || window.__llmOpened || Date.now() - t > 10000) delete held[k];
+          else if (box && !same(box.value, v) && tables.defaults && k in tables.defaults && same(box.value, tables.defaults[k])) write(k, v);
+        }
+      } finally { window.__llmWriting = false; }
+      if (Object.keys(held).length) requestAnimationFrame(look);
+    };
     const tick = () => {
       window.__llmWriting = true;
-      try { for (const k of Object.keys(want)) if (touched[k] || write(k, want[k])) delete want[k]; } finally { window.__llmWriting = false; }
+      try {
+        for (const k of Object.keys(want)) {
+          if (touched[k] || write(k, want[k])) {
+            if (!touched[k] && k !== 'mode') { if (!Object.keys(held).length) requestAnimationFrame(look); held[k] = [want[k], Date.now()]; }
+            delete want[k];
+          }
+        }
+      } finally { window.__llmWriting = false; }
       if (!Object.keys(want).length || Date.now() - t0 > 60000) seen.disconnect();
     };
     seen.observe(document.body, { childList: true, subtree: true });
@@ -95,6 +116,7 @@
   if (values.length) {
     const out = values.slice();
     if (a.open) {
+      window.__llmOpened = true;
       linkOf = linkValues(a.open);
       for (const [k, v] of Object.entries(linkOf)) { const i = KEYS.indexOf(k); if (i >= 0 && i < out.length && untouched(k, out[i])) out[i] = v; }
     } else if (a.fields && typeof a.fields === 'object') {

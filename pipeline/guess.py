@@ -18,7 +18,7 @@ from pipeline.records import StepRecord, Trace
 from pipeline.sampling import apply_stages, softmax
 
 MAX_GUESS_CHARS = 40
-__all__ = ["GuessError", "GuessRating", "MAX_GUESS_CHARS", "clean", "rate", "variants"]
+__all__ = ["GuessError", "GuessRating", "MAX_GUESS_CHARS", "clean", "first_token", "rate", "step_probs", "variants"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,25 @@ def _rows(lm, context: list[int], more: list[int]) -> np.ndarray:
     with lm.lock, torch.inference_mode():
         out = lm.model(torch.tensor([ids])).logits[0].float().numpy()
     return out[len(context) - 1:]
+
+
+def step_probs(lm, trace: Trace, step: StepRecord) -> np.ndarray | None:
+    """The step's temperature-1 distribution over the whole vocabulary (None: neither kept nor computable)."""
+    logits = _full_logits(lm, trace, step)
+    return None if logits is None else softmax(logits)
+
+
+def first_token(lm, step: StepRecord, guess, probs: np.ndarray | None) -> tuple[int | None, str]:
+    """The first token of `guess` as the model would write it (of its spellings, the likelier) and its piece; a
+    room's guesses are grouped by it. `probs`: step_probs of the step. Without a tokenizer: the longest kept
+    candidate the guess starts with (None: none)."""
+    text = clean(guess)
+    if lm is None or probs is None:
+        r = max((_rate_candidates(step, v) for v in variants(step, text)), key=lambda r: r.prob or 0.0)
+        return r.token_id, (r.pieces[0] if r.pieces else text)
+    firsts = [ids[0] for v in variants(step, text) if (ids := lm.tokens.plain_ids(v))]
+    tid = max(firsts, key=lambda t: probs[t])
+    return int(tid), lm.tokens.piece(int(tid))
 
 
 def _rate_ids(lm, trace: Trace, step: StepRecord, text: str, ids: list[int]) -> GuessRating:

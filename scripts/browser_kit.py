@@ -29,6 +29,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class ServerURL(str):
+    """The app's address, and its process id (`pid`: for a benchmark that reads the server's CPU and memory)."""
+    pid: int = 0
+
+
 @contextmanager
 def app_server(*args: str, log: Path | None = None, timeout: float = 300, env: dict | None = None):
     """`python app.py` in a subprocess; yields its URL once it answers HTTP. `env`: extra variables
@@ -38,7 +43,8 @@ def app_server(*args: str, log: Path | None = None, timeout: float = 300, env: d
     out = open(log, "w") if log else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port), *args], cwd=ROOT, env=env,
                             stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    url = ServerURL(f"http://127.0.0.1:{port}")
+    url.pid = proc.pid
     try:
         deadline = time.time() + timeout
         while True:

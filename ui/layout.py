@@ -38,6 +38,7 @@ class Page:
     pending: gr.State | None = None
     tour_i: gr.State | None = None
     tab: gr.State | None = None
+    room: gr.State | None = None  # the class room this page started: {"code", "key"} (ui/class_room.py)
 
 
 def layout(example: Trace | None, status: str, spec_cost) -> Page:
@@ -69,6 +70,7 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     _speculative(C, spec_cost, first, example)
     _hidden(C)
     p.branches, p.pending, p.tour_i, p.tab = gr.State([]), gr.State(None), gr.State(0), gr.State("lens")
+    p.room = gr.State(None)
     return p
 
 
@@ -175,6 +177,15 @@ def _guess(C: Components) -> None:
                                  placeholder="a word, or a piece of one", elem_id="guess-input", scale=4)
             C.guess_btn = gr.Button("Reveal", elem_id="guess-submit", variant="primary", scale=1, min_width=100)
         C.guess_result = gr.HTML(elem_id="guess-result")
+    gr.HTML("", elem_id="room-bar")  # a student's page in a class: following the teacher (assets/room.js)
+    with gr.Row(elem_id="class-row"):
+        C.class_start = gr.Button("👩‍🏫 Start a class", elem_id="class-start", size="sm", scale=0, min_width=170)
+    C.class_info = gr.HTML(elem_id="class-info")  # the room's code, QR and controls (viz/room.py)
+    # (hidden: the page's address for the join link; the teacher's new trace; a student's room to join)
+    C.class_addr = gr.Textbox(elem_id="class-addr", elem_classes="hidden-input", container=False)
+    C.class_sync = gr.Button("sync", elem_id="class-sync", elem_classes="hidden-input")
+    C.room_join = gr.Textbox(elem_id="room-join", elem_classes="hidden-input", container=False)
+    C.room_join_go = gr.Button("join", elem_id="room-join-go", elem_classes="hidden-input")
 
 
 HAND_LAID = ("panel-distribution", "panel-speculative")  # cards placed by hand: on the first screen, after "Inside the model"

@@ -7,18 +7,17 @@
     &view=present     the presenter view: the lesson alone, large (assets/page.js)
     &guess=1          Guess first: each step's answer hidden until a guess (assets/guess.js)
 
-The page's script (assets/links.js) writes a link's fields in the browser the moment the page is drawn (the
-server is not asked: it answers seconds later, when a person may have typed), and anything the server sends for
-the fields later (an example's settings) goes only into a field nobody has touched since the page opened.
+The page's script (assets/links.js, from the page's head) writes a link's fields in the browser as the page is drawn
+(the server answers seconds later, when a person may have typed); what the server sends for the fields later (an
+example's settings) goes only into a field nobody has touched.
 "Copy link" writes how the trace on screen was made (trace_link: its prompt, mode and settings, run=1, the
 step on screen, the branches it took), not the what-if sliders, so that the link writes the same text again.
 
-Names starting with "__" are the host's (a Space adds __theme, and __sign when private) and are passed
-over in silence. Inside a Hugging Face Space, "Copy link" points at the Space's page on huggingface.co
-(SPACE_ID), not at the frame the app runs in, and sets that page's address to the link (link_base).
+Names starting with "__" are the host's (a Space adds __theme, and __sign when private), passed over in silence. In a
+Space, "Copy link" points at the Space's page on huggingface.co (SPACE_ID), not its frame, and sets its address (link_base).
 
-The pure part (parse_link, make_link, trace_link, link_base) takes and gives plain values; the Gradio part (layout, wire) adds
-the "Example traces" dropdown (a gallery trace goes on through ui/listeners.py's load_trace, as an uploaded file) and "Copy link".
+The pure part (parse_link, make_link, trace_link, link_base) takes and gives plain values; the Gradio part adds the "Example
+traces" dropdown (a gallery trace goes on as an uploaded file: ui/listeners.py's load_trace) and "Copy link".
 """
 from __future__ import annotations
 
@@ -226,16 +225,25 @@ def example_choices() -> list[tuple[str, str]]:
 
 
 # -- Gradio -------------------------------------------------------------------------------------
-def _js(action: dict, call=False) -> str:
-    """assets/links.js called with `action` and the values of the inputs (call: with `action` alone, a statement)."""
-    return f"({LINKS_JS})({json.dumps(json.dumps(action))});" if call else f"(...v) => ({LINKS_JS})({json.dumps(json.dumps(action))}, ...v)"
+def _js(action: dict) -> str:  # assets/links.js called with `action` and the values of the inputs
+    return f"(...v) => ({LINKS_JS})({json.dumps(json.dumps(action))}, ...v)"
 
 
 def tables(C: Components) -> dict:
-    """For the page's script: the server's own ranges (parse_link warns of the rest), the fields' element ids, and their
-    values as the page is drawn (a field that holds another value was typed into: the link leaves it alone)."""
+    """For the page's script: the server's ranges (parse_link warns of the rest), the fields' ids, their values as drawn."""
     return {"numbers": {n: [k, "int" if kind is int else "float", lo, hi] for n, (k, kind, lo, hi) in NUMBERS.items() if k != "step"},
             "modes": MODES, "max_text": MAX_TEXT, "ids": FIELDS, "defaults": {k: C[k].value for k in FIELDS}}
+
+
+EARLY: dict | None = None  # tables() of the page built last (copy_row)
+
+
+def early_head() -> str:
+    """A <head> script: links.js's "early" action writes each of a link's fields the moment it exists, before it is
+    painted (from a component of the page, it began only once Gradio had drawn that far: a second of defaults)."""
+    action = json.dumps(json.dumps({"early": EARLY})).replace("</", "<\\/")
+    go = f"const go = () => ({LINKS_JS})({action}); if (document.body) go(); else document.addEventListener('DOMContentLoaded', go);"
+    return "" if EARLY is None else f"<script>(function () {{ {go} }})();</script>"
 
 
 @dataclass
@@ -261,9 +269,9 @@ def gallery_trace(name: str):
 
 
 def copy_row(C: Components) -> None:
-    """The "Copy link" button and the link it wrote; the script that writes a link's fields (after every field)."""
-    # this writes a link's fields as each appears (assets/links.js, "early"): Gradio's load event comes later
-    gr.HTML("", js_on_load=_js({"early": tables(C)}, call=True), elem_id="link-early", elem_classes="hidden-input", container=False, padding=False)
+    """The "Copy link" button and the link it wrote; the tables the page's head writes a link's fields with (early_head)."""
+    global EARLY
+    EARLY = tables(C)
     with gr.Row(equal_height=True):
         C.copy_link = gr.Button("🔗 Copy link", elem_id="copy-link", size="sm", scale=1)
         C.link_box = gr.Textbox(show_label=False, placeholder="a link to this page as it is", elem_id="link-box", scale=3,

@@ -12,7 +12,7 @@ from functools import partial
 import gradio as gr
 
 from viz import page
-from ui import links
+from ui import class_room, links
 from ui import viewer_wiring as viewer
 from ui.generation import Generation
 from ui.inside import INSIDE, Inside, kv_compare_click, swap_click
@@ -85,6 +85,7 @@ def wire(demo: gr.Blocks, p: Page, example) -> None:
     _viewer_calls(w)
     _upload(w)
     _guess(w)
+    _class(w)
     _page_open(demo, w)
 
 
@@ -199,6 +200,18 @@ def _guess(w: Wires) -> None:
     for trigger in (C.guess_btn.click, C.guess.submit):
         trigger(w.other.rate_guess, outputs=C.guess_result, show_progress="hidden", concurrency_limit=8,
                 inputs_kwargs=dict(trace=w.p.state, step=C.slider, guess=C.guess))
+
+
+def _class(w: Wires) -> None:
+    """A class room: started from the trace on screen; the teacher's new trace sent to it; a student's page joining
+    one (its trace loaded as a file is). The room's step, guesses and reveal go through its JSON API (assets/room.js)."""
+    C, p, quiet = w.p.C, w.p, dict(show_progress="hidden")
+    C.class_start.click(None, None, C.class_addr, js="() => location.origin + location.pathname", **quiet).then(
+        class_room.start_class, [C.class_addr, p.state, C.slider, p.room], [C.class_info, p.room], **quiet)
+    C.class_sync.click(class_room.sync_class, [p.room, p.state, C.slider], None, **quiet)
+    joined = C.room_join_go.click(lambda code, *drawn: w.other.load_trace(class_room.join_trace(code), *drawn),
+                                  [C.room_join, *w.drawn_in.values()], w.load_out, **quiet)
+    w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(w.send_bundle.only_if(C.ran, gr.skip()).after(joined))
 
 
 def _page_open(demo: gr.Blocks, w: Wires) -> None:

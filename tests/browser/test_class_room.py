@@ -1,0 +1,101 @@
+"""A class as one room, tested as a class uses it: a teacher's page and three students' pages (each its own
+browser context: its own student id), guessing, the reveal, moving on, a student joining late, a student's tab
+reloading (their id and guess kept), a hostile guess, the teacher's key refused to a student, the class ended."""
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+from .harness import new_page, wait_model_loaded
+
+pytestmark = pytest.mark.browser
+
+HIDDEN = "() => document.body.classList.contains('guess-hidden')"
+
+
+def student(browser, app_url, code, name):
+    page = new_page(browser, width=390, height=844, record_toasts=False)
+    page.goto(f"{app_url}?room={code}")
+    page.wait_for_function("(c) => (document.querySelector('#room-bar .room-status')?.textContent || '').includes('following')", arg=code,
+                           timeout=60_000)
+    return page
+
+
+def at_step(page, step, timeout=30_000):
+    page.wait_for_function("(s) => window.LLMApp && LLMApp.mounted() && LLMApp.state.step === s", arg=step, timeout=timeout)
+
+
+def send(page, text):
+    page.fill("#guess-input textarea", text)
+    page.click("#guess-submit")
+    page.wait_for_function("() => /Sent|guess/.test(document.querySelector('#room-bar .room-note')?.textContent || '')", timeout=10_000)
+
+
+def api(app_url, path, body=None, key=None):
+    req = urllib.request.Request(app_url.rstrip("/") + "/api/rooms/" + path, method="POST" if body is not None else "GET",
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", **({"X-Room-Key": key} if key else {})})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def test_a_class_guesses_sees_the_reveal_and_moves_on(browser, app_url):
+    teacher = new_page(browser, width=1920, height=960, record_toasts=False)
+    teacher.goto(app_url)
+    teacher.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=90_000)
+    wait_model_loaded(teacher)
+    teacher.click("#class-start")
+    teacher.wait_for_selector("#class-info .class-card[data-code] svg", timeout=30_000)
+    code = teacher.get_attribute("#class-info .class-card", "data-code")
+    key = teacher.get_attribute("#class-info .class-card", "data-key")
+    assert len(code) == 6 and code.replace(" ", "") in teacher.inner_text("#class-code").replace(" ", "")
+    assert key not in teacher.inner_text("#class-info") and key not in teacher.get_attribute("#class-info a", "href")
+    teacher.wait_for_function(HIDDEN, timeout=10_000)  # the projector hides the answer until Reveal
+    step = teacher.evaluate("() => LLMApp.state.step")
+
+    a, b = student(browser, app_url, code, "a"), student(browser, app_url, code, "b")
+    for s in (a, b):
+        at_step(s, step)
+        assert s.evaluate(HIDDEN)
+    answer = teacher.evaluate("() => document.querySelector('#output .gen-text .at-step').textContent").strip()
+    send(a, answer)
+    send(b, "<img src=x onerror=alert(1)>")
+    teacher.wait_for_function("() => /2 of 2 students have guessed/.test(document.getElementById('class-chart').textContent)", timeout=15_000)
+    # a student is not the teacher
+    assert api(app_url, f"{code}/reveal", {}, key="not-the-key")[0] == 403
+    # a reload keeps the student's id and guess
+    b.reload()
+    at_step(b, step)
+    b.wait_for_function("() => (document.querySelector('#guess-input textarea')?.value || '').includes('onerror')", timeout=15_000)
+    c = student(browser, app_url, code, "c")  # joins late
+    at_step(c, step)
+
+    teacher.click("#class-reveal")
+    teacher.wait_for_function("() => !document.body.classList.contains('guess-hidden') && /of the room guessed/.test(document.getElementById('class-chart').textContent)",
+                              timeout=15_000)
+    chart = teacher.inner_text("#class-chart")
+    assert "<img src=x onerror=alert(1)>" in chart and teacher.locator("#class-chart img").count() == 0
+    state = api(app_url, code)[1]
+    assert sum(r["count"] for r in state["room"]) == 2 and state["students"] == 3
+    for s in (a, b):  # the students' screens: the step shown, their own guess rated, the room's chart
+        s.wait_for_function("() => !document.body.classList.contains('guess-hidden') && /of the room guessed/.test(document.getElementById('room-chart').textContent)",
+                            timeout=20_000)
+    a.wait_for_function("() => document.getElementById('guess-result').dataset.chosen === '1'", timeout=30_000)
+
+    teacher.click("#class-next")
+    nxt = step + 1 if step + 1 < teacher.evaluate("() => LLMApp.state.bundle.n_steps") else step
+    if nxt != step:
+        for s in (a, b, c):
+            at_step(s, nxt)
+            s.wait_for_function(HIDDEN, timeout=10_000)
+
+    teacher.click("#class-close")
+    for s in (a, c):
+        s.wait_for_function("() => /has ended/.test(document.querySelector('#room-bar .room-status')?.textContent || '')", timeout=15_000)
+        assert s.evaluate("() => LLMApp.mounted()")  # the trace stays to explore
+    assert api(app_url, f"{code}/guesses", {"student": "x", "text": "late"})[0] == 410

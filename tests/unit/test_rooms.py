@@ -1,0 +1,148 @@
+"""A class as one room (ui/rooms.py, ui/rooms_api.py): the room's contract through its HTTP API, on a tiny model's
+trace: codes, the teacher's key, guesses grouped by the model's first token, the reveal's numbers against an
+independent forward pass, ETags, limits, and a 4xx with one sentence for every bad request."""
+import numpy as np
+import pytest
+import torch
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from pipeline.generate import run_trace
+from pipeline.records import Settings
+from pipeline.sampling import softmax
+from tests import tiny
+from ui import rooms, rooms_api
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return tiny.loaded("llama", ctx=128)
+
+
+@pytest.fixture()
+def setup(lm, monkeypatch):
+    trace = run_trace(lm, "The quick brown fox", Settings(temperature=0.8, seed=1, max_new_tokens=4))
+    trace = trace.__class__(**{**trace.__dict__, "steps": tuple(s.__class__(**{**s.__dict__, "logits": None}) for s in trace.steps)})
+    clock = [1000.0]
+    store = rooms.Rooms(model_of=lambda t: lm, clock=lambda: clock[0])
+    monkeypatch.setattr(rooms_api, "ROOMS", store)
+    app = FastAPI()
+    app.include_router(rooms_api.router)
+    room = store.create(trace, 2)
+    return TestClient(app), store, room, clock
+
+
+def test_a_room_has_a_readable_code_and_a_secret_key(setup):
+    client, store, room, _ = setup
+    assert len(room.code) == 6 and set(room.code) <= set(rooms.CODE_LETTERS) and len(room.key) >= 20
+    r = client.get(f"/api/rooms/{room.code.lower()}", params={"student": "s1"})  # (a code typed in lower case)
+    assert r.status_code == 200 and r.json()["step"] == 2 and r.json()["phase"] == "guessing" and r.json()["students"] == 1
+    assert "key" not in r.text and room.key not in r.text
+
+
+def test_guesses_are_grouped_by_the_models_first_token_and_revealed_with_its_numbers(lm, setup):
+    client, store, room, clock = setup
+    step = room.trace.steps[2]
+    for sid, text in (("a", "fox"), ("b", " fox"), ("c", "fox jumps"), ("d", "zz")):
+        assert client.post(f"/api/rooms/{room.code}/guesses", json={"student": sid, "text": text}).status_code == 200
+        clock[0] += 1
+    state = client.get(f"/api/rooms/{room.code}").json()
+    assert state["guesses"] == 4 and "room" not in state  # nothing of the answers before the reveal
+    assert client.post(f"/api/rooms/{room.code}/reveal").status_code == 403  # no key: a student cannot
+    r = client.post(f"/api/rooms/{room.code}/reveal", headers={"X-Room-Key": room.key})
+    out = r.json()
+    assert out["phase"] == "revealed"
+    with torch.inference_mode():
+        probs = softmax(lm.model(torch.tensor([list(step.context_ids)])).logits[0, -1].float().numpy())
+    def first(text):  # as the model writes it: of the spellings with and without a space, the likelier first token
+        return max((lm.tokens.plain_ids(v)[0] for v in (text, " " + text.lstrip())), key=lambda t: probs[t])
+
+    want = {}
+    for text in ("fox", " fox", "fox jumps", "zz"):
+        want[first(text)] = want.get(first(text), 0) + 1
+    assert {r["token_id"]: r["count"] for r in out["room"]} == want and max(want.values()) >= 2  # ("fox", " fox": one answer)
+    fox = out["room"][0]["token_id"]
+    assert [m["token_id"] for m in out["model"]] == [int(t) for t in np.argsort(-probs, kind="stable")[:len(out["model"])]]
+    assert out["model"][0]["prob"] == pytest.approx(float(probs.max()), rel=1e-4)
+    assert out["favourite_prob"] == pytest.approx(float(probs[fox]), rel=1e-4)
+    assert out["top_share"] == pytest.approx(sum(r["count"] for r in out["room"] if r["token_id"] == out["model"][0]["token_id"]) / 4)
+
+
+def test_one_live_guess_a_student_a_step_and_moving_on_opens_guessing_again(setup):
+    client, store, room, clock = setup
+    g = f"/api/rooms/{room.code}/guesses"
+    assert client.post(g, json={"student": "a", "text": "dog"}).status_code == 200
+    assert client.post(g, json={"student": "a", "text": "cat"}).status_code == 429  # too soon
+    clock[0] += 1
+    assert client.post(g, json={"student": "a", "text": "cat"}).status_code == 200
+    assert client.get(f"/api/rooms/{room.code}").json()["guesses"] == 1
+    key = {"X-Room-Key": room.key}
+    client.post(f"/api/rooms/{room.code}/reveal", headers=key)
+    clock[0] += 1
+    assert client.post(g, json={"student": "a", "text": "cow"}).status_code == 409  # revealed: wait for the next
+    s = client.post(f"/api/rooms/{room.code}/step", json={"step": 3}, headers=key).json()
+    assert s["step"] == 3 and s["phase"] == "guessing" and s["guesses"] == 0
+
+
+def test_an_unchanged_room_answers_304(setup):
+    client, store, room, clock = setup
+    r = client.get(f"/api/rooms/{room.code}", params={"student": "a"})
+    tag = r.headers["etag"]
+    r2 = client.get(f"/api/rooms/{room.code}", params={"student": "a"}, headers={"If-None-Match": tag})
+    assert r2.status_code == 304 and r2.content == b""
+    client.post(f"/api/rooms/{room.code}/guesses", json={"student": "b", "text": "x"})
+    assert client.get(f"/api/rooms/{room.code}", headers={"If-None-Match": tag}).status_code == 200
+
+
+def test_hidden_guesses_leave_the_chart(setup):
+    client, store, room, clock = setup
+    client.post(f"/api/rooms/{room.code}/guesses", json={"student": "a", "text": "<img src=x onerror=alert(1)>"})
+    key = {"X-Room-Key": room.key}
+    out = client.post(f"/api/rooms/{room.code}/reveal", headers=key).json()
+    assert out["room"][0]["text"] == "<img src=x onerror=alert(1)>"  # as typed: the page escapes it (a JSON string)
+    out = client.post(f"/api/rooms/{room.code}/hide", json={"text": out["room"][0]["text"]}, headers=key).json()
+    assert out["room"] == []
+
+
+@pytest.mark.parametrize("path,body,status", [
+    ("/api/rooms/NOPE42", None, 404),
+    ("/api/rooms/{code}/guesses", {"student": "a", "text": ""}, 400),
+    ("/api/rooms/{code}/guesses", {"student": "a", "text": "x" * 41}, 400),
+    ("/api/rooms/{code}/guesses", {"student": "a", "text": 5}, 400),
+    ("/api/rooms/{code}/guesses", {"student": "a b<", "text": "x"}, 400),
+    ("/api/rooms/{code}/guesses", [1, 2], 400),
+    ("/api/rooms/{code}/step", {"step": 99}, 403),  # no key
+    ("/api/rooms", {"example": "no-such-trace"}, 404),
+    ("/api/rooms", {}, 400),
+])
+def test_bad_requests_get_a_4xx_and_a_sentence(setup, path, body, status):
+    client, store, room, _ = setup
+    url = path.format(code=room.code)
+    r = client.get(url) if body is None else client.post(url, json=body)
+    assert r.status_code == status and r.json()["error"].endswith("."), (r.status_code, r.text)
+
+
+def test_a_closed_room_says_so_and_refuses_guesses(setup):
+    client, store, room, clock = setup
+    key = {"X-Room-Key": room.key}
+    assert client.post(f"/api/rooms/{room.code}/step", json={"step": 99}, headers=key).status_code == 400
+    assert client.post(f"/api/rooms/{room.code}/close", headers={"X-Room-Key": "wrong"}).status_code == 403
+    assert client.post(f"/api/rooms/{room.code}/close", headers=key).json()["closed"] is True
+    assert client.get(f"/api/rooms/{room.code}").json()["closed"] is True
+    assert client.post(f"/api/rooms/{room.code}/guesses", json={"student": "a", "text": "x"}).status_code == 410
+
+
+def test_a_room_ends_after_three_hours_without_its_teacher(setup):
+    client, store, room, clock = setup
+    clock[0] += rooms.IDLE_S + 1
+    assert client.get(f"/api/rooms/{room.code}").json()["closed"] is True
+    assert client.post(f"/api/rooms/{room.code}/reveal", headers={"X-Room-Key": room.key}).status_code == 410
+
+
+def test_too_many_rooms_is_refused(setup, monkeypatch):
+    client, store, room, _ = setup
+    monkeypatch.setattr(rooms, "MAX_ROOMS", 2)
+    store.create(room.trace, 0)
+    with pytest.raises(rooms.RoomError) as e:
+        store.create(room.trace, 0)
+    assert e.value.status == 429

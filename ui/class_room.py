@@ -1,0 +1,57 @@
+"""The page's side of a class room (the rooms themselves: ui/rooms.py; their JSON API: ui/rooms_api.py).
+
+The teacher's "Start a class" makes a room of the trace and step on their screen; the session keeps the room's
+code and key (so a new trace on the teacher's screen becomes the room's: sync). A student's page opened with
+`?room=CODE` asks to join (assets/room.js writes the code into a hidden box): the room's trace comes onto their
+page as a loaded trace does; from then on their page follows the room's step by polling the API.
+"""
+from __future__ import annotations
+
+import os
+
+import gradio as gr
+
+from pipeline.indices import clamp_index
+from ui import links
+from ui.rooms import RoomError
+from ui.rooms_api import ROOMS
+from viz import room as room_viz
+
+
+def start_class(address, trace, step, room):
+    """A room of the trace on screen, at the step on screen (a room this session had is ended first)."""
+    if room:
+        try:
+            ROOMS.close(room["code"], room["key"])
+        except RoomError:
+            pass
+    try:
+        r = ROOMS.create(trace, clamp_index(step, len(trace.steps)) if trace is not None and trace.steps else 0,
+                         example=links.shown_example(trace) if trace is not None else None)
+    except RoomError as e:
+        return room_viz.no_class_html(str(e)), None
+    base, _ = links.link_base(address or "", os.environ.get("SPACE_ID"), os.environ.get("SPACE_HOST"))
+    return room_viz.class_card_html(r.code, r.key, f"{base}?room={r.code}"), {"code": r.code, "key": r.key}
+
+
+def sync_class(room, trace, step):
+    """The teacher's screen shows another trace (a new generation, an example, a file): it is the room's now."""
+    if not room or trace is None or not trace.steps:
+        return
+    try:
+        ROOMS.set_trace(room["code"], room["key"], trace, clamp_index(step, len(trace.steps)), example=links.shown_example(trace))
+    except RoomError as e:
+        gr.Warning(str(e))
+
+
+def join_trace(code):
+    """The trace of room `code` for a student's page (None, said in a warning, when there is none)."""
+    try:
+        r = ROOMS.seen(str(code or "").strip().upper()[:12], None)
+    except RoomError as e:
+        gr.Warning(str(e))
+        return None
+    return r.trace
+
+
+__all__ = ["start_class", "sync_class", "join_trace"]

@@ -1,0 +1,282 @@
+"""A class as one room: a teacher's page and its students' pages on the same trace and step, guessing together.
+
+Rooms live in this server's memory (one machine, one Space replica; docs/rooms.md says how several replicas
+would share them). A room has a short code (the join link's `room=`), a secret key only the teacher's page holds,
+the trace on the teacher's screen, the step, and the phase: "guessing" (students send guesses; each may change
+theirs until the reveal) or "revealed" (the room's answers, grouped by the model's first token of each guess,
+beside the model's top candidates). Every change bumps the room's version: a page polls with it (an ETag), an
+unchanged room costs nothing. Errors are RoomError: an HTTP status and one sentence.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from pipeline import guess as guessing
+from pipeline.records import Trace
+
+CODE_LETTERS = "ACDEFGHJKMNPQRTUVWXY34679"  # no 0/O, 1/I/L, 2/Z, 5/S, 8/B: read off a projector without doubt
+CODE_LEN = 6
+MAX_ROOMS = int(os.environ.get("LLM_VIZ_MAX_ROOMS", 50))
+MAX_STUDENTS = int(os.environ.get("LLM_VIZ_MAX_STUDENTS", 500))
+IDLE_S = 3 * 3600  # a room ends after this long without the teacher's page
+PRESENT_S = 30  # a student counts as present while their page has asked within this long
+GUESS_GAP_S = 0.5  # a student's guesses at most this often
+TOP = 10  # the model's candidates shown beside the room's answers
+MODEL_THREAD = ThreadPoolExecutor(1, thread_name_prefix="rooms-model")  # the rooms' forward passes, one at a time
+
+
+class RoomError(Exception):
+    def __init__(self, status: int, sentence: str):
+        super().__init__(sentence)
+        self.status = status
+
+
+@dataclass
+class Guess:
+    text: str
+    token_id: int | None
+    piece: str
+
+
+@dataclass
+class Room:
+    code: str
+    key: str
+    trace: Trace
+    example: str | None  # the gallery trace's name, when the trace is one
+    step: int
+    phase: str = "guessing"
+    version: int = 1
+    closed: bool = False
+    teacher_seen: float = field(default_factory=time.monotonic)
+    students: dict = field(default_factory=dict)  # id -> when last seen
+    last_guess: dict = field(default_factory=dict)  # id -> when they last guessed
+    guesses: dict = field(default_factory=dict)  # step -> {student id: Guess}
+    hidden: dict = field(default_factory=dict)  # step -> set of token ids (or texts) the teacher hid
+    probs: dict = field(default_factory=dict)  # (trace id, step) -> the step's distribution (pipeline.guess.step_probs)
+    probs_lock: threading.Lock = field(default_factory=threading.Lock)  # one computes it; the room's other guesses wait
+
+    def bump(self):
+        self.version += 1
+
+
+class Rooms:
+    """Every open room, behind one lock (a room's work is a few dictionary updates; a guess's rating is one
+    lookup in the step's distribution, computed once per step)."""
+
+    def __init__(self, model_of=lambda trace: None, clock=time.monotonic):
+        self.rooms: dict[str, Room] = {}
+        self.lock = threading.Lock()
+        self.model_of = model_of  # the loaded model when it made `trace` (ui/model.py's same_model)
+        self.clock = clock
+
+    # -- the teacher ------------------------------------------------------------------------------------
+    def create(self, trace: Trace | None, step: int, example: str | None = None) -> Room:
+        if trace is None or not trace.steps:
+            raise RoomError(400, "There is no text on the page to guess in: pick an example or generate some first.")
+        with self.lock:
+            self._expire()
+            if len([r for r in self.rooms.values() if not r.closed]) >= MAX_ROOMS:
+                raise RoomError(429, f"This server has {MAX_ROOMS} open classes, its most: try again later.")
+            code = self._new_code()
+            room = Room(code, secrets.token_urlsafe(18), trace, example, self._step(trace, step), teacher_seen=self.clock())
+            self.rooms[code] = room
+            return room
+
+    def teacher(self, code: str, key: str | None) -> Room:
+        room = self._open(code)
+        if not key or not secrets.compare_digest(str(key), room.key):
+            raise RoomError(403, "Only the teacher's page can do that.")
+        room.teacher_seen = self.clock()
+        return room
+
+    def set_trace(self, code: str, key: str, trace: Trace, step: int, example: str | None = None):
+        with self.lock:
+            room = self.teacher(code, key)
+            room.trace, room.example, room.step, room.phase = trace, example, self._step(trace, step), "guessing"
+            room.guesses, room.hidden = {}, {}
+            room.bump()
+
+    def move(self, code: str, key: str, step) -> Room:
+        with self.lock:
+            room = self.teacher(code, key)
+            s = self._step(room.trace, step)
+            if s != room.step:
+                room.step, room.phase = s, "guessing"
+                room.bump()
+            return room
+
+    def reveal(self, code: str, key: str) -> Room:
+        with self.lock:
+            room = self.teacher(code, key)
+            if room.phase != "revealed":
+                room.phase = "revealed"
+                room.bump()
+            return room
+
+    def hide(self, code: str, key: str, token_id=None, text=None) -> Room:
+        with self.lock:
+            room = self.teacher(code, key)
+            room.hidden.setdefault(room.step, set()).add(int(token_id) if token_id is not None else str(text))
+            room.bump()
+            return room
+
+    def close(self, code: str, key: str) -> Room:
+        with self.lock:
+            room = self.teacher(code, key)
+            room.closed = True
+            room.bump()
+            return room
+
+    # -- the students ------------------------------------------------------------------------------------
+    def seen(self, code: str, student: str | None) -> Room:
+        """A page asked for the room's state (a student's, with their id: they count as present)."""
+        with self.lock:
+            room = self.rooms.get(str(code).upper())
+            if room is None:
+                raise RoomError(404, "There is no class with that code: check the code on the teacher's screen.")
+            if room.closed or self._idle(room):
+                return room
+            if student:
+                self._present(room, _student(student))
+            return room
+
+    def guess(self, code: str, student, text) -> Guess:
+        """A student's guess at the room's step: rated outside the lock (a step's distribution may need a forward
+        pass once), kept as their one live guess for the step."""
+        sid = _student(student)
+        if not isinstance(text, str):
+            raise RoomError(400, "A guess is text: type a word or a few.")
+        with self.lock:
+            room = self._open(code)
+            trace, s = room.trace, room.step
+        g = self._rated(room, trace, s, text)
+        with self.lock:
+            room = self._open(code)
+            if room.trace is not trace or room.step != s:
+                raise RoomError(409, "The teacher has moved on: send your guess for the new step.")
+            if room.phase == "revealed":
+                raise RoomError(409, "The teacher has revealed this step: wait for the next one.")
+            now = self.clock()
+            if now - room.last_guess.get(sid, -1e9) < GUESS_GAP_S:
+                raise RoomError(429, "One guess at a time: wait a moment and send it again.")
+            self._present(room, sid)
+            room.last_guess[sid] = now
+            room.guesses.setdefault(s, {})[sid] = g  # one live guess per student per step
+            room.bump()
+            return g
+
+    # -- what a page sees ---------------------------------------------------------------------------------
+    def state(self, room: Room) -> dict:
+        with self.lock:
+            now = self.clock()
+            out = {"code": room.code, "version": room.version, "step": room.step, "phase": room.phase,
+                   "closed": room.closed or self._idle(room), "trace": _trace_id(room.trace), "example": room.example,
+                   "n_steps": len(room.trace.steps),
+                   "students": sum(1 for t in room.students.values() if now - t < PRESENT_S),
+                   "guesses": len(room.guesses.get(room.step, {}))}
+            if room.phase == "revealed":
+                out.update(self._revealed(room))
+            return out
+
+    def _revealed(self, room: Room) -> dict:
+        step = room.trace.steps[room.step]
+        hidden = room.hidden.get(room.step, set())
+        groups: dict = {}
+        for g in room.guesses.get(room.step, {}).values():
+            k = g.token_id if g.token_id is not None else g.text
+            if k in hidden or g.text in hidden:
+                continue
+            groups.setdefault(k, []).append(g)
+        room_rows = sorted(({"text": Counter(g.text for g in gs).most_common(1)[0][0], "token_id": gs[0].token_id,
+                             "piece": gs[0].piece, "count": len(gs)} for gs in groups.values()), key=lambda r: -r["count"])
+        model = [{"token_id": int(step.top_ids[k]), "piece": str(step.top_pieces[k]), "prob": float(step.top_probs[k])}
+                 for k in range(min(TOP, len(step.top_ids)))]
+        n = sum(r["count"] for r in room_rows)
+        top_share = sum(r["count"] for r in room_rows if r["token_id"] == model[0]["token_id"]) / n if n else 0.0
+        fav = room_rows[0] if room_rows else None
+        probs = room.probs.get((id(room.trace), room.step))
+        fav_prob = None
+        if fav and fav["token_id"] is not None:
+            fav_prob = float(probs[fav["token_id"]]) if probs is not None else next(
+                (m["prob"] for m in model if m["token_id"] == fav["token_id"]), None)
+        return {"room": room_rows, "model": model, "sampled": {"token_id": step.token_id, "piece": step.piece},
+                "top_share": top_share, "favourite_prob": fav_prob}
+
+    # -- helpers ------------------------------------------------------------------------------------------
+    def _rated(self, room: Room, trace: Trace, s: int, text: str) -> Guess:
+        """The guess's first token as the model writes it, in the step's distribution: computed once a step (a forward
+        pass for a trace that did not keep its logits), the room's other guesses waiting for that one."""
+        step, lm = trace.steps[s], self.model_of(trace)
+        try:
+            guessing.clean(text)
+        except guessing.GuessError as e:
+            raise RoomError(400, str(e)[:1].upper() + str(e)[1:] + ".") from None
+        with room.probs_lock:
+            key = (id(trace), s)
+            if key not in room.probs:
+                # (on one thread of its own: run on whichever of the server's worker threads, each forward pass left that
+                # thread's own memory arena behind, 10 MB a step)
+                room.probs = {key: MODEL_THREAD.submit(guessing.step_probs, lm, trace, step).result()}  # (only the step on screen)
+            probs = room.probs[key]
+        tid, piece = guessing.first_token(lm, step, text, probs)
+        return Guess(guessing.clean(text), tid, piece)
+
+    def _open(self, code: str) -> Room:
+        room = self.rooms.get(str(code).upper())
+        if room is None:
+            raise RoomError(404, "There is no class with that code: check the code on the teacher's screen.")
+        if room.closed or self._idle(room):
+            raise RoomError(410, "This class has ended.")
+        return room
+
+    def _present(self, room: Room, sid: str):
+        if sid not in room.students and len(room.students) >= MAX_STUDENTS:
+            raise RoomError(429, f"This class is full ({MAX_STUDENTS} students).")
+        now = self.clock()
+        was = now - room.students.get(sid, -1e9) < PRESENT_S
+        room.students[sid] = now
+        if not was:  # one more student present: the count on the teacher's screen changes
+            room.bump()
+
+    def _idle(self, room: Room) -> bool:
+        return self.clock() - room.teacher_seen > IDLE_S
+
+    def _expire(self):
+        for code in [c for c, r in self.rooms.items() if (r.closed or self._idle(r)) and self.clock() - r.teacher_seen > IDLE_S + 3600]:
+            del self.rooms[code]
+
+    def _new_code(self) -> str:
+        while True:
+            code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LEN))
+            if code not in self.rooms:
+                return code
+
+    @staticmethod
+    def _step(trace: Trace, step) -> int:
+        try:
+            s = int(step)
+        except (TypeError, ValueError):
+            raise RoomError(400, "A step is a whole number.") from None
+        if not 0 <= s < len(trace.steps):
+            raise RoomError(400, f"This text has steps 0 to {len(trace.steps) - 1}.")
+        return s
+
+
+def _student(sid) -> str:
+    if not isinstance(sid, str) or not 1 <= len(sid) <= 64 or not sid.replace("-", "").replace("_", "").isalnum():
+        raise RoomError(400, "A student id is 1 to 64 letters, digits, - or _.")
+    return sid
+
+
+def _trace_id(trace: Trace) -> str:
+    return f"{id(trace):x}-{len(trace.steps)}"
+
+
+__all__ = ["Rooms", "Room", "RoomError", "Guess", "CODE_LETTERS", "MAX_ROOMS", "MAX_STUDENTS"]
