@@ -76,17 +76,16 @@ def first_token(lm, step: StepRecord, guess, probs: np.ndarray | None) -> tuple[
     candidate the guess starts with (None: none)."""
     text = clean(guess)
     if lm is None or probs is None:
-        r = max((_rate_candidates(step, v) for v in variants(step, text)), key=lambda r: r.prob or 0.0)
+        r = _best_candidate(step, text)
         return r.token_id, (r.pieces[0] if r.pieces else text)
     firsts = [ids[0] for v in variants(step, text) if (ids := lm.tokens.plain_ids(v))]
     tid = max(firsts, key=lambda t: probs[t])
     return int(tid), lm.tokens.piece(int(tid))
 
 
-def _rate_ids(lm, trace: Trace, step: StepRecord, text: str, ids: list[int]) -> GuessRating:
-    logits = _full_logits(lm, trace, step)
+def _rated(lm, trace: Trace, step: StepRecord, text: str, ids: list[int], logits: np.ndarray, probs: np.ndarray) -> GuessRating:
+    """The spelling `text` (tokens `ids`) rated in the step's logits and their temperature-1 `probs`."""
     first = ids[0]
-    probs = softmax(logits)
     p = float(probs[first])
     final = apply_stages(logits, trace.settings_at(step.index).stages(step.context_ids)).final_probs
     seq = None
@@ -110,20 +109,24 @@ def _rate_candidates(step: StepRecord, text: str) -> GuessRating:
                        tid == step.token_id, p > step.chosen_prob)
 
 
+def _best_candidate(step: StepRecord, text: str) -> GuessRating:
+    """Of the guess's spellings, the one whose kept candidate the model rates higher (_rate_candidates)."""
+    return max((_rate_candidates(step, v) for v in variants(step, text)), key=lambda r: r.prob or 0.0)
+
+
 def rate(lm, trace: Trace, step_index: int, guess: str) -> GuessRating:
     """`guess` at step `step_index` of `trace`, rated by `lm` (the model that made the trace, or None). Of the
-    guess's spellings (`variants`), the one whose first token the model rates higher."""
+    guess's spellings (`variants`), the one whose first token the model rates higher; the step's logits computed
+    once (a forward pass when the trace did not keep them), the whole guess's chain only for that spelling."""
     text = clean(guess)
     step = trace.steps[step_index]
-    if lm is None and step.logits is None:
-        return max((_rate_candidates(step, v) for v in variants(step, text)), key=lambda r: r.prob or 0.0)
-    if lm is None:  # the whole vocabulary's numbers, but no tokenizer: the candidates' pieces name the token
-        r = max((_rate_candidates(step, v) for v in variants(step, text)), key=lambda r: r.prob or 0.0)
-        if r.token_id is None:
-            return r
-        return _rate_ids(None, trace, step, r.text, [r.token_id])
-    rated = [_rate_ids(lm, trace, step, v, ids) for v in variants(step, text) if (ids := lm.tokens.plain_ids(v))]
-    return max(rated, key=lambda r: r.prob)
+    logits = _full_logits(lm, trace, step)
+    if logits is None or lm is None:  # no tokenizer: the candidates' pieces name the token (exact with the logits)
+        r = _best_candidate(step, text)
+        return r if logits is None or r.token_id is None else _rated(None, trace, step, r.text, [r.token_id], logits, softmax(logits))
+    probs = softmax(logits)
+    text, ids = max(((v, ids) for v in variants(step, text) if (ids := lm.tokens.plain_ids(v))), key=lambda s: probs[s[1][0]])
+    return _rated(lm, trace, step, text, ids, logits, probs)
 
 
 def clean(guess) -> str:
