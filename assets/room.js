@@ -9,6 +9,8 @@
  * on the reveal the page shows the step, rates the student's own guess and draws the room's chart. "Explore on my
  * own" stops following (no server cost); "Follow the teacher" again. Polls never faster than once a second, with
  * the room's ETag (an unchanged room: a 304 and no JSON). Every guess shows as the characters typed.
+ * The teacher's card offers the gallery's lesson (a step each click, on every screen); the teacher's tab keeps the
+ * room's code and key (sessionStorage), so a reloaded teacher's page gets its room, trace and step back.
  */
 (function (root) {
   'use strict';
@@ -93,6 +95,8 @@
     if (!T || T.code !== c.dataset.code) {
       T = { code: c.dataset.code, key: c.dataset.key, etag: null, step: null, trace: a ? a.state.key : null, state: null };
       root.LLMGuess && root.LLMGuess.setOn(true); // the projector keeps the answer hidden until Reveal
+      keepRoom({ code: T.code, key: T.key });
+      markLesson(Number(kept('llmviz-lesson')));
     }
     if (a && a.state.key !== T.trace) { T.trace = a.state.key; T.step = null; document.getElementById('class-sync')?.click(); }
     else if (a && !a.playing() && T.state && a.state.step !== T.state.step && a.state.step !== T.step) {
@@ -101,9 +105,9 @@
     }
     call(`${T.code}`, { headers: T.etag ? { 'If-None-Match': T.etag } : {} }).then((r) => {
       if (!T || r.status === 304) return;
-      if (r.status !== 200) { drawEnded(document.getElementById('class-chart'), r.body); return; }
+      if (r.status !== 200) { if (r.status === 404 || r.status === 410) keepRoom(null); drawEnded(document.getElementById('class-chart'), r.body); return; }
       T.etag = r.etag; T.state = r.body;
-      if (r.body.closed) { drawEnded(document.getElementById('class-chart'), { error: 'This class has ended.' }); return; }
+      if (r.body.closed) { keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: 'This class has ended.' }); return; }
       if (r.body.phase === 'revealed' && a && a.state.step === r.body.step) root.LLMGuess && root.LLMGuess.reveal(r.body.step);
       drawChart(document.getElementById('class-chart'), r.body, (row) => post(`${T.code}/hide`, row.token_id !== null ? { token_id: row.token_id } : { text: row.text }, T.key));
     }).catch(() => {});
@@ -111,13 +115,54 @@
 
   function drawEnded(box, body) { if (box) box.replaceChildren(el('p', 'room-ended', (body && body.error) || 'The class cannot be reached.')); }
 
+  // -- the teacher's tab keeps its room (code and key) and the lesson's step: a reloaded page gets them back --------
+  const kept = (k) => { try { return sessionStorage.getItem(k); } catch (err) { return null; } };
+  const keepIt = (k, v) => { try { if (v === null) sessionStorage.removeItem(k); else sessionStorage.setItem(k, v); } catch (err) { /* private mode */ } };
+  const keepRoom = (r) => { keepIt('llmviz-teacher', r ? JSON.stringify(r) : null); if (!r) keepIt('llmviz-lesson', null); };
+
+  function ask(boxId, goId, value) { // a hidden box and button of the page's (ui/layout.py): the server does the rest
+    const box = document.querySelector(`#${boxId} textarea, #${boxId} input`), go = document.getElementById(goId);
+    if (!box || !go) return false;
+    box.value = value;
+    box.dispatchEvent(new Event('input', { bubbles: true }));
+    setTimeout(() => go.click(), 60);
+    return true;
+  }
+
+  function resume() { // once the page shows its first trace (else that trace would come after the room's)
+    const saved = kept('llmviz-teacher'), t0 = Date.now();
+    if (!saved) return;
+    const tryIt = () => {
+      if ((!app() && Date.now() - t0 < 15000) || !ask('class-resume', 'class-resume-go', saved)) { setTimeout(tryIt, 200); return; }
+      setTimeout(() => { if (!document.querySelector('#class-info .class-card[data-code]')) keepRoom(null); }, 15000); // (it had ended)
+    };
+    tryIt();
+  }
+
+  // the lesson (viz/room.py): a step opens on the teacher's screen, and so in the room; "Next in the lesson"
+  function markLesson(i) {
+    const items = [...document.querySelectorAll('#class-lesson li')];
+    items.forEach((li, k) => li.classList.toggle('lesson-now', k === i));
+    return items;
+  }
+  function openLesson(i) {
+    const items = markLesson(i), b = items[i] && items[i].querySelector('.lesson-open');
+    if (b && ask('lesson-pick', 'lesson-go', b.dataset.pick)) keepIt('llmviz-lesson', String(i));
+  }
+
   document.addEventListener('click', (e) => {
+    const l = e.target.closest && e.target.closest('.lesson-open, #lesson-next');
+    if (l && T) {
+      const items = [...document.querySelectorAll('#class-lesson li')], now = items.findIndex((li) => li.classList.contains('lesson-now'));
+      openLesson(l.id === 'lesson-next' ? Math.min(now + 1, items.length - 1) : items.findIndex((li) => li.contains(l)));
+      return;
+    }
     const b = e.target.closest && e.target.closest('#class-reveal, #class-next, #class-close');
     if (!b || !T) return;
     const a = app();
     if (b.id === 'class-reveal') post(`${T.code}/reveal`, {}, T.key).then(() => { if (a) root.LLMGuess.reveal(a.state.step); });
     else if (b.id === 'class-next' && a) setStep(Math.min(a.state.bundle.n_steps - 1, a.state.step + 1));
-    else if (b.id === 'class-close') post(`${T.code}/close`, {}, T.key);
+    else if (b.id === 'class-close') { keepRoom(null); post(`${T.code}/close`, {}, T.key); }
   });
 
   // -- a student --------------------------------------------------------------------------------------------
@@ -150,27 +195,24 @@
   }
   const note = (text) => { const b = bar(); if (b) b.querySelector('.room-note').textContent = text; };
 
-  function join() {
-    const box = document.querySelector('#room-join textarea, #room-join input');
-    const go = document.getElementById('room-join-go');
-    if (!box || !go) return false;
-    box.value = code;
-    box.dispatchEvent(new Event('input', { bubbles: true }));
-    setTimeout(() => go.click(), 60);
-    return true;
-  }
+  const join = () => ask('room-join', 'room-join-go', code);
 
   function studentTick() {
     if (S.ended || !S.following) return;
     call(`${code}?student=${encodeURIComponent(me)}`, { headers: S.etag ? { 'If-None-Match': S.etag } : {} }).then((r) => {
-      if (r.status === 304) return follow();
+      if (r.status === 304) { rejoin(); return follow(); }
       if (r.status !== 200) { S.ended = true; status((r.body && r.body.error) || 'The class cannot be reached.'); return; }
       S.etag = r.etag; S.state = r.body;
       if (r.body.closed) { S.ended = true; status('This class has ended: the text stays here to explore.'); return; }
-      if (r.body.trace !== S.joined && Date.now() - S.asked > 5000 && join()) { S.joined = r.body.trace; S.asked = Date.now(); S.revealed = null; }
+      rejoin();
       status(`In class ${code}: following the teacher, step ${r.body.step}.`);
       follow();
     }).catch(() => status('The class cannot be reached just now: trying again.'));
+  }
+
+  function rejoin() { // the room's trace onto this page (once it differs from the one joined; a join a few seconds at most)
+    const t = S.state && S.state.trace;
+    if (t && t !== S.joined && Date.now() - S.asked > 5000 && join()) { S.joined = t; S.asked = Date.now(); S.revealed = null; }
   }
 
   function follow() { // the room's step and phase on this page
@@ -212,5 +254,5 @@
   // the teacher's card shows the moment the server sends it (the room's state follows at the next poll)
   const cardWatch = new MutationObserver(() => { const c = document.body.classList.contains('class-shown'); if (!c && document.querySelector('#class-info .class-card')) teacherTick(); });
   const watchCard = () => { const i = document.getElementById('class-info'); if (i) cardWatch.observe(i, { childList: true, subtree: true }); else setTimeout(watchCard, 500); };
-  if (!code) watchCard();
+  if (!code) { watchCard(); resume(); }
 })(window);

@@ -105,6 +105,45 @@ CLAIMS: dict[str, Callable[[Trace], list[int]]] = {
 
 
 # ---------------------------------------------------------------------------------------
+# The lesson: gallery steps in the order a class guesses them, each with one sentence for the teacher.
+# `expect` is the guess a class is expected to give, written as the model's token (a space before a word).
+
+
+@dataclass(frozen=True)
+class LessonStep:
+    example: str  # an entry's name
+    step: int  # a StepRecord.index of its trace
+    kind: str  # a key of LESSON_KINDS: what the step shows about guessing
+    expect: str  # the class's expected guess as a token piece ("" where no guess is expected to be right)
+    say: str  # one sentence for the teacher
+
+
+def _p(step, piece: str) -> float | None:
+    """The temperature-1 probability of the kept candidate `piece` at `step` (None: not kept)."""
+    hits = [float(q) for x, q in zip(step.top_pieces, step.top_probs) if str(x) == piece]
+    return hits[0] if hits else None
+
+
+def _top(step) -> bool:
+    return step.token_id == int(step.top_ids[0])
+
+
+LESSON_KINDS: dict[str, Callable[[Trace, int, str], bool]] = {
+    # the class gets it right: the model's own top pick, half its probability or more, is the expected guess
+    "right": lambda t, k, e: _top(t.steps[k]) and t.steps[k].chosen_prob >= 0.5 and t.steps[k].piece == e,
+    # the class will not: its expected guess is a candidate the model rated below the token it wrote
+    "miss": lambda t, k, e: t.steps[k].piece != e and (_p(t.steps[k], e) or 1.0) < t.steps[k].chosen_prob,
+    # the model is confident and wrong: over CONFIDENT_TOP on its pick, and the fact (`expect`) is another token
+    "confident_wrong": lambda t, k, e: _top(t.steps[k]) and t.steps[k].chosen_prob > CONFIDENT_TOP and t.steps[k].piece != e
+    and (_p(t.steps[k], e) or 1.0) < 1 - CONFIDENT_TOP,
+    "flat": lambda t, k, e: k in flat_steps(t),
+    "bytes": lambda t, k, e: k in split_char_steps(t),
+    # a loop: the model writes the expected (repeated) guess with over CONFIDENT_TOP
+    "loop": lambda t, k, e: k in loop_steps(t) and t.steps[k].chosen_prob > CONFIDENT_TOP and t.steps[k].piece == e,
+}
+
+
+# ---------------------------------------------------------------------------------------
 # The manifest and loading
 
 
@@ -122,8 +161,7 @@ def _entry(d: object, where: str) -> Entry:
     return e
 
 
-def entries(folder: str | Path | None = None) -> tuple[Entry, ...]:
-    """The gallery's entries, in the manifest's order."""
+def _manifest(folder: str | Path | None) -> tuple[Path, dict]:
     path = Path(folder or GALLERY_DIR) / MANIFEST
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
@@ -133,11 +171,33 @@ def entries(folder: str | Path | None = None) -> tuple[Entry, ...]:
         raise GalleryError(f"the gallery manifest {path} is not valid JSON ({e}); run scripts/make_gallery.py") from e
     if not isinstance(d, dict) or d.get("format") != MANIFEST_FORMAT or not isinstance(d.get("entries"), list):
         raise GalleryError(f"{path} is not a {MANIFEST_FORMAT} manifest; run scripts/make_gallery.py")
+    return path, d
+
+
+def entries(folder: str | Path | None = None) -> tuple[Entry, ...]:
+    """The gallery's entries, in the manifest's order."""
+    path, d = _manifest(folder)
     found = tuple(_entry(x, f"{path} entry {i}") for i, x in enumerate(d["entries"]))
     names = [e.name for e in found]
     if len(set(names)) != len(names):
         raise GalleryError(f"{path} names an entry twice: {names}")
     return found
+
+
+def lesson(folder: str | Path | None = None) -> tuple[LessonStep, ...]:
+    """The gallery's lesson, in its order (empty when the manifest has none)."""
+    path, d = _manifest(folder)
+    names = {e.name for e in entries(folder)}
+    out = []
+    for i, x in enumerate(d.get("lesson") or []):
+        fields = ("example", "step", "kind", "expect", "say")
+        if not isinstance(x, dict) or any(k not in x for k in fields):
+            raise GalleryError(f"{path} lesson step {i}: needs the keys {', '.join(fields)}; regenerate it with scripts/make_gallery.py")
+        ls = LessonStep(**{k: x[k] for k in fields})
+        if ls.example not in names or ls.kind not in LESSON_KINDS or not isinstance(ls.step, int) or ls.step < 0:
+            raise GalleryError(f"{path} lesson step {i}: no example {ls.example!r}, step {ls.step!r} or kind {ls.kind!r} of that name")
+        out.append(ls)
+    return tuple(out)
 
 
 def entry(name: str, folder: str | Path | None = None) -> Entry:
@@ -167,4 +227,4 @@ def load(name: str, folder: str | Path | None = None) -> Trace:
     return trace_io.loads(data)
 
 
-__all__ = ["Entry", "CLAIMS", "entries", "entry", "path", "load", "GALLERY_DIR", "MAX_FILE_BYTES", "MAX_TOTAL_BYTES"]
+__all__ = ["Entry", "CLAIMS", "LessonStep", "LESSON_KINDS", "lesson", "entries", "entry", "path", "load", "GALLERY_DIR", "MAX_FILE_BYTES", "MAX_TOTAL_BYTES"]

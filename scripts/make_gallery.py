@@ -1,6 +1,6 @@
 """Regenerate assets/gallery/: saved traces that each teach one thing, and their manifest.
 
-    .venv/bin/python scripts/make_gallery.py
+    .venv/bin/python scripts/make_gallery.py [NAME ...]   (names: only those entries made again)
 
 Every trace is made by the embedded model with the project's own pipeline (fixed seeds, so the
 tokens are the same on every run; timings differ). Each entry's claim is checked on the trace
@@ -13,7 +13,7 @@ import gzip
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +31,7 @@ class Spec:
     prompt: str
     settings: Settings
     focus: str = ""  # the piece of the step to point at (else the first step the claim holds at)
+    after: str = ""  # a sentence the numbers cannot say, after the "what to look at" sentence
 
 
 SPECS = (
@@ -44,7 +45,55 @@ SPECS = (
          Settings(temperature=0.0, seed=0, max_new_tokens=32, chat=False), focus=" I"),
     Spec("chat", "The chat template", "chat", "What is a token?",
          Settings(temperature=0.7, seed=0, max_new_tokens=20, chat=True)),
+    Spec("mountain", "Confident and wrong", "confident", "The tallest mountain in the world is",
+         Settings(temperature=0.0, seed=0, max_new_tokens=14, chat=False), focus="9",
+         after="Yet Everest is 8,849 m high: the model is sure of a wrong digit, and confidence is not correctness."),
 )
+
+
+# The lesson (pipeline/gallery.py: LessonStep): steps in the order a class guesses them. Each sentence for the
+# teacher quotes the trace's numbers; each kind is checked on the trace (gallery.LESSON_KINDS).
+LESSON = (
+    ("confident", 5, "right", " Paris"),
+    ("loop", 3, "miss", " like"),
+    ("mountain", 10, "confident_wrong", "8"),
+    ("flat", 1, "flat", ""),
+    ("split-emoji", 0, "bytes", ""),
+    ("loop", 24, "loop", " apple"),
+)
+
+
+def say(trace: Trace, k: int, kind: str, expect: str) -> str:
+    """The lesson step's one sentence for a teacher, with the numbers read from the trace."""
+    s = trace.steps[k]
+    p, q = s.chosen_prob, gallery._p(s, expect)
+    w, e = f"“{s.piece.strip()}”", f"“{expect.strip()}”"
+    if kind == "right":
+        return (f"Most of a class guesses {e}, and so does the model: {p:.0%}. When the context pins the answer "
+                "down, the distribution is one tall bar.")
+    if kind == "miss":
+        return (f"A class continues the pattern with {e}; the model gave that {q:.0%} and wrote {w} at only {p:.0%}: "
+                "no answer stands out, so the class's guesses scatter too.")
+    if kind == "confident_wrong":
+        return (f"Everest is 8,849 m high, so a class that knows it guesses {e} (the model: {q:.0%}); the model puts "
+                f"{p:.0%} on {w}. It is sure and wrong: confidence is not correctness.")
+    if kind == "flat":
+        return (f"No one gets this one, and no one could: no token gets more than {float(s.top_probs.max()):.0%} "
+                f"(entropy {s.entropy:.1f} bits). Ask who decides what is written here: the seed and the temperature.")
+    if kind == "bytes":
+        return (f"The model's pick ({p:.0%}) is not a word but the bytes {s.piece_bytes.hex(' ')}, the start of an "
+                "emoji: a token can be part of a character.")
+    return (f"After four repeats the class guesses {e}, and the model agrees at {p:.0%}: at temperature 0 it "
+            "copies its own text, a loop it does not leave.")
+
+
+def lesson(folder: Path) -> list[dict]:
+    out = []
+    for name, k, kind, expect in LESSON:
+        t = gallery.load(name, folder)
+        assert gallery.LESSON_KINDS[kind](t, k, expect), f"lesson: {name} step {k} does not show {kind!r}"
+        out.append(dict(example=name, step=k, kind=kind, expect=expect, say=say(t, k, kind, expect)))
+    return out
 
 
 def focus_step(spec: Spec, trace: Trace) -> int:
@@ -97,7 +146,8 @@ def make(lm, spec: Spec, folder: Path) -> dict:
     assert size <= gallery.MAX_FILE_BYTES, f"{file} is {size} bytes, over {gallery.MAX_FILE_BYTES}: shorten it"
     print(f"{file}: {len(trace.steps)} steps, {size / 1e6:.2f} MB, {time.perf_counter() - t0:.0f} s, "
           f"step {k}: {trace.steps[k].piece!r}, text {trace.text!r}")
-    return dict(name=spec.name, title=spec.title, look=look(spec, trace, k), file=file, claim=spec.claim, step=k)
+    text = look(spec, trace, k) + (f" {spec.after}" if spec.after else "")
+    return dict(name=spec.name, title=spec.title, look=text, file=file, claim=spec.claim, step=k)
 
 
 def check(folder: Path) -> None:
@@ -111,17 +161,21 @@ def check(folder: Path) -> None:
     print(f"checked {len(gallery.entries(folder))} entries, {total / 1e6:.2f} MB in all")
 
 
-def main() -> None:
+def main(only: set[str]) -> None:
+    """Every entry made again, or (names given) only those: the others' files and entries stay as they are."""
     from pipeline.loading import load_model
 
     folder = gallery.GALLERY_DIR
     folder.mkdir(parents=True, exist_ok=True)
     lm = load_model(None)
-    made = [make(lm, spec, folder) for spec in SPECS]
+    kept = {e.name: asdict(e) for e in gallery.entries(folder)} if only else {}
+    made = [make(lm, spec, folder) if not only or spec.name in only else kept[spec.name] for spec in SPECS]
     manifest = {"format": gallery.MANIFEST_FORMAT, "model": lm.info.id, "entries": made}
+    (folder / gallery.MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    manifest["lesson"] = lesson(folder)
     (folder / gallery.MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     check(folder)
 
 
 if __name__ == "__main__":
-    main()
+    main(set(sys.argv[1:]))

@@ -1,18 +1,20 @@
 """The page's side of a class room (the rooms themselves: ui/rooms.py; their JSON API: ui/rooms_api.py).
 
 The teacher's "Start a class" makes a room of the trace and step on their screen; the session keeps the room's
-code and key (so a new trace on the teacher's screen becomes the room's: sync). A student's page opened with
+code and key (so a new trace on the teacher's screen becomes the room's: sync); the teacher's browser tab keeps them too,
+so that a reloaded teacher's page gets its room back (resume). A student's page opened with
 `?room=CODE` asks to join (assets/room.js writes the code into a hidden box): the room's trace comes onto their
 page as a loaded trace does; from then on their page follows the room's step by polling the API.
 """
 from __future__ import annotations
 
+import json
 import os
 
 import gradio as gr
 
 from pipeline.indices import clamp_index
-from ui import links
+from ui import examples, links
 from ui.rooms import RoomError
 from ui.rooms_api import ROOMS
 from viz import room as room_viz
@@ -27,11 +29,28 @@ def start_class(address, trace, step, room):
             pass
     try:
         r = ROOMS.create(trace, clamp_index(step, len(trace.steps)) if trace is not None and trace.steps else 0,
-                         example=links.shown_example(trace) if trace is not None else None)
+                         example=examples.shown_example(trace) if trace is not None else None)
     except RoomError as e:
         return room_viz.no_class_html(str(e)), None
+    return _card(address, r), {"code": r.code, "key": r.key}
+
+
+def _card(address, r) -> str:
     base, _ = links.link_base(address or "", os.environ.get("SPACE_ID"), os.environ.get("SPACE_HOST"))
-    return room_viz.class_card_html(r.code, r.key, f"{base}?room={r.code}"), {"code": r.code, "key": r.key}
+    return room_viz.class_card_html(r.code, r.key, f"{base}?room={r.code}", examples.lesson_steps())
+
+
+def resume_class(saved, address):
+    """A teacher's page reloaded: the room it had (its code and key, kept by the browser tab: assets/room.js) when the
+    key is the room's and the room is open: (the room, its card, the session's room). None: nothing to resume."""
+    try:
+        d = json.loads(str(saved or "")[:500])
+        r = ROOMS.teacher(str(d["code"]).upper()[:12], str(d["key"])[:100])
+    except (ValueError, KeyError, TypeError, RoomError):
+        return None
+    if r.closed or r.trace is None or not r.trace.steps:
+        return None
+    return r, _card(address, r), {"code": r.code, "key": r.key}
 
 
 def sync_class(room, trace, step):
@@ -39,7 +58,7 @@ def sync_class(room, trace, step):
     if not room or trace is None or not trace.steps:
         return
     try:
-        ROOMS.set_trace(room["code"], room["key"], trace, clamp_index(step, len(trace.steps)), example=links.shown_example(trace))
+        ROOMS.set_trace(room["code"], room["key"], trace, clamp_index(step, len(trace.steps)), example=examples.shown_example(trace))
     except RoomError as e:
         gr.Warning(str(e))
 
@@ -54,4 +73,4 @@ def join_trace(code):
     return r.trace
 
 
-__all__ = ["start_class", "sync_class", "join_trace"]
+__all__ = ["start_class", "sync_class", "join_trace", "resume_class"]

@@ -17,7 +17,7 @@ from viz import branches as branches_viz
 from viz import page, panels
 from viz.captions import CAPTIONS
 from viz.glossary import gloss
-from ui import links
+from ui import examples, links
 from ui.model import DRAFT_MODEL, MAX_NEW_TOKENS
 from ui.step_slider import StepSlider
 from ui.views import Components, ViewOptions, slider_props
@@ -89,7 +89,7 @@ INSIDE_NUMBER = 5  # "Inside the model": after the step cards (viz.panels.CARDS)
 def _prompt(C: Components) -> None:
     """The top of the left column: an example to try, the prompt, and the buttons that run the model."""
     with gr.Row(equal_height=True, elem_id="example-row"):
-        C.example = gr.Dropdown(links.example_choices(), value=None, label="Try an example", elem_id="example-traces",
+        C.example = gr.Dropdown(examples.example_choices(), value=None, label="Try an example", elem_id="example-traces",
                                 scale=1, min_width=150)
         C.mode = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode", scale=1, min_width=150)
     C.example_look = gr.Markdown(elem_id="example-look")  # the example's one sentence (ui/links.py)
@@ -186,6 +186,11 @@ def _guess(C: Components) -> None:
     C.class_sync = gr.Button("sync", elem_id="class-sync", elem_classes="hidden-input")
     C.room_join = gr.Textbox(elem_id="room-join", elem_classes="hidden-input", container=False)
     C.room_join_go = gr.Button("join", elem_id="room-join-go", elem_classes="hidden-input")
+    # (hidden: a step of the lesson to open, "NAME:STEP"; a reloaded teacher's page asking for its room back)
+    C.lesson_pick = gr.Textbox(elem_id="lesson-pick", elem_classes="hidden-input", container=False)
+    C.lesson_go = gr.Button("lesson", elem_id="lesson-go", elem_classes="hidden-input")
+    C.class_resume = gr.Textbox(elem_id="class-resume", elem_classes="hidden-input", container=False)
+    C.class_resume_go = gr.Button("resume", elem_id="class-resume-go", elem_classes="hidden-input")
 
 
 HAND_LAID = ("panel-distribution", "panel-speculative")  # cards placed by hand: on the first screen, after "Inside the model"

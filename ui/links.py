@@ -6,6 +6,7 @@
     &example=NAME     open the gallery trace NAME (pipeline/gallery.py) at its step
     &view=present     the presenter view: the lesson alone, large (assets/page.js)
     &guess=1          Guess first: each step's answer hidden until a guess (assets/guess.js)
+    &room=CODE        join the class room CODE (assets/room.js, ui/class_room.py)
 
 The page's script (assets/links.js, from the page's head) writes a link's fields in the browser as the page is drawn
 (the server answers seconds later, when a person may have typed); what the server sends for the fields later (an
@@ -26,7 +27,6 @@ import math
 import os
 import re
 import time
-import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
@@ -37,6 +37,7 @@ import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotatio
 from pipeline import gallery
 from pipeline.errors import GalleryError, TraceFormatError
 from pipeline.indices import clamp_index
+from ui import examples
 from ui.views import Call, Components
 from ui.viewer_wiring import LIGHT
 
@@ -45,8 +46,8 @@ MODES = {"chat": "Chat", "raw": "Raw text"}
 # name in the link -> (field key in the page's C (ui/layout.py), kind, lowest, highest): the page's own slider ranges
 NUMBERS = {"temperature": ("temperature", float, 0.0, 2.0), "top_k": ("top_k", int, 0, 200), "top_p": ("top_p", float, 0.01, 1.0),
            "seed": ("seed", int, 0, 2**32 - 1), "max_new_tokens": ("max_new", int, 1, 512), "step": ("step", int, 0, 100_000)}
-KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "branch", "example", "view", "guess")
-PAGE_ONLY = ("view", "guess")  # read by the page's scripts alone (assets/page.js, assets/guess.js)
+KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "branch", "example", "view", "guess", "room")
+PAGE_ONLY = ("view", "guess", "room")  # read by the page's scripts alone (assets/page.js, assets/guess.js, assets/room.js)
 # the fields a link fills, by the page's C key, in the order the page's script gets and gives them, with their element ids
 FIELDS = {"prompt": "prompt", "mode": "mode", "system": "system-prompt", "temperature": "temperature", "top_k": "top-k",
           "top_p": "top-p", "seed": "seed", "max_new": "max-new-tokens"}
@@ -215,15 +216,6 @@ def link_base(address: str, space_id: str | None = None, space_host: str | None 
     return address or "", False
 
 
-def example_choices() -> list[tuple[str, str]]:
-    """(title, name) for the dropdown; empty when the gallery cannot be read (said once in the log)."""
-    try:
-        return [(e.title, e.name) for e in gallery.entries()]
-    except GalleryError as e:
-        print(f"gallery unavailable: {e}", flush=True)
-        return []
-
-
 # -- Gradio -------------------------------------------------------------------------------------
 def _js(action: dict) -> str:  # assets/links.js called with `action` and the values of the inputs
     return f"(...v) => ({LINKS_JS})({json.dumps(json.dumps(action))}, ...v)"
@@ -259,15 +251,6 @@ class Deps:
     inside: Call  # the open "inside the model" tab
 
 
-_TRACES: dict = {}  # gallery name -> Trace, loaded once and shared by every session: the viewer's bundle is built once per class
-
-
-def gallery_trace(name: str):
-    if name not in _TRACES:
-        _TRACES[name] = gallery.load(name)
-    return _TRACES[name]
-
-
 def copy_row(C: Components) -> None:
     """The "Copy link" button and the link it wrote; the tables the page's head writes a link's fields with (early_head)."""
     global EARLY
@@ -278,28 +261,13 @@ def copy_row(C: Components) -> None:
                                 lines=1, max_lines=1, interactive=True)
 
 
-_SHOWN: dict = {}  # id(trace) -> (weak reference, gallery name): which trace on screen is a gallery one
-
-
-def _remember(trace, name: str) -> None:
-    for k in [k for k, (ref, _) in _SHOWN.items() if ref() is None]:
-        del _SHOWN[k]
-    _SHOWN[id(trace)] = (weakref.ref(trace), name)
-
-
-def shown_example(trace) -> str | None:
-    """The gallery name of `trace` when it is a gallery trace as opened (a generation from it is not)."""
-    hit = _SHOWN.get(id(trace))
-    return hit[1] if hit and hit[0]() is trace else None
-
-
 def open_example(d: Deps, name, layer, head, temperature, top_k, top_p, step=None) -> dict:
     """The gallery trace `name` on the page through app.load_trace (as an uploaded file would be),
     at the entry's step (or `step`), with its "look" sentence."""
     C = d.C
     try:
         e = gallery.entry(name)
-        out = d.load_trace(gallery_trace(name), layer, head, temperature, top_k, top_p)
+        out = d.load_trace(examples.gallery_trace(name), layer, head, temperature, top_k, top_p)
     except (GalleryError, OSError, EOFError, TraceFormatError) as err:
         gr.Warning(f"Could not open that example: {err}")
         return {C.example_look: gr.skip()}
@@ -311,7 +279,7 @@ def open_example(d: Deps, name, layer, head, temperature, top_k, top_p, step=Non
     out.update({C.slider: d.slider(trace, s), **d.view(trace, s, 0, "all", st.temperature, st.top_k, st.top_p, only=LIGHT)})
     out.update({C[k]: v for k, v in trace_fields(trace).items()})  # what the panels use is what the fields show
     out[C.example_look] = f"**{e.title}.** {e.look}\n\n{fields_line(trace)}"
-    _remember(trace, name)
+    examples.remember(trace, name)
     return out
 
 
@@ -320,12 +288,6 @@ def fields_line(trace, what: str = "example") -> str:
     f = trace_fields(trace)
     return (f"*The fields now hold this {what}'s prompt, mode ({f['mode']}) and settings: temperature {_plain(f['temperature'])}, "
             f"top-k {_plain(f['top_k'])}, top-p {_plain(f['top_p'])}, seed {_plain(f['seed'])}.*")
-
-
-def _names() -> tuple:
-    return tuple(name for _, name in example_choices())
-
-
 
 
 def wire(d: Deps, opened, demo=None) -> None:
@@ -347,12 +309,18 @@ def wire(d: Deps, opened, demo=None) -> None:
 
     d.inside.after(d.send_bundle.after(C.example.input(chosen, [C.example, *view_in], ex_out, **quiet), **quiet))
 
+    def picked(pick, *a):  # a step of the lesson, "NAME:STEP" (assets/room.js): its example at that step
+        hit = examples.lesson_pick(pick)
+        return {**open_example(d, hit[0], *a, step=hit[1]), C.example: hit[0]} if hit else {C.example_look: gr.skip()}
+
+    d.inside.after(d.send_bundle.after(C.lesson_go.click(picked, [C.lesson_pick, *view_in], [*ex_out, C.example], **quiet), **quiet))
+
     def from_link(layer, head, temperature, top_k, top_p, request: gr.Request = None):  # (named: Gradio fills `request` in)
         a = (layer, head, temperature, top_k, top_p)
         params = dict(request.query_params) if request is not None else {}
         if not params:
             return {flag: False}
-        link = parse_link(params, _names())
+        link = parse_link(params, examples.names())
         if link.warnings:
             gr.Warning(warning_text(link))
         out = {flag: bool(link.example)}
@@ -383,7 +351,7 @@ def _wire_copy(d: Deps) -> None:
     def copy(address, prompt, mode, system, temperature, top_k, top_p, seed, max_new, step, trace):
         base, in_space = link_base(address, os.environ.get("SPACE_ID"), os.environ.get("SPACE_HOST"))
         if trace is not None and trace.steps:  # how the text on screen was made, not the what-if sliders
-            url = trace_link(base, trace, clamp_index(step, len(trace.steps)), example=shown_example(trace))
+            url = trace_link(base, trace, clamp_index(step, len(trace.steps)), example=examples.shown_example(trace))
         else:  # nothing on screen: the fields as they are
             url = make_link(base, prompt=prompt, mode=mode, system=system, temperature=temperature, top_k=top_k, top_p=top_p,
                             seed=seed, max_new_tokens=max_new)

@@ -97,20 +97,27 @@ class Rooms:
         return room
 
     def set_trace(self, code: str, key: str, trace: Trace, step: int, example: str | None = None):
+        """The teacher's screen shows `trace` at `step`: the room's trace from now on (its guesses gone). The room's own
+        trace again (a reloaded teacher's page, another step of the same gallery trace) only moves the step."""
         with self.lock:
             room = self.teacher(code, key)
+            if trace is room.trace:
+                self._move(room, step)
+                return
             room.trace, room.example, room.step, room.phase = trace, example, self._step(trace, step), "guessing"
             room.guesses, room.hidden = {}, {}
             room.bump()
 
     def move(self, code: str, key: str, step) -> Room:
         with self.lock:
-            room = self.teacher(code, key)
-            s = self._step(room.trace, step)
-            if s != room.step:
-                room.step, room.phase = s, "guessing"
-                room.bump()
-            return room
+            return self._move(self.teacher(code, key), step)
+
+    def _move(self, room: Room, step) -> Room:
+        s = self._step(room.trace, step)
+        if s != room.step:
+            room.step, room.phase = s, "guessing"
+            room.bump()
+        return room
 
     def reveal(self, code: str, key: str) -> Room:
         with self.lock:

@@ -43,7 +43,7 @@ def _etag(version: int) -> str:
 
 @router.post("")
 async def create(request: Request):
-    from ui.links import gallery_trace
+    from ui.examples import gallery_trace
 
     try:
         body = await _body(request)

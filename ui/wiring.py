@@ -213,6 +213,19 @@ def _class(w: Wires) -> None:
                                   [C.room_join, *w.drawn_in.values()], w.load_out, **quiet)
     w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(w.send_bundle.only_if(C.ran, gr.skip()).after(joined))
 
+    def resumed(saved, address, *drawn):  # a reloaded teacher's page: its room's card, trace and step back
+        hit = class_room.resume_class(saved, address)
+        if hit is None:
+            return {C.ran: False}
+        r, card, room = hit
+        st = r.trace.settings
+        return {**w.other.load_trace(r.trace, *drawn), C.slider: slider(r.trace, r.step), C.class_info: card, p.room: room,
+                **panels_of_values(C, r.trace, r.step, 0, "all", st.temperature, st.top_k, st.top_p, only=viewer.LIGHT)}
+
+    back = C.class_resume_go.click(None, None, C.class_addr, js="() => location.origin + location.pathname", **quiet).then(
+        resumed, [C.class_resume, C.class_addr, *w.drawn_in.values()], [*w.load_out, C.class_info, p.room], **quiet)
+    w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(w.send_bundle.only_if(C.ran, gr.skip()).after(back))
+
 
 def _page_open(demo: gr.Blocks, w: Wires) -> None:
     """The page opened: a link's fields written in the browser at once, the example trace, then the rest of

@@ -31,13 +31,15 @@ def output_html(steps: Sequence[StepRecord], *, upto: int | None = None, show_bo
     for i, s in enumerate(shown):
         if not s.text:
             continue  # end-of-sequence, or bytes held back until a character is complete
+        at = " at-step" if i == upto else ""  # the step on screen (Guess first hides it: assets/style.css)
         if show_boundaries:
             title = (f"step {i} · id {s.token_id} · {visible(s.piece)!r} · p={s.chosen_final_prob:.3f} sampled from "
                      f"({s.chosen_prob:.3f} at temperature 1)")
-            parts.append(f"<span class='step' data-step='{i}' style='background:{_SHADES[i % 2]};border-radius:3px' "
+            parts.append(f"<span class='step{at}' data-step='{i}' style='background:{_SHADES[i % 2]};border-radius:3px' "
                          f"title=\"{html.escape(title)}\">{html.escape(s.text)}</span>")
         else:
-            parts.append(f"<span data-step='{i}'>{html.escape(s.text)}</span>")
+            cls = " class='at-step'" if at else ""
+            parts.append(f"<span{cls} data-step='{i}'>{html.escape(s.text)}</span>")
     out = (f"<div class='gen-text' data-steps='{len(shown)}' style='white-space:pre-wrap;word-break:break-word;font-size:16px;"
            f"line-height:1.6'>{''.join(parts)}</div>")
     if stop_reason:

@@ -17,7 +17,20 @@ def spaced(code: str) -> str:
     return " ".join([code[:3], code[3:]])
 
 
-def class_card_html(code: str, key: str, join_url: str) -> str:
+def lesson_html(steps) -> str:
+    """The gallery's lesson (ui/examples.lesson_steps: (title, pipeline.gallery.LessonStep)): each step a button that
+    opens it on the teacher's screen (and so the room's), with its sentence for the teacher; "Next in the lesson"."""
+    if not steps:
+        return ""
+    items = "".join(
+        f"<li><button class='lesson-open' data-pick='{html.escape(f'{x.example}:{x.step}')}'>{html.escape(title)} · step {x.step}</button>"
+        f"<span class='lesson-say'>{html.escape(x.say)}</span></li>" for title, x in steps)
+    return (f"<div class='class-lesson'><p class='class-lead'>A lesson: {len(steps)} steps to guess, in this order "
+            f"(each opens on every screen)</p><ol id='class-lesson'>{items}</ol>"
+            "<p><button id='lesson-next' class='lg secondary'>Next in the lesson ›</button></p></div>")
+
+
+def class_card_html(code: str, key: str, join_url: str, lesson=()) -> str:
     c, u = html.escape(code), html.escape(join_url)
     return (f"<div class='class-card' data-code='{c}' data-key='{html.escape(key)}'>"
             f"<div class='class-qr' aria-label='QR code of the join link'>{qr_svg(join_url)}</div>"
@@ -27,11 +40,11 @@ def class_card_html(code: str, key: str, join_url: str) -> str:
             "<p class='class-controls'><button id='class-reveal' class='lg primary'>Reveal</button> "
             "<button id='class-next' class='lg secondary'>Next step ›</button> "
             "<button id='class-close' class='lg secondary'>End the class</button></p></div>"
-            "<div id='class-chart' class='class-chart' aria-live='polite'></div></div>")
+            f"<div id='class-chart' class='class-chart' aria-live='polite'></div>{lesson_html(lesson)}</div>")
 
 
 def no_class_html(sentence: str) -> str:
     return f"<div class='class-card class-refused'><p>{html.escape(sentence)}</p></div>"
 
 
-__all__ = ["qr_svg", "class_card_html", "no_class_html"]
+__all__ = ["qr_svg", "class_card_html", "lesson_html", "no_class_html"]

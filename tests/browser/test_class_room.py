@@ -13,6 +13,7 @@ from .harness import new_page, wait_model_loaded
 pytestmark = pytest.mark.browser
 
 HIDDEN = "() => document.body.classList.contains('guess-hidden')"
+TOKEN_HIDDEN = "() => { const e = document.querySelector('#output .gen-text .at-step'); return !!e && getComputedStyle(e).display === 'none'; }"
 
 
 def student(browser, app_url, code, name):
@@ -99,3 +100,53 @@ def test_a_class_guesses_sees_the_reveal_and_moves_on(browser, app_url):
         s.wait_for_function("() => /has ended/.test(document.querySelector('#room-bar .room-status')?.textContent || '')", timeout=15_000)
         assert s.evaluate("() => LLMApp.mounted()")  # the trace stays to explore
     assert api(app_url, f"{code}/guesses", {"student": "x", "text": "late"})[0] == 410
+
+
+def lesson_on(page, example_steps, step, timeout=30_000):
+    """The page shows the lesson's trace (told by its number of steps) at `step`."""
+    page.wait_for_function("([n, s]) => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === n && LLMApp.state.step === s",
+                           arg=[example_steps, step], timeout=timeout)
+
+
+def test_the_lesson_opens_on_every_screen_and_a_reloaded_teacher_keeps_the_room(browser, app_url):
+    from pipeline import gallery
+
+    lesson = gallery.lesson()
+    n_steps = {x.example: len(gallery.load(x.example).steps) for x in lesson}
+    teacher = new_page(browser, width=1920, height=960, record_toasts=False)
+    teacher.goto(app_url)
+    teacher.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=90_000)
+    teacher.click("#class-start")
+    teacher.wait_for_selector("#class-lesson .lesson-open", timeout=30_000)
+    code = teacher.get_attribute("#class-info .class-card", "data-code")
+    items = teacher.locator("#class-lesson li")
+    assert items.count() == len(lesson) and lesson[2].say in items.nth(2).inner_text()
+    s = student(browser, app_url, code, "a")
+
+    teacher.locator("#class-lesson .lesson-open").nth(2).click()  # the lesson's third step, on every screen
+    for page in (teacher, s):
+        lesson_on(page, n_steps[lesson[2].example], lesson[2].step)
+        page.wait_for_function(HIDDEN, timeout=10_000)
+        page.wait_for_function(TOKEN_HIDDEN, timeout=10_000)
+    teacher.click("#lesson-next")
+    for page in (teacher, s):
+        lesson_on(page, n_steps[lesson[3].example], lesson[3].step)
+    send(s, "word")
+    teacher.wait_for_function("() => /1 of 1 student has guessed/.test(document.getElementById('class-chart').textContent)", timeout=15_000)
+
+    teacher.reload()  # the teacher's page reloaded: the same room, its trace and step, the lesson's place
+    teacher.wait_for_selector(f"#class-info .class-card[data-code='{code}']", timeout=60_000)
+    lesson_on(teacher, n_steps[lesson[3].example], lesson[3].step)
+    teacher.wait_for_function(TOKEN_HIDDEN, timeout=10_000)
+    teacher.wait_for_function("() => document.querySelectorAll('#class-lesson li')[3].classList.contains('lesson-now')", timeout=10_000)
+    teacher.wait_for_function("() => /1 of 1 student has guessed/.test(document.getElementById('class-chart').textContent)", timeout=15_000)
+    state = api(app_url, code)[1]
+    assert state["step"] == lesson[3].step and state["guesses"] == 1 and state["phase"] == "guessing"
+    teacher.click("#class-reveal")  # the reloaded page is still the teacher's
+    s.wait_for_function("() => /of the room guessed/.test(document.getElementById('room-chart').textContent)", timeout=20_000)
+    teacher.click("#class-close")
+    s.wait_for_function("() => /has ended/.test(document.querySelector('#room-bar .room-status')?.textContent || '')", timeout=15_000)
+    teacher.reload()  # an ended class is not asked back
+    teacher.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=60_000)
+    teacher.wait_for_timeout(3000)
+    assert teacher.locator("#class-info .class-card[data-code]").count() == 0

@@ -29,8 +29,8 @@ def p_top(step) -> float:
     return math.exp(float(step.top_logits.max()) - step.logsumexp)
 
 
-def test_the_gallery_teaches_each_thing_once_with_url_safe_names():
-    assert sorted(e.claim for e in ENTRIES) == sorted(gallery.CLAIMS)
+def test_the_gallery_teaches_each_thing_with_url_safe_names():
+    assert sorted({e.claim for e in ENTRIES}) == sorted(gallery.CLAIMS)
     for e in ENTRIES:
         assert gallery.NAME.match(e.name) and e.title and len(e.look.split()) >= 8
 
@@ -55,10 +55,10 @@ def test_every_entry_loads_and_its_step_exists(traces):
 
 
 def test_confident(traces):
-    (e,) = [e for e in ENTRIES if e.claim == "confident"]
-    s = traces[e.name].steps[e.step]
-    assert p_top(s) > 0.9 and s.entropy < 1.0
-    assert s.token_id == int(s.top_ids[0])
+    for e in [e for e in ENTRIES if e.claim == "confident"]:
+        s = traces[e.name].steps[e.step]
+        assert p_top(s) > 0.9 and s.entropy < 1.0
+        assert s.token_id == int(s.top_ids[0])
 
 
 def test_flat(traces):
@@ -127,3 +127,57 @@ def test_unknown_name_and_damaged_manifest(tmp_path):
 def test_listing_the_gallery_imports_nothing_heavy():
     code = "import sys, pipeline.gallery as g; g.entries(); assert not {'numpy', 'torch'} & set(sys.modules), sorted(sys.modules)"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+# -- the lesson: 5-8 gallery steps for a class to guess, each shows what its kind says ------------------------
+
+LESSON = gallery.lesson()
+
+
+def prob_of(step, piece: str) -> float:
+    """A kept candidate's temperature-1 probability, from its raw logit and the logsumexp (not the stored probs)."""
+    (k,) = [k for k, x in enumerate(step.top_pieces) if str(x) == piece]
+    return math.exp(float(step.top_logits[k]) - step.logsumexp)
+
+
+def test_the_lesson_has_one_the_class_gets_one_it_does_not_one_confident_and_wrong_one_flat():
+    assert 5 <= len(LESSON) <= 8
+    assert {"right", "miss", "confident_wrong", "flat"} <= {x.kind for x in LESSON}
+    for x in LESSON:
+        assert len(x.say.split()) >= 10 and x.say.count(". ") <= 2, x.say  # one or two plain sentences
+
+
+def test_each_lesson_step_shows_its_kind_recomputed_from_the_trace(traces):
+    for x in LESSON:
+        t = traces[x.example]
+        s = t.steps[x.step]
+        p = math.exp(float(s.top_logits.max()) - s.logsumexp) if s.token_id == int(s.top_ids[0]) else prob_of(s, s.piece)
+        assert gallery.LESSON_KINDS[x.kind](t, x.step, x.expect), x
+        assert f"{p:.0%}" in x.say or x.kind == "flat", (x.say, p)  # the sentence quotes the model's number
+        if x.kind in ("right", "loop"):
+            assert s.piece == x.expect and p > 0.5
+        if x.kind in ("miss", "confident_wrong"):
+            assert s.piece != x.expect and prob_of(s, x.expect) < p
+        if x.kind == "confident_wrong":
+            assert p > 0.9 and prob_of(s, x.expect) < 0.1 and f"{prob_of(s, x.expect):.0%}" in x.say
+
+
+def test_the_lesson_kinds_are_not_vacuous(traces):
+    """Each kind fails somewhere: on another lesson step, or with another expected guess."""
+    for x in LESSON:
+        others = [y for y in LESSON if y.kind != x.kind]
+        assert any(not gallery.LESSON_KINDS[x.kind](traces[y.example], y.step, y.expect) for y in others), x.kind
+    (right,) = [x for x in LESSON if x.kind == "right"]
+    assert not gallery.LESSON_KINDS["right"](traces[right.example], right.step, " London")
+
+
+def test_a_damaged_lesson_is_refused(tmp_path):
+    d = json.loads((gallery.GALLERY_DIR / "gallery.json").read_text(encoding="utf-8"))
+    d["lesson"] = [{"example": "nowhere", "step": 1, "kind": "right", "expect": "", "say": "x"}]
+    (tmp_path / "gallery.json").write_text(json.dumps(d), encoding="utf-8")
+    with pytest.raises(GalleryError, match="nowhere"):
+        gallery.lesson(tmp_path)
+    d["lesson"] = [{"example": "flat"}]
+    (tmp_path / "gallery.json").write_text(json.dumps(d), encoding="utf-8")
+    with pytest.raises(GalleryError, match="needs the keys"):
+        gallery.lesson(tmp_path)

@@ -60,11 +60,11 @@ def test_make_link_leaves_out_what_is_not_set():
 
 
 def test_a_gallery_trace_is_read_once_and_shared_by_every_session():
-    from ui import links
+    from ui import examples
 
-    links._TRACES.clear()
-    a = links.gallery_trace("flat")
-    assert links.gallery_trace("flat") is a and a.steps  # one object: the viewer's bundle cache (keyed by it) hits
+    examples._TRACES.clear()
+    a = examples.gallery_trace("flat")
+    assert examples.gallery_trace("flat") is a and a.steps  # one object: the viewer's bundle cache (keyed by it) hits
 
 
 def test_the_hosts_own_names_are_passed_over_in_silence():
@@ -76,10 +76,10 @@ def test_the_hosts_own_names_are_passed_over_in_silence():
     assert len(link.warnings) == 2 and "'_theme'" in link.warnings[0] and "'theme__'" in link.warnings[1]
 
 
-def test_the_presenter_view_and_guess_first_are_the_pages_own_and_no_setting():
-    """?view=present and ?guess=1 are read by the page's scripts (assets/page.js, assets/guess.js); the server
-    neither warns nor fills a field."""
-    link = parse_link({"view": "present", "guess": "1", "prompt": "Hi"}, NAMES)
+def test_the_presenter_view_guess_first_and_a_room_are_the_pages_own_and_no_setting():
+    """?view=present, ?guess=1 and ?room=CODE are read by the page's scripts (assets/page.js, guess.js, room.js);
+    the server neither warns (a student's page opened from the join link) nor fills a field."""
+    link = parse_link({"view": "present", "guess": "1", "room": "M6N4FE", "prompt": "Hi"}, NAMES)
     assert link.warnings == [] and link.fields == {"prompt": "Hi"} and not link.run
 
 

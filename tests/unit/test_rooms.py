@@ -1,6 +1,8 @@
 """A class as one room (ui/rooms.py, ui/rooms_api.py): the room's contract through its HTTP API, on a tiny model's
 trace: codes, the teacher's key, guesses grouped by the model's first token, the reveal's numbers against an
 independent forward pass, ETags, limits, and a 4xx with one sentence for every bad request."""
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -146,3 +148,47 @@ def test_too_many_rooms_is_refused(setup, monkeypatch):
     with pytest.raises(rooms.RoomError) as e:
         store.create(room.trace, 0)
     assert e.value.status == 429
+
+
+def test_the_rooms_own_trace_again_moves_the_step_and_keeps_the_guesses(setup):
+    """A reloaded teacher's page, or another lesson step of the same gallery trace, sends the room's own trace: the
+    step moves (guessing again), the guesses made so far stay; another trace starts afresh."""
+    client, store, room, _ = setup
+    assert client.post(f"/api/rooms/{room.code}/guesses", json={"student": "a", "text": "fox"}).status_code == 200
+    v = room.version
+    store.set_trace(room.code, room.key, room.trace, 2)
+    assert room.version == v and client.get(f"/api/rooms/{room.code}").json()["guesses"] == 1  # nothing changed
+    store.set_trace(room.code, room.key, room.trace, 1)
+    state = client.get(f"/api/rooms/{room.code}").json()
+    assert state["step"] == 1 and state["phase"] == "guessing" and state["guesses"] == 0
+    store.set_trace(room.code, room.key, room.trace, 2)
+    assert client.get(f"/api/rooms/{room.code}").json()["guesses"] == 1  # step 2's guess is still the room's
+    other = room.trace.__class__(**room.trace.__dict__)
+    store.set_trace(room.code, room.key, other, 2)
+    assert room.trace is other and client.get(f"/api/rooms/{room.code}").json()["guesses"] == 0
+
+
+def test_a_reloaded_teachers_page_gets_its_room_back_with_the_right_key_only(setup, monkeypatch):
+    from ui import class_room
+
+    client, store, room, _ = setup
+    monkeypatch.setattr(class_room, "ROOMS", store)
+    good = json.dumps({"code": room.code.lower(), "key": room.key})
+    r, card, kept = class_room.resume_class(good, "http://127.0.0.1:7860/")
+    assert r is room and kept == {"code": room.code, "key": room.key}
+    assert f"data-code='{room.code}'" in card and "?room=" + room.code in card and "class-lesson" in card
+    for bad in (json.dumps({"code": room.code, "key": "guessed"}), json.dumps({"code": "ZZZZZZ", "key": room.key}),
+                "not json", "", None, json.dumps([1]), json.dumps({"code": room.code})):
+        assert class_room.resume_class(bad, "") is None, bad
+    store.close(room.code, room.key)
+    assert class_room.resume_class(good, "") is None  # an ended class is not asked back
+
+
+def test_a_lesson_pick_names_a_gallery_step_or_nothing():
+    from ui import examples
+
+    assert examples.lesson_pick("mountain:10") == ("mountain", 10)
+    for bad in ("mountain", "nowhere:1", "mountain:-1", "mountain:x", "mountain:99999999", None, "../x:1"):
+        assert examples.lesson_pick(bad) is None, bad
+    steps = examples.lesson_steps()
+    assert len(steps) >= 5 and all(title and x.say for title, x in steps)

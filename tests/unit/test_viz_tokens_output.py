@@ -78,7 +78,9 @@ def test_output_html_boundaries_alternate_and_upto():
     assert html.unescape(spans[2][1]).startswith(f"step 3 · id {steps[3].token_id}")
     assert f"p={steps[1].chosen_final_prob:.3f}" in html.unescape(spans[1][1])
     short = output_html(steps, upto=1, show_boundaries=True, stop_reason=None)
-    assert short.count("class='step'") == 2 and "data-steps='2'" in short and "data-steps='4'" in out
+    assert short.count("class='step") == 2 and "data-steps='2'" in short and "data-steps='4'" in out
+    # the step on screen is marked in the text drawn at that step (Guess first hides it before the page's script runs)
+    assert re.findall(r"class='step at-step' data-step='(\d+)'", short) == ["1"] and "at-step" not in out
 
 
 def test_output_html_stop_reason_in_words():
