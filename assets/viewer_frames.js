@@ -53,7 +53,8 @@
       }
       z.push(row);
     }
-    const labels = panel.data[i].x.slice(lo, lo + size);
+    // positions past the step's context are not written yet: "k ?" (viz.attention's labels; their tokens are to come)
+    const labels = panel.data[i].x.slice(lo, lo + size).map((lab, j) => (j < n ? lab : `${lo + j} ?`));
     return { z, x: tileLabels(labels, b.cols, b.gap), y: tileLabels(labels, tileRows, b.gap) };
   }
 

@@ -122,7 +122,7 @@ def attention_figure_dict(*, steps: Sequence[StepRecord], step: int, layer: int,
     z = np.full((len(heads), size, size), np.nan, dtype=np.float32)
     z[:, :n, :n] = m[heads, lo:, lo:]
     z[:, np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]] = np.nan  # causal mask: blank
-    labels = position_labels(pieces, lo, lo + size)
+    labels = position_labels(pieces[:T], lo, lo + size)  # positions not yet written at this step: "k ?" (their tokens are to come)
     row = st.position - lo  # the current query, as a row index within the window
     if grid:
         fig = _grid(z, labels, heads, row=row, n=n, position=st.position, n_kv=(H, n_kv_heads))

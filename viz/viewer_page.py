@@ -1,6 +1,7 @@
 """One self-contained HTML file per trace: the page template (assets/viewer.html) with Plotly.js,
 the viewer bundle (viz/viewer.py) and the page's scripts (VIEWER_SCRIPTS, in assets/)
-inlined. It makes no request of any kind."""
+inlined, and the page's own "Guess first" (its data from viz/viewer_guess.py, its script
+assets/viewer_guess.js: the app has its own). It makes no request of any kind."""
 from __future__ import annotations
 
 import html
@@ -14,6 +15,7 @@ from .captions import CAPTIONS
 from .output import STOP_WORDS
 from .style import html_piece, visible
 from .viewer import MAX_FRAMES, bundle_json, viewer_bundle
+from .viewer_guess import guess_json
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TEMPLATE = ASSETS / "viewer.html"
@@ -21,6 +23,8 @@ SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
 # the viewer's scripts in assets/, in the order they load, after Plotly.js (each needs those before it);
 # the offline page inlines them, the app loads them by URL (ui/viewer_wiring.py), the browser tests too
 VIEWER_SCRIPTS = ("viewer_plot.js", "viewer_text.js", "viewer_sampling.js", "viewer_frames.js", "viewer.js")
+# the offline page's Guess first, after them (its own slot: not one of the scripts the app loads)
+GUESS_SCRIPT = "viewer_guess.js"
 # the sampling sliders (assets/viewer.js reads them), between the distribution's caption and its plot
 SAMPLING_CONTROLS = """  <div class="sampling">
     <div id="temperature" class="slider"><label>Temperature (0 = greedy)</label>
@@ -41,6 +45,12 @@ def _plotly() -> tuple[str, str]:
     m = re.search(r"plotly\.js v([0-9][0-9.]*)", js[:400])
     assert "</script" not in js.lower(), "plotly.min.js would end its <script> element early"
     return js, m.group(1) if m else "?"
+
+
+def _inline_script(name: str) -> str:
+    js = (ASSETS / name).read_text(encoding="utf-8")
+    assert "</script" not in js.lower(), f"assets/{name} would end its <script> element early"
+    return js
 
 
 def output_html(trace: Trace, n_steps: int) -> str:
@@ -112,6 +122,12 @@ def step_sections(trace: Trace, bundle: dict) -> str:
     return "\n\n".join(_section(c, extras.get(c.elem_id, {})) for c in cards)
 
 
+def top_n_words(trace: Trace, n_steps: int) -> str:
+    """How many candidates the file keeps per step: '100', or '20–100' when the steps differ."""
+    sizes = sorted({len(s.top_ids) for s in trace.steps[:n_steps]})
+    return f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,}–{sizes[-1]:,}"
+
+
 def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frames: int = MAX_FRAMES, bundle: dict | None = None) -> str:
     """The whole page as one string. `bundle`: the trace's viewer bundle when already made (the app
     has the one its page shows); else made here for `layer`, `head` (None: every head) and `max_frames`."""
@@ -133,6 +149,9 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
         "STEP_SECTIONS": step_sections(trace, bundle),
         "BUNDLE": bundle_json(bundle),
         "VIEWER_JS": "\n".join((ASSETS / f).read_text(encoding="utf-8") for f in VIEWER_SCRIPTS),
+        "GUESS_TOP_N": top_n_words(trace, n),
+        "GUESS_DATA": guess_json(trace, bundle),
+        "GUESS_JS": _inline_script(GUESS_SCRIPT),
     }
     template = TEMPLATE.read_text(encoding="utf-8")
     missing = set(SLOT.findall(template)) - set(slots)

@@ -136,9 +136,12 @@ def test_a_sliding_window_is_each_steps_own_figure(monkeypatch, head):
         lo, n, size = frame["data"][0]["zwin"]
         assert size == 12 and n == min(12, trace.steps[s].position + 1)
         np.testing.assert_array_equal(windowed(bands, lo, n, size, **tiles), np.asarray(want.data[0].z, np.float32), err_msg=f"step {s}")
-        labels = panel["data"][0]["x"][lo:lo + size]
+        labels = [x if j < n else f"{lo + j} ?" for j, x in enumerate(panel["data"][0]["x"][lo:lo + size])]  # (assets/viewer_frames.js)
         assert [x.replace(attention.TAG, "") for x in want.data[0].x if not x.startswith("gap ")] == labels * tiles["cols"]
     assert panel["frames"][-1]["data"][0]["zwin"][0] > 0  # the window did slide
+    first = attention.attention_figure(steps=trace.steps, step=0, layer=1, head=head, n_kv_heads=1, pieces=pieces, max_tokens=12, frame=12)
+    T0 = trace.steps[0].position + 1  # at step 0 the frame is wider than the context: the positions to come have no token yet
+    assert [x for x in first.data[0].x if not x.startswith("gap ")][T0:12] == [f"{k} ?" for k in range(T0, 12)] and T0 < 12
 
 
 def test_frames_are_capped_and_the_bundle_says_so(trace):

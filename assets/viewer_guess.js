@@ -1,0 +1,199 @@
+/* Guess first on the offline page (assets/viewer.html; the app's is assets/guess.js, with the model's own numbers).
+ *
+ * While the "Guess first" box is on (or the page's link says ?guess=1), the reply's later steps stay hidden, and the
+ * step on screen keeps its answer hidden until it is guessed: its token in the reply and in the step's line, the
+ * distribution and the embeddings (they mark the token). The attention heatmap is hidden while guessing at steps whose
+ * axes name the positions still to come (the later tokens: guessed or not); the overview and KV cache stay
+ * (assets/viewer.css, classes on <html>). A guess is rated here as pipeline.guess rates one without a tokenizer
+ * (_best_candidate): the longest of the step's kept candidates it starts with, with the trace's numbers
+ * (viz/viewer_guess.py writes them, #guess-data); outside them, the bound. The words follow viz/guess.py (rating_html), written as text only.
+ * Moving to another step hides again unless that step was guessed; Play stops at each step not yet guessed.
+ * Loaded after the viewer's scripts, before the page mounts (LLMViewer.page: viewer.js).
+ */
+(function (root) {
+  'use strict';
+
+  const MAX_GUESS_CHARS = 40; // pipeline.guess.MAX_GUESS_CHARS
+  // Python's str.isspace (every such character), and str.isalnum of a first character
+  const ALL_SPACE = /^[\t\n\v\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+  const ALNUM = /^[\p{L}\p{N}]/u;
+  const VISIBLE = { ' ': '·', '\n': '↵', '\t': '→', '\r': '␍' }; // viz.style.visible
+
+  const dataEl = document.getElementById('guess-data');
+  const DATA = dataEl ? JSON.parse(dataEl.textContent) : { steps: [], dtypes: {} };
+  const doc = document.documentElement;
+
+  // -- rating a guess: pipeline.guess (clean, variants, _rate_candidates, _best_candidate) -----------------------
+  class Refused extends Error {}
+  const chars = (t) => Array.from(t).length; // Python's len: code points
+
+  function clean(guess) {
+    const text = String(guess).replace(/^[\r\n]+|[\r\n]+$/g, '');
+    if (ALL_SPACE.test(text)) throw new Refused('Type a guess first: a word, or a piece of one.');
+    if (chars(text) > MAX_GUESS_CHARS) throw new Refused(`A guess is at most ${MAX_GUESS_CHARS} characters.`);
+    return text;
+  }
+
+  // A step's data with its typed arrays decoded (once): ids, temperature-1 and final probabilities per candidate.
+  function stepData(s) {
+    const d = DATA.steps[s];
+    if (d && !d.P) {
+      const { decode } = root.LLMViewer, T = DATA.dtypes;
+      Object.assign(d, { I: decode({ dtype: T.ids, bdata: d.ids }), P: decode({ dtype: T.p, bdata: d.p }),
+                         F: decode({ dtype: T.f, bdata: d.f }), L: d.pieces.map(chars) });
+    }
+    return d;
+  }
+
+  const variants = (d, text) => (d.space && ALNUM.test(text) ? [text, ' ' + text] : [text]);
+
+  function rateCandidates(d, text) {
+    let k = -1; // the longest piece the guess starts with; of equals, the first
+    d.pieces.forEach((piece, i) => { if (piece && text.startsWith(piece) && (k < 0 || d.L[i] > d.L[k])) k = i; });
+    if (k < 0) return { text, prob: null, rank: null, below: d.P[d.P.length - 1], chosen: false, above: false };
+    const p = d.P[k];
+    return { text, piece: d.pieces[k], prob: p, rank: k + 1, final: d.F[k], below: null, chosen: d.I[k] === d.id, above: p > d.chosen };
+  }
+
+  // Of the guess's spellings, the one whose candidate the model rates higher (the first of equals).
+  function rate(s, guess) {
+    const d = stepData(s), text = clean(guess);
+    const r = variants(d, text).map((v) => rateCandidates(d, v)).reduce((a, b) => ((b.prob || 0) > (a.prob || 0) ? b : a));
+    return Object.assign(r, { typed: text }); // (r.text: the spelling rated, with the space the model writes before a word)
+  }
+
+  // -- the rating in words: viz/guess.py rating_html, viz/fmt.py pct ----------------------------------------------
+  function pct(p) {
+    const x = Number(p) * 100, fixed = root.LLMViewer.fixed; // Python's rounding of exact ties
+    if (x >= 10) return fixed(x, 0) + '%';
+    if (x >= 1) return fixed(x, 1) + '%';
+    if (x >= 0.01) return fixed(x, 2) + '%';
+    if (x <= 0) return '0%';
+    return x >= 1e-4 ? x.toPrecision(1) + '%' : '<0.0001%'; // (one digit: no exact ties in that range)
+  }
+  const visible = (piece) => (piece === '' ? '∅' : Array.from(piece, (c) => {
+    const n = c.codePointAt(0);
+    return VISIBLE[c] || (n < 0x20 ? String.fromCodePoint(0x2400 + n) : n === 0x7f ? '␡' : c);
+  }).join(''));
+  const q = (t) => `“${t}”`;
+  const thousands = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  const bold = (t) => ({ b: t });
+
+  // The rating's paragraphs: [class, parts], a part plain text or {b: text}.
+  function words(r, d) {
+    const n = d.pieces.length, wrote = `${q(visible(d.piece))} (${pct(d.chosen)})`;
+    if (r.prob === null) {
+      return [['guess-head', [`Your guess ${q(r.typed)} is not among the model's ${thousands(n)} most likely next tokens: `
+                              + `the model gave it less than ${pct(r.below)}.`]], ['', [`It wrote ${wrote}.`]]];
+    }
+    const first = r.piece === r.text ? `As this model's tokens: ${q(visible(r.piece))}.`
+      : `Its first token as this model writes it: ${q(visible(r.piece))}, the longest of the model's ${thousands(n)} most likely `
+        + 'next tokens that your guess starts with (this file has no tokenizer to rate the rest).';
+    const out = [['guess-head', [`Your guess ${q(r.typed)}: the model rated it `, bold(pct(r.prob)), ', ', bold(`rank ${thousands(r.rank)}`),
+                                 ' (1 = most likely).']],
+                 ['', [`${first} In the distribution it sampled from (after temperature, top-k and top-p): ${pct(r.final)}.`]]];
+    if (r.chosen) out.push(['guess-match', [`✓ The model wrote your guess here: ${q(visible(d.piece))}.`]]);
+    else if (r.above) out.push(['', [`The model wrote ${wrote}, yet it rated your guess higher: sampling does not always pick the most likely token.`]]);
+    else out.push(['', [`The model wrote ${wrote}.`]]);
+    return out;
+  }
+
+  function paragraphs(lines) {
+    return lines.map(([cls, parts]) => {
+      const p = document.createElement('p');
+      if (cls) p.className = cls;
+      for (const part of parts) {
+        if (typeof part === 'string') p.append(document.createTextNode(part));
+        else p.append(Object.assign(document.createElement('b'), { textContent: part.b }));
+      }
+      return p;
+    });
+  }
+
+  // -- the page: what is hidden, the result, the score --------------------------------------------------------------
+  const seen = new Map(); // step -> its rating (the last guess at it)
+  let shown = 0, refusal = null; // the step the text shows; a refused guess {step, sentence}
+  const box = () => document.querySelector('#guess-toggle input[type=checkbox]');
+  const on = () => { const b = box(); return !!(b && b.checked); };
+  const page = () => root.LLMViewer && root.LLMViewer.page;
+  const hidden = (s) => on() && !seen.has(s);
+
+  // What is hidden with step s in the text. early: the text moved and the panels may still show the step before, so
+  // anything hidden stays hidden until they are drawn (onRendered). (The attention heatmap names no token past the
+  // step's context: viz.attention labels those positions "k ?".)
+  function apply(s, early) {
+    doc.classList.toggle('guessing', on());
+    doc.classList.toggle('guess-hidden', hidden(s) || (early && doc.classList.contains('guess-hidden')));
+  }
+
+  function showResult(s) {
+    const res = document.getElementById('guess-result'), r = seen.get(s), div = document.createElement('div');
+    const set = { step: '', rank: '', prob: '', chosen: '' };
+    res.replaceChildren();
+    if (r) {
+      Object.assign(set, { step: String(s), rank: r.rank === null ? '' : String(r.rank), prob: r.prob === null ? '' : String(r.prob),
+                           chosen: r.chosen ? '1' : '0' });
+      div.className = 'guess-result';
+      div.append(...paragraphs(words(r, stepData(s))));
+    } else if (refusal && refusal.step === s) {
+      div.className = 'guess-result guess-refused';
+      div.append(...paragraphs([['', [refusal.sentence]]]));
+    }
+    Object.assign(res.dataset, set);
+    if (div.className) res.append(div);
+  }
+
+  function score() {
+    const all = [...seen.values()], top5 = all.filter((g) => g.rank && g.rank <= 5).length, same = all.filter((g) => g.chosen).length;
+    document.getElementById('guess-score').textContent = all.length ? `Your guesses on this text: in the model's top 5 at ${top5} of `
+      + `${all.length} step${all.length === 1 ? '' : 's'}; the model's own pick was your guess at ${same}.` : '';
+  }
+
+  // The text shows a step (viewer.js wrote its line): a step not guessed is hidden at once, before the next paint;
+  // one guessed is shown once every panel is drawn for it (onRendered), so no panel shows an earlier step's answer.
+  function onDrawn() {
+    const api = page();
+    if (!api) return;
+    doc.classList.add('guess-drawn');
+    if (api.state.step !== shown) refusal = null;
+    shown = api.state.step;
+    apply(shown, true);
+    showResult(shown);
+    if (hidden(shown) && api.playing()) document.getElementById('play').click(); // Play waits for a guess here
+  }
+
+  function onRendered() {
+    const api = page();
+    if (api && api.state.step === shown) apply(shown, false);
+  }
+
+  function submit() {
+    try {
+      seen.set(shown, rate(shown, document.getElementById('guess-input').value));
+      refusal = null;
+    } catch (e) {
+      if (!(e instanceof Refused)) throw e;
+      refusal = { step: shown, sentence: e.message };
+    }
+    const api = page();
+    apply(shown, !api || api.rendered !== shown); // (panels still drawing the step: shown once they are, onRendered)
+    showResult(shown);
+    score();
+  }
+
+  function wire() {
+    const b = box(), input = document.getElementById('guess-input');
+    if (!b || !input) return;
+    if (new URLSearchParams(root.location.search).get('guess') === '1') b.checked = true;
+    apply(shown, false);
+    b.addEventListener('change', () => apply(shown, false));
+    document.getElementById('guess-submit').addEventListener('click', submit);
+    input.addEventListener('keydown', (e) => { if (e.key === 'Enter' && !e.isComposing) { e.preventDefault(); submit(); } });
+    new MutationObserver(onDrawn).observe(document.getElementById('step-label'), { childList: true, characterData: true, subtree: true });
+    document.addEventListener('viewer:rendered', onRendered);
+  }
+
+  wire();
+  // for the tests and tools: the rating as the page makes it, and the percentages as viz/fmt.py writes them
+  root.LLMViewer = Object.assign(root.LLMViewer || {}, { guess: { clean, rate, pct, Refused, seen } });
+})(window);
