@@ -30,12 +30,14 @@ def lesson_html(steps) -> str:
             "<p><button id='lesson-next' class='lg secondary'>Next in the lesson ›</button></p></div>")
 
 
-def class_card_html(code: str, key: str, join_url: str, lesson=()) -> str:
+def class_card_html(code: str, key: str, join_url: str, lesson=(), note: str = "") -> str:
+    """`note`: a sentence when students' devices cannot open the join link (ui/class_room.py's join_base)."""
     c, u = html.escape(code), html.escape(join_url)
+    warn = f"<p class='class-note'>{html.escape(note)}</p>" if note else ""
     return (f"<div class='class-card' data-code='{c}' data-key='{html.escape(key)}'>"
             f"<div class='class-qr' aria-label='QR code of the join link'>{qr_svg(join_url)}</div>"
             f"<div class='class-join'><p class='class-lead'>Join the class: scan the code, or open</p>"
-            f"<p class='class-url'><a href='{u}' target='_blank' rel='noopener'>{u}</a></p>"
+            f"<p class='class-url'><a href='{u}' target='_blank' rel='noopener'>{u}</a></p>{warn}"
             f"<p class='class-lead'>Class code</p><p id='class-code' class='class-code'>{html.escape(spaced(code))}</p>"
             "<p class='class-controls'><button id='class-reveal' class='lg primary'>Reveal</button> "
             "<button id='class-next' class='lg secondary'>Next step ›</button> "
