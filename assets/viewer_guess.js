@@ -2,9 +2,8 @@
  *
  * While the "Guess first" box is on (or the page's link says ?guess=1), the reply's later steps stay hidden, and the
  * step on screen keeps its answer hidden until it is guessed: its token in the reply and in the step's line, the
- * distribution and the embeddings (they mark the token). The attention heatmap is hidden while guessing at steps whose
- * axes name the positions still to come (the later tokens: guessed or not); the overview and KV cache stay
- * (assets/viewer.css, classes on <html>). A guess is rated here as pipeline.guess rates one without a tokenizer
+ * distribution and the embeddings (they mark the token). The attention heatmap, its overview and the KV cache stay:
+ * they show the context alone (the heatmap labels positions still to come "k ?") (assets/viewer.css, classes on <html>). A guess is rated here as pipeline.guess rates one without a tokenizer
  * (_best_candidate): the longest of the step's kept candidates it starts with, with the trace's numbers
  * (viz/viewer_guess.py writes them, #guess-data); outside them, the bound. The words follow viz/guess.py (rating_html), written as text only.
  * Moving to another step hides again unless that step was guessed; Play stops at each step not yet guessed.
