@@ -15,7 +15,8 @@ SHOWN = ("(s) => !document.body.classList.contains('guess-hidden') && document.g
 # what a person sees of the step on screen: its text span and chip shown, the distribution and embeddings visible
 VISIBLE = """() => { const vis = (el) => !!el && el.offsetParent !== null && getComputedStyle(el).visibility !== 'hidden';
   return { text: vis(document.querySelector('#output .gen-text .at-step')), chip: vis(document.querySelector('#tokens-html .tok.hl')),
-           dist: vis(document.querySelector('#dist-plot .viewer-plot')), emb: vis(document.querySelector('#emb-plot .viewer-plot')) }; }"""
+           dist: vis(document.querySelector('#dist-plot .viewer-plot')), emb: vis(document.querySelector('#emb-plot .viewer-plot')),
+           tour: getComputedStyle(document.getElementById('tour')).pointerEvents !== 'none' }; }"""
 
 
 def move(page, step: int):
@@ -33,13 +34,13 @@ def test_a_guess_reveals_the_step_with_the_models_numbers(browser, app_url):
     page.goto(app_url + "?guess=1")
     page.wait_for_function(HIDDEN, timeout=90_000)
     assert page.is_checked("#guess-toggle input")
-    assert page.evaluate(VISIBLE) == {"text": False, "chip": False, "dist": False, "emb": False}
+    assert page.evaluate(VISIBLE) == {"text": False, "chip": False, "dist": False, "emb": False, "tour": False}  # (the tour names the token)
     wait_model_loaded(page)
     step = page.evaluate("() => LLMApp.state.step")
     answer = page.evaluate("() => document.querySelector('#output .gen-text .at-step').textContent")
     guess(page, answer.strip())
     page.wait_for_function(SHOWN, arg=step, timeout=30_000)
-    assert page.evaluate(VISIBLE) == {"text": True, "chip": True, "dist": True, "emb": True}
+    assert page.evaluate(VISIBLE) == {"text": True, "chip": True, "dist": True, "emb": True, "tour": True}
     res = page.evaluate("() => ({...document.getElementById('guess-result').dataset})")
     assert res["chosen"] == "1", res
     # the rating's numbers are the distribution's own: the sampled bar's rank and temperature-1 probability

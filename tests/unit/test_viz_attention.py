@@ -85,8 +85,9 @@ def test_grid_tiles_every_head_in_one_heatmap_with_gqa_titles_and_the_query_row_
     assert "<script>" not in "".join(d.x)  # pieces are escaped on the axes
 
 
-def test_a_frame_holds_later_rows_blank_with_their_labels():
-    """frame: every step of a run can share the last step's frame; rows after the step's are blank."""
+def test_a_frame_holds_later_rows_blank_and_names_no_token_to_come():
+    """frame: every step of a run can share the last step's frame; rows after the step's are blank, their
+    positions labelled "k ?" (a token not yet written is not named: Guess first hides it)."""
     t = make_trace(n_heads=2, n_kv_heads=1, n_steps=4)
     pieces = list(t.steps[-1].context_pieces)
     T, T1 = t.steps[-1].position + 1, t.steps[1].position + 1
@@ -97,7 +98,7 @@ def test_a_frame_holds_later_rows_blank_with_their_labels():
         gap = tile_gap(T) if head is None else 0
         np.testing.assert_array_equal(zf[:T1, :T1], z[:T1, :T1])  # the first head's tile (or the head)
         assert np.isnan(zf[T1:T]).all() and np.isnan(zf[:T1, T1:T]).all()
-        assert [x.replace(TAG, "") for x in framed.data[0].x[:T]] == position_labels(pieces, 0, T)
+        assert [x.replace(TAG, "") for x in framed.data[0].x[:T]] == position_labels(pieces, 0, T1) + [f"{k} ?" for k in range(T1, T)]
         assert len(framed.data[0].x) == (2 * T + gap if head is None else T)
         assert framed.layout.title.text == alone.layout.title.text
 
