@@ -55,9 +55,10 @@
     rows.forEach((r) => {
       const row = el('div', 'room-row' + (r.mark ? ' room-mark' : ''));
       row.append(el('span', 'room-label', label(r)));
-      const bar = el('span', 'room-bar');
+      const track = el('span', 'room-track'), bar = el('span', 'room-bar'); // (the bar a share of its track: bars in proportion)
       bar.style.width = `${Math.max(2, width(r) * 100)}%`;
-      row.append(bar, el('span', 'room-value', value(r)));
+      track.append(bar);
+      row.append(track, el('span', 'room-value', value(r)));
       if (hide) { const b = el('button', 'room-hide', '✕'); b.title = 'Hide this answer from the chart'; b.onclick = () => hide(r); row.append(b); }
       box.append(row);
     });

@@ -83,6 +83,11 @@ def test_a_class_guesses_sees_the_reveal_and_moves_on(browser, app_url):
     assert "<img src=x onerror=alert(1)>" in chart and teacher.locator("#class-chart img").count() == 0
     state = api(app_url, code)[1]
     assert sum(r["count"] for r in state["room"]) == 2 and state["students"] == 3
+    # the chart's bars in proportion: each the model's probability over the largest, of the same track
+    bars = teacher.evaluate("""() => [...document.querySelectorAll('#class-chart .room-col')].map((c) => [...c.querySelectorAll('.room-row')]
+      .map((r) => r.querySelector('.room-bar').getBoundingClientRect().width / r.querySelector('.room-track').getBoundingClientRect().width))""")
+    pmax = max(m["prob"] for m in state["model"])
+    assert bars[1] == pytest.approx([max(0.02, m["prob"] / pmax) for m in state["model"]], abs=0.01)
     for s in (a, b):  # the students' screens: the step shown, their own guess rated, the room's chart
         s.wait_for_function("() => !document.body.classList.contains('guess-hidden') && /of the room guessed/.test(document.getElementById('room-chart').textContent)",
                             timeout=20_000)
