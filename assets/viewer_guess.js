@@ -5,7 +5,8 @@
  * distribution and the embeddings (they mark the token). The attention heatmap, its overview and the KV cache stay:
  * they show the context alone (the heatmap labels positions still to come "k ?") (assets/viewer.css, classes on <html>). A guess is rated here as pipeline.guess rates one without a tokenizer
  * (_best_candidate): the longest of the step's kept candidates it starts with, with the trace's numbers
- * (viz/viewer_guess.py writes them, #guess-data); outside them, the bound. The words follow viz/guess.py (rating_html), written as text only.
+ * (viz/viewer_guess.py writes them, #guess-data); outside them, the bound. The words are viz/guess.py's (rating_html) for
+ * a guess rated without a tokenizer, written as text only.
  * Moving to another step hides again unless that step was guessed; Play stops at each step not yet guessed.
  * Loaded after the viewer's scripts, before the page mounts (LLMViewer.page: viewer.js).
  */
@@ -50,8 +51,8 @@
     let k = -1; // the longest piece the guess starts with; of equals, the first
     d.pieces.forEach((piece, i) => { if (piece && text.startsWith(piece) && (k < 0 || d.L[i] > d.L[k])) k = i; });
     if (k < 0) return { text, prob: null, rank: null, below: d.P[d.P.length - 1], chosen: false, above: false };
-    const p = d.P[k];
-    return { text, piece: d.pieces[k], prob: p, rank: k + 1, final: d.F[k], below: null, chosen: d.I[k] === d.id, above: p > d.chosen };
+    const p = d.P[k], rank = d.P.reduce((n, x) => n + (x > p ? 1 : 0), 1); // (ties share the better rank: pipeline.guess)
+    return { text, piece: d.pieces[k], prob: p, rank, final: d.F[k], below: null, chosen: d.I[k] === d.id, above: p > d.chosen };
   }
 
   // Of the guess's spellings, the one whose candidate the model rates higher (the first of equals).

@@ -18,13 +18,14 @@ from pipeline.records import StepRecord, Trace
 from pipeline.sampling import apply_stages, softmax
 
 MAX_GUESS_CHARS = 40
-__all__ = ["GuessError", "GuessRating", "MAX_GUESS_CHARS", "clean", "first_token", "rate", "step_probs", "variants"]
+__all__ = ["GuessError", "GuessRating", "MAX_GUESS_CHARS", "clean", "first_token", "rate", "space_before", "step_probs", "variants"]
 
 
 @dataclass(frozen=True)
 class GuessRating:
     text: str  # the guess as rated (with the space before it when the model writes the word so)
-    pieces: tuple[str, ...]  # its tokens, as the page shows pieces ("" when not known: no tokenizer)
+    pieces: tuple[str, ...]  # its tokens; without a tokenizer only the first, matched among the kept candidates
+    tokenized: bool  # the tokenizer wrote `pieces` (False: the first token was matched among the kept candidates)
     token_id: int | None  # its first token (None: not among the trace's candidates, and no tokenizer)
     prob: float | None  # temperature-1 probability of the first token (None: not known, see `below`)
     rank: int | None  # 1-based rank of the first token in the temperature-1 distribution
@@ -35,14 +36,16 @@ class GuessRating:
     above_chosen: bool  # the model rated it higher than the token it sampled
 
 
+def space_before(step: StepRecord) -> bool:
+    """The context ends inside a line of words (its last piece is not empty and ends in no whitespace)."""
+    last = step.context_pieces[-1] if step.context_pieces else ""
+    return bool(last) and not last[-1].isspace()
+
+
 def variants(step: StepRecord, text: str) -> list[str]:
     """The guess as typed, and with a space before it when the context ends inside a line of words: a person
     types "mat", the model writes " mat"."""
-    out = [text]
-    last = step.context_pieces[-1] if step.context_pieces else ""
-    if text[:1].isalnum() and last and not last[-1].isspace():
-        out.append(" " + text)
-    return out
+    return [text, " " + text] if text[:1].isalnum() and space_before(step) else [text]
 
 
 def _full_logits(lm, trace: Trace, step: StepRecord) -> np.ndarray | None:
@@ -83,8 +86,10 @@ def first_token(lm, step: StepRecord, guess, probs: np.ndarray | None) -> tuple[
     return int(tid), lm.tokens.piece(int(tid))
 
 
-def _rated(lm, trace: Trace, step: StepRecord, text: str, ids: list[int], logits: np.ndarray, probs: np.ndarray) -> GuessRating:
-    """The spelling `text` (tokens `ids`) rated in the step's logits and their temperature-1 `probs`."""
+def _rated(lm, trace: Trace, step: StepRecord, text: str, ids: list[int], logits: np.ndarray, probs: np.ndarray,
+           matched: tuple[str, ...] = ()) -> GuessRating:
+    """The spelling `text` (tokens `ids`) rated in the step's logits and their temperature-1 `probs`. Without a
+    tokenizer (`lm` None): `ids` is the first token alone, the kept candidate `matched` names."""
     first = ids[0]
     p = float(probs[first])
     final = apply_stages(logits, trace.settings_at(step.index).stages(step.context_ids)).final_probs
@@ -92,7 +97,7 @@ def _rated(lm, trace: Trace, step: StepRecord, text: str, ids: list[int], logits
     if len(ids) > 1 and lm is not None:
         rows = _rows(lm, list(step.context_ids), ids)
         seq = p * float(np.prod([softmax(rows[i])[ids[i]] for i in range(1, len(ids))]))
-    return GuessRating(text, tuple(lm.tokens.pieces(ids)) if lm is not None else (), first, p, int((probs > p).sum()) + 1,
+    return GuessRating(text, tuple(lm.tokens.pieces(ids)) if lm is not None else matched, lm is not None, first, p, int((probs > p).sum()) + 1,
                        float(final[first]), seq, None, first == step.token_id, p > float(probs[step.token_id]))
 
 
@@ -102,10 +107,11 @@ def _rate_candidates(step: StepRecord, text: str) -> GuessRating:
     pieces = [str(x) for x in step.top_pieces]
     hits = [k for k, piece in enumerate(pieces) if piece and text.startswith(piece)]
     if not hits:
-        return GuessRating(text, (), None, None, None, None, None, float(step.top_probs[-1]), False, False)
+        return GuessRating(text, (), False, None, None, None, None, None, float(step.top_probs[-1]), False, False)
     k = max(hits, key=lambda k: (len(pieces[k]), -k))
     tid, p = int(step.top_ids[k]), float(step.top_probs[k])
-    return GuessRating(text, (pieces[k],), tid, p, k + 1, float(step.top_final_probs[k]), None, None,
+    rank = int((np.asarray(step.top_probs) > step.top_probs[k]).sum()) + 1  # (ties share the better rank, as over the vocabulary)
+    return GuessRating(text, (pieces[k],), False, tid, p, rank, float(step.top_final_probs[k]), None, None,
                        tid == step.token_id, p > step.chosen_prob)
 
 
@@ -123,7 +129,7 @@ def rate(lm, trace: Trace, step_index: int, guess: str) -> GuessRating:
     logits = _full_logits(lm, trace, step)
     if logits is None or lm is None:  # no tokenizer: the candidates' pieces name the token (exact with the logits)
         r = _best_candidate(step, text)
-        return r if logits is None or r.token_id is None else _rated(None, trace, step, r.text, [r.token_id], logits, softmax(logits))
+        return r if logits is None or r.token_id is None else _rated(None, trace, step, r.text, [r.token_id], logits, softmax(logits), r.pieces)
     probs = softmax(logits)
     text, ids = max(((v, ids) for v in variants(step, text) if (ids := lm.tokens.plain_ids(v))), key=lambda s: probs[s[1][0]])
     return _rated(lm, trace, step, text, ids, logits, probs)

@@ -23,10 +23,14 @@ def rating_html(r: GuessRating, s: int, step: StepRecord) -> str:
         body = (f"<p class='guess-head'>Your guess {_q(r.text)} is not among the model's {len(step.top_ids)} most likely next tokens: "
                 f"the model gave it less than {pct(r.below)}.</p><p>It wrote {chosen} ({pct(step.chosen_prob)}).</p>")
         return f"<div class='guess-result' {attrs}>{body}</div>"
-    as_tokens = " + ".join(_q(p) for p in r.pieces) if r.pieces else _q(r.text)
+    if r.tokenized or r.pieces == (r.text,):
+        as_tokens = "As this model's tokens: " + " + ".join(_q(p) for p in r.pieces) + "."
+    else:  # (no tokenizer: the first token matched among the kept candidates, the rest not rated)
+        as_tokens = (f"Its first token as this model writes it: {_q(r.pieces[0])}, the longest of the model's {len(step.top_ids):,} "
+                     "most likely next tokens that your guess starts with (no tokenizer here to rate the rest).")
     lines = [f"<p class='guess-head'>Your guess {_q(r.text)}: the model rated it <b>{pct(r.prob)}</b>, "
              f"<b>rank {r.rank:,}</b> (1 = most likely).</p>",
-             f"<p>As this model's tokens: {as_tokens}. In the distribution it sampled from (after temperature, top-k and top-p): "
+             f"<p>{as_tokens} In the distribution it sampled from (after temperature, top-k and top-p): "
              f"{pct(r.final_prob)}.</p>"]
     if r.seq_prob is not None:
         lines.append(f"<p>The whole guess, token after token: {pct(r.seq_prob)}.</p>")

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.records import StepRecord, Trace
+from pipeline.guess import space_before
+from pipeline.records import Trace
 
 from .viewer import bundle_json
 from .viewer_sampling import packed
@@ -36,12 +37,6 @@ def _dtype(arrays: list, narrow: str, wide: str) -> str:
 
 def _b64(a: np.ndarray, dtype: str) -> str:
     return packed(a, dtype)["bdata"]
-
-
-def space_before(step: StepRecord) -> bool:
-    """pipeline.guess.variants' condition on the context: its last piece is not empty and ends in no whitespace."""
-    last = step.context_pieces[-1] if step.context_pieces else ""
-    return bool(last) and not last[-1].isspace()
 
 
 def guess_data(trace: Trace, bundle: dict) -> dict:

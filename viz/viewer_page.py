@@ -148,7 +148,7 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
         "CAPTION_OUTPUT": html.escape(CAPTIONS["output"]),
         "STEP_SECTIONS": step_sections(trace, bundle),
         "BUNDLE": bundle_json(bundle),
-        "VIEWER_JS": "\n".join((ASSETS / f).read_text(encoding="utf-8") for f in VIEWER_SCRIPTS),
+        "VIEWER_JS": "\n".join(_inline_script(f) for f in VIEWER_SCRIPTS),
         "GUESS_TOP_N": top_n_words(trace, n),
         "GUESS_DATA": guess_json(trace, bundle),
         "GUESS_JS": _inline_script(GUESS_SCRIPT),

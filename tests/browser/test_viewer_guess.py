@@ -3,10 +3,12 @@ hides the step's answer at open; a guess is rated with the trace's own numbers a
 tokenizer; a hostile guess is text; another step hides again; Play waits at each step not guessed; the box off
 shows everything. No request, no dialog, no console error.
 
-The synthetic traces here are short: the attention heatmap's frame holds more positions than their contexts, so its
-axes name the tokens to come and it stays hidden while guessing; the long one's does not, and it stays shown."""
+The synthetic traces here are short: the attention heatmap's frame holds more positions than their contexts, and
+those positions to come are labelled "k ?" (no token of theirs named), so the heatmap stays shown while guessing."""
 import numpy as np
 import pytest
+
+from ui.session import sentence
 
 from pipeline import gallery
 from pipeline.errors import GuessError
@@ -268,8 +270,7 @@ def _python(step, g):
     try:
         r = _best_candidate(step, clean(g))
     except GuessError as e:
-        t = str(e)
-        return {"refused": t[:1].upper() + t[1:] + ("" if t.endswith(".") else ".")}
+        return {"refused": sentence(e)}
     return {"text": r.text, "rank": r.rank, "prob": r.prob, "final": r.final_prob, "below": r.below, "chosen": r.chosen,
             "above": r.above_chosen}
 

@@ -89,3 +89,30 @@ def test_without_the_model_a_guess_outside_the_candidates_gets_the_bound(lm, tra
 def test_a_guess_that_cannot_be_rated_says_why(lm, trace, bad):
     with pytest.raises(GuessError):
         rate(lm, trace, 0, bad)
+
+
+def test_without_a_tokenizer_the_page_says_only_the_first_token_was_rated(trace):
+    """No model (so no tokenizer), the trace's logits kept: a guess longer than the candidate it starts with is rated
+    by that first token, and the page says so; it never shows the whole guess as if it were the model's tokens."""
+    from viz.guess import rating_html
+
+    step = trace.steps[2]
+    piece = next(str(x) for x in step.top_pieces if str(x).strip())
+    r = rate(None, trace, 2, piece + "zzzz and more")
+    assert r.pieces == (piece,) and not r.tokenized and r.token_id is not None
+    page = rating_html(r, 2, step)
+    assert "Its first token" in page and "no tokenizer here to rate the rest" in page and "As this model's tokens" not in page
+    alone = rate(None, trace, 2, piece)  # the guess is that token: said as the model's tokens
+    assert "As this model's tokens" in rating_html(alone, 2, step)
+
+
+def test_kept_candidates_of_equal_probability_share_the_better_rank(trace):
+    """As over the whole vocabulary ((probs > p).sum() + 1): a tie among the kept candidates is one rank."""
+    st = trace.steps[2]
+    probs = np.asarray(st.top_probs).copy()
+    probs[2] = probs[1]  # the third candidate as likely as the second
+    tied = dataclasses.replace(st, top_probs=probs, logits=None)
+    kept = dataclasses.replace(trace, steps=tuple(tied if i == 2 else dataclasses.replace(s, logits=None) for i, s in enumerate(trace.steps)))
+    third = str(st.top_pieces[2])
+    assert not any(str(x) != third and third.startswith(str(x)) and str(x) for x in st.top_pieces)  # (it matches itself alone)
+    assert rate(None, kept, 2, third).rank == 2
