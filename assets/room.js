@@ -31,9 +31,12 @@
   const shown = (piece) => `“${piece}”`;
   const app = () => (root.LLMApp && root.LLMApp.mounted() ? root.LLMApp : null);
 
-  function setStep(s) { // as a drag would (assets/app_viewer.js draws it)
-    const r = document.querySelector('#step-slider input[type=range]');
-    if (!r || Number(r.value) === s) return;
+  // the step slider moved as a drag would (assets/app_viewer.js draws it); again when the slider shows another step
+  // than the page (a trace just loaded sets the slider's value once more, after the page has moved on): the server
+  // reads the slider's value (a guess's rating, Re-sample, the tour), the page draws its own step
+  function setStep(s) {
+    const r = document.querySelector('#step-slider input[type=range]'), a = app();
+    if (!r || (Number(r.value) === s && (!a || a.state.step === s))) return;
     r.value = s;
     r.dispatchEvent(new Event('input', { bubbles: true }));
   }
@@ -65,6 +68,11 @@
     return box;
   }
 
+  // (the number is the model's for the favourite's first token: said so when the guess is more than that token)
+  const favourite = (fav, p) => (fav.piece && fav.piece.trim() !== fav.text.trim()
+    ? `the room's favourite ${shown(fav.text)} begins with the model's token ${shown(fav.piece)}, which it gave ${pct(p)}.`
+    : `the model gave the room's favourite ${shown(fav.text)} ${pct(p)}.`);
+
   function drawChart(box, s, hide) {
     if (!box) return;
     box.replaceChildren();
@@ -75,7 +83,7 @@
     const n = s.room.reduce((a, r) => a + r.count, 0), most = Math.max(1, ...s.room.map((r) => r.count));
     const top = s.model[0], fav = s.room[0];
     box.append(el('p', 'room-summary', n ? `${Math.round(s.top_share * 100)}% of the room guessed the model's most likely token ${shown(top.piece)}; `
-      + `the model gave the room's favourite ${shown(fav.text)} ${pct(s.favourite_prob)}. It wrote ${shown(s.sampled.piece)}.` : 'No guesses at this step.'));
+      + favourite(fav, s.favourite_prob) + ` It wrote ${shown(s.sampled.piece)}.` : 'No guesses at this step.'));
     const cols = el('div', 'room-cols');
     const pmax = Math.max(...s.model.map((m) => m.prob));
     cols.append(bars(`The room (${n} ${n === 1 ? 'guess' : 'guesses'})`, s.room.map((r) => Object.assign({ mark: r.token_id === top.token_id }, r)),
@@ -104,7 +112,7 @@
       T.step = a.state.step;
       post(`${T.code}/step`, { step: a.state.step }, T.key);
     }
-    call(`${T.code}`, { headers: T.etag ? { 'If-None-Match': T.etag } : {} }).then((r) => {
+    call(`${T.code}`, { headers: Object.assign({ 'X-Room-Key': T.key }, T.etag ? { 'If-None-Match': T.etag } : {}) }).then((r) => {
       if (!T || r.status === 304) return;
       if (r.status !== 200) { if (r.status === 404 || r.status === 410) keepRoom(null); drawEnded(document.getElementById('class-chart'), r.body); return; }
       T.etag = r.etag; T.state = r.body;
@@ -222,7 +230,7 @@
     root.LLMGuess && root.LLMGuess.setOn(true);
     const btn = document.getElementById('guess-submit');
     if (btn && btn.textContent !== 'Send') btn.textContent = 'Send'; // (the teacher reveals)
-    if (a.state.step !== s.step) setStep(s.step);
+    setStep(s.step);
     const box = document.querySelector('#guess-input textarea, #guess-input input');
     const was = mine(s.step);
     if (box && was && !box.value && s.phase === 'guessing') box.value = was;
@@ -230,16 +238,15 @@
     if (s.phase === 'revealed' && a.state.step === s.step && S.revealed !== at) {
       S.revealed = at;
       root.LLMGuess.reveal(s.step);
-      if (was && box) { box.value = was; box.dispatchEvent(new Event('input', { bubbles: true })); passOn = true; setTimeout(() => document.getElementById('guess-submit')?.click(), 80); }
+      // (the student's own guess rated on the page: send() lets this click through, the step being revealed)
+      if (was && box) { box.value = was; box.dispatchEvent(new Event('input', { bubbles: true })); setTimeout(() => document.getElementById('guess-submit')?.click(), 80); }
     }
     if (S.drawn !== s.version) { S.drawn = s.version; drawChart(document.getElementById('room-chart'), s, null); }
   }
 
   // a student's guess goes to the room while following (Reveal or Enter), until the teacher reveals
-  let passOn = false; // (the page's own rating of the guess, after the reveal)
   function send(e) {
     if (!code || !S.following || S.ended || !S.state || S.state.phase !== 'guessing') return;
-    if (passOn) { passOn = false; return; }
     e.preventDefault(); e.stopPropagation();
     const box = document.querySelector('#guess-input textarea, #guess-input input'), text = box ? box.value : '';
     const step = S.state.step;

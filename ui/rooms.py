@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from pipeline import guess as guessing
 from pipeline.records import Trace
+from ui.session import sentence
 
 CODE_LETTERS = "ACDEFGHJKMNPQRTUVWXY34679"  # no 0/O, 1/I/L, 2/Z, 5/S, 8/B: read off a projector without doubt
 CODE_LEN = 6
@@ -59,7 +60,8 @@ class Room:
     last_guess: dict = field(default_factory=dict)  # id -> when they last guessed
     guesses: dict = field(default_factory=dict)  # step -> {student id: Guess}
     hidden: dict = field(default_factory=dict)  # step -> set of token ids (or texts) the teacher hid
-    probs: dict = field(default_factory=dict)  # (trace id, step) -> the step's distribution (pipeline.guess.step_probs)
+    trace_n: int = 0  # which of the room's traces `trace` is (pages re-join when it changes; the distribution's key)
+    probs: dict = field(default_factory=dict)  # (trace_n, step) -> the step's distribution (pipeline.guess.step_probs)
     probs_lock: threading.Lock = field(default_factory=threading.Lock)  # one computes it; the room's other guesses wait
 
     def bump(self):
@@ -105,7 +107,8 @@ class Rooms:
                 self._move(room, step)
                 return
             room.trace, room.example, room.step, room.phase = trace, example, self._step(trace, step), "guessing"
-            room.guesses, room.hidden = {}, {}
+            room.guesses, room.hidden, room.probs = {}, {}, {}
+            room.trace_n += 1
             room.bump()
 
     def move(self, code: str, key: str, step) -> Room:
@@ -142,13 +145,19 @@ class Rooms:
             return room
 
     # -- the students ------------------------------------------------------------------------------------
-    def seen(self, code: str, student: str | None) -> Room:
-        """A page asked for the room's state (a student's, with their id: they count as present)."""
+    def seen(self, code: str, student: str | None, key: str | None = None) -> Room:
+        """A page asked for the room's state (a student's, with their id: they count as present; the teacher's, with
+        the key: the teacher is still there). A room idle too long ends here, its version bumped so pages hear it."""
         with self.lock:
             room = self.rooms.get(str(code).upper())
             if room is None:
                 raise RoomError(404, "There is no class with that code: check the code on the teacher's screen.")
-            if room.closed or self._idle(room):
+            if key and not room.closed and secrets.compare_digest(str(key), room.key) and not self._idle(room):
+                room.teacher_seen = self.clock()
+            if not room.closed and self._idle(room):
+                room.closed = True
+                room.bump()
+            if room.closed:
                 return room
             if student:
                 self._present(room, _student(student))
@@ -162,8 +171,8 @@ class Rooms:
             raise RoomError(400, "A guess is text: type a word or a few.")
         with self.lock:
             room = self._open(code)
-            trace, s = room.trace, room.step
-        g = self._rated(room, trace, s, text)
+            trace, s, n = room.trace, room.step, room.trace_n
+        g = self._rated(room, trace, s, n, text)
         with self.lock:
             room = self._open(code)
             if room.trace is not trace or room.step != s:
@@ -184,7 +193,7 @@ class Rooms:
         with self.lock:
             now = self.clock()
             out = {"code": room.code, "version": room.version, "step": room.step, "phase": room.phase,
-                   "closed": room.closed or self._idle(room), "trace": _trace_id(room.trace), "example": room.example,
+                   "closed": room.closed or self._idle(room), "trace": f"{room.code}-{room.trace_n}", "example": room.example,
                    "n_steps": len(room.trace.steps),
                    "students": sum(1 for t in room.students.values() if now - t < PRESENT_S),
                    "guesses": len(room.guesses.get(room.step, {}))}
@@ -208,30 +217,32 @@ class Rooms:
         n = sum(r["count"] for r in room_rows)
         top_share = sum(r["count"] for r in room_rows if r["token_id"] == model[0]["token_id"]) / n if n else 0.0
         fav = room_rows[0] if room_rows else None
-        probs = room.probs.get((id(room.trace), room.step))
+        probs = room.probs.get((room.trace_n, room.step))
         fav_prob = None
-        if fav and fav["token_id"] is not None:
+        if fav and fav["token_id"] is not None:  # (without the whole distribution: the kept candidates')
             fav_prob = float(probs[fav["token_id"]]) if probs is not None else next(
-                (m["prob"] for m in model if m["token_id"] == fav["token_id"]), None)
+                (float(p) for t, p in zip(step.top_ids, step.top_probs) if int(t) == fav["token_id"]), None)
         return {"room": room_rows, "model": model, "sampled": {"token_id": step.token_id, "piece": step.piece},
                 "top_share": top_share, "favourite_prob": fav_prob}
 
     # -- helpers ------------------------------------------------------------------------------------------
-    def _rated(self, room: Room, trace: Trace, s: int, text: str) -> Guess:
+    def _rated(self, room: Room, trace: Trace, s: int, n: int, text: str) -> Guess:
         """The guess's first token as the model writes it, in the step's distribution: computed once a step (a forward
         pass for a trace that did not keep its logits), the room's other guesses waiting for that one."""
         step, lm = trace.steps[s], self.model_of(trace)
         try:
             guessing.clean(text)
         except guessing.GuessError as e:
-            raise RoomError(400, str(e)[:1].upper() + str(e)[1:] + ".") from None
+            raise RoomError(400, sentence(e)) from None
         with room.probs_lock:
-            key = (id(trace), s)
-            if key not in room.probs:
+            key = (n, s)
+            probs = room.probs.get(key)
+            if probs is None:
                 # (on one thread of its own: run on whichever of the server's worker threads, each forward pass left that
                 # thread's own memory arena behind, 10 MB a step)
-                room.probs = {key: MODEL_THREAD.submit(guessing.step_probs, lm, trace, step).result()}  # (only the step on screen)
-            probs = room.probs[key]
+                probs = MODEL_THREAD.submit(guessing.step_probs, lm, trace, step).result()
+                if key == (room.trace_n, room.step):  # (kept for the step on screen only: a late guess keeps nothing)
+                    room.probs = {key: probs}
         tid, piece = guessing.first_token(lm, step, text, probs)
         return Guess(guessing.clean(text), tid, piece)
 
@@ -269,7 +280,7 @@ class Rooms:
     def _step(trace: Trace, step) -> int:
         try:
             s = int(step)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise RoomError(400, "A step is a whole number.") from None
         if not 0 <= s < len(trace.steps):
             raise RoomError(400, f"This text has steps 0 to {len(trace.steps) - 1}.")
@@ -280,10 +291,6 @@ def _student(sid) -> str:
     if not isinstance(sid, str) or not 1 <= len(sid) <= 64 or not sid.replace("-", "").replace("_", "").isalnum():
         raise RoomError(400, "A student id is 1 to 64 letters, digits, - or _.")
     return sid
-
-
-def _trace_id(trace: Trace) -> str:
-    return f"{id(trace):x}-{len(trace.steps)}"
 
 
 __all__ = ["Rooms", "Room", "RoomError", "Guess", "CODE_LETTERS", "MAX_ROOMS", "MAX_STUDENTS"]

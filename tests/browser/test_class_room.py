@@ -50,6 +50,9 @@ def test_a_class_guesses_sees_the_reveal_and_moves_on(browser, app_url):
     teacher.goto(app_url)
     teacher.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=90_000)
     wait_model_loaded(teacher)
+    teacher.evaluate("() => { const r = document.querySelector('#step-slider input[type=range]'); r.value = 3;"
+                     " r.dispatchEvent(new Event('input', {bubbles: true})); }")  # (a step with a next one)
+    at_step(teacher, 3)
     teacher.click("#class-start")
     teacher.wait_for_selector("#class-info .class-card[data-code] svg", timeout=30_000)
     code = teacher.get_attribute("#class-info .class-card", "data-code")
@@ -91,14 +94,21 @@ def test_a_class_guesses_sees_the_reveal_and_moves_on(browser, app_url):
     for s in (a, b):  # the students' screens: the step shown, their own guess rated, the room's chart
         s.wait_for_function("() => !document.body.classList.contains('guess-hidden') && /of the room guessed/.test(document.getElementById('room-chart').textContent)",
                             timeout=20_000)
-    a.wait_for_function("() => document.getElementById('guess-result').dataset.chosen === '1'", timeout=30_000)
+    # the student's own rating, at the step the page shows (the slider's value: the server rates at it)
+    a.wait_for_function("(s) => document.getElementById('guess-result').dataset.chosen === '1'"
+                        " && document.getElementById('guess-result').dataset.step === String(s)", arg=step, timeout=30_000)
+
+    assert all(key not in s.content() for s in (a, b, c))  # the teacher's key never reaches a student's page
 
     teacher.click("#class-next")
-    nxt = step + 1 if step + 1 < teacher.evaluate("() => LLMApp.state.bundle.n_steps") else step
-    if nxt != step:
-        for s in (a, b, c):
-            at_step(s, nxt)
-            s.wait_for_function(HIDDEN, timeout=10_000)
+    nxt = step + 1
+    assert nxt < teacher.evaluate("() => LLMApp.state.bundle.n_steps")
+    for s in (a, b, c):
+        at_step(s, nxt)
+        s.wait_for_function(HIDDEN, timeout=10_000)
+    send(a, "the")  # a guess at the next step goes to the room (the reveal's own rating of the last one is not in its way)
+    teacher.wait_for_function("() => /1 of 3 students have guessed/.test(document.getElementById('class-chart').textContent)", timeout=15_000)
+    assert api(app_url, code)[1]["guesses"] == 1 and a.evaluate(HIDDEN)
 
     teacher.click("#class-close")
     for s in (a, c):

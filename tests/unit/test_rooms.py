@@ -114,13 +114,15 @@ def test_hidden_guesses_leave_the_chart(setup):
     ("/api/rooms/{code}/guesses", {"student": "a b<", "text": "x"}, 400),
     ("/api/rooms/{code}/guesses", [1, 2], 400),
     ("/api/rooms/{code}/step", {"step": 99}, 403),  # no key
+    ("/api/rooms", b'{"example": "flat", "step": 1e999}', 400),  # (a number too large for any int)
     ("/api/rooms", {"example": "no-such-trace"}, 404),
     ("/api/rooms", {}, 400),
 ])
 def test_bad_requests_get_a_4xx_and_a_sentence(setup, path, body, status):
     client, store, room, _ = setup
     url = path.format(code=room.code)
-    r = client.get(url) if body is None else client.post(url, json=body)
+    r = (client.get(url) if body is None else client.post(url, content=body, headers={"Content-Type": "application/json"})
+         if isinstance(body, bytes) else client.post(url, json=body))
     assert r.status_code == status and r.json()["error"].endswith("."), (r.status_code, r.text)
 
 
@@ -136,8 +138,15 @@ def test_a_closed_room_says_so_and_refuses_guesses(setup):
 
 def test_a_room_ends_after_three_hours_without_its_teacher(setup):
     client, store, room, clock = setup
+    r0 = client.get(f"/api/rooms/{room.code}")
+    clock[0] += rooms.IDLE_S * 0.75
+    assert client.get(f"/api/rooms/{room.code}", headers={"X-Room-Key": room.key}).status_code == 200  # the teacher's page polls
+    clock[0] += rooms.IDLE_S * 0.75
+    assert client.get(f"/api/rooms/{room.code}").json()["closed"] is False  # (the teacher's poll kept it)
     clock[0] += rooms.IDLE_S + 1
-    assert client.get(f"/api/rooms/{room.code}").json()["closed"] is True
+    r = client.get(f"/api/rooms/{room.code}", headers={"If-None-Match": r0.headers["ETag"]})
+    assert r.status_code == 200 and r.json()["closed"] is True  # a page polling with its ETag hears that it ended
+    assert client.get(f"/api/rooms/{room.code}", headers={"X-Room-Key": room.key}).json()["closed"] is True  # (no way back)
     assert client.post(f"/api/rooms/{room.code}/reveal", headers={"X-Room-Key": room.key}).status_code == 410
 
 
@@ -163,9 +172,12 @@ def test_the_rooms_own_trace_again_moves_the_step_and_keeps_the_guesses(setup):
     assert state["step"] == 1 and state["phase"] == "guessing" and state["guesses"] == 0
     store.set_trace(room.code, room.key, room.trace, 2)
     assert client.get(f"/api/rooms/{room.code}").json()["guesses"] == 1  # step 2's guess is still the room's
+    was = client.get(f"/api/rooms/{room.code}").json()["trace"]
     other = room.trace.__class__(**room.trace.__dict__)
     store.set_trace(room.code, room.key, other, 2)
-    assert room.trace is other and client.get(f"/api/rooms/{room.code}").json()["guesses"] == 0
+    state = client.get(f"/api/rooms/{room.code}").json()
+    assert room.trace is other and state["guesses"] == 0 and state["trace"] != was
+    assert room.probs == {}  # (the old trace's distribution is not the new one's)
 
 
 def test_a_reloaded_teachers_page_gets_its_room_back_with_the_right_key_only(setup, monkeypatch):
