@@ -128,14 +128,20 @@ def _top(step) -> bool:
     return step.token_id == int(step.top_ids[0])
 
 
+def _below(step, piece: str, p: float) -> bool:
+    """The kept candidate `piece` has probability below `p` (False when it is not kept)."""
+    q = _p(step, piece)
+    return q is not None and q < p
+
+
 LESSON_KINDS: dict[str, Callable[[Trace, int, str], bool]] = {
     # the class gets it right: the model's own top pick, half its probability or more, is the expected guess
     "right": lambda t, k, e: _top(t.steps[k]) and t.steps[k].chosen_prob >= 0.5 and t.steps[k].piece == e,
     # the class will not: its expected guess is a candidate the model rated below the token it wrote
-    "miss": lambda t, k, e: t.steps[k].piece != e and (_p(t.steps[k], e) or 1.0) < t.steps[k].chosen_prob,
+    "miss": lambda t, k, e: t.steps[k].piece != e and _below(t.steps[k], e, t.steps[k].chosen_prob),
     # the model is confident and wrong: over CONFIDENT_TOP on its pick, and the fact (`expect`) is another token
     "confident_wrong": lambda t, k, e: _top(t.steps[k]) and t.steps[k].chosen_prob > CONFIDENT_TOP and t.steps[k].piece != e
-    and (_p(t.steps[k], e) or 1.0) < 1 - CONFIDENT_TOP,
+    and _below(t.steps[k], e, 1 - CONFIDENT_TOP),
     "flat": lambda t, k, e: k in flat_steps(t),
     "bytes": lambda t, k, e: k in split_char_steps(t),
     # a loop: the model writes the expected (repeated) guess with over CONFIDENT_TOP
