@@ -141,6 +141,7 @@ class Rooms:
         with self.lock:
             room = self.teacher(code, key)
             room.closed = True
+            room.guesses, room.probs, room.students, room.last_guess = {}, {}, {}, {}  # (kept a while to say "ended": only that)
             room.bump()
             return room
 
@@ -255,10 +256,15 @@ class Rooms:
         return room
 
     def _present(self, room: Room, sid: str):
-        if sid not in room.students and len(room.students) >= MAX_STUDENTS:
-            raise RoomError(429, f"This class is full ({MAX_STUDENTS} students).")
+        """`sid` is present now. The limit counts the students present (those gone are forgotten, so ids made up by the
+        thousand cannot fill a room for good)."""
         now = self.clock()
         was = now - room.students.get(sid, -1e9) < PRESENT_S
+        if not was:
+            room.students = {k: t for k, t in room.students.items() if now - t < PRESENT_S}
+            room.last_guess = {k: t for k, t in room.last_guess.items() if now - t < GUESS_GAP_S}
+            if len(room.students) >= MAX_STUDENTS:
+                raise RoomError(429, f"This class is full ({MAX_STUDENTS} students).")
         room.students[sid] = now
         if not was:  # one more student present: the count on the teacher's screen changes
             room.bump()

@@ -224,3 +224,17 @@ def test_the_join_link_reaches_the_students_from_a_laptop(monkeypatch):
     monkeypatch.setitem(class_room.SERVED_ON, "host", "0.0.0.0")
     monkeypatch.setattr(class_room, "lan_address", lambda: None)  # no network at all
     assert "--host 0.0.0.0" in class_room.join_base("http://127.0.0.1:7860/")[1]
+
+
+def test_a_full_room_says_so_and_students_gone_free_their_places(setup, monkeypatch):
+    client, store, room, clock = setup
+    monkeypatch.setattr(rooms, "MAX_STUDENTS", 3)
+    for sid in ("a", "b", "c"):
+        assert client.get(f"/api/rooms/{room.code}", params={"student": sid}).status_code == 200
+    r = client.get(f"/api/rooms/{room.code}", params={"student": "d"})
+    assert r.status_code == 429 and "full" in r.json()["error"]
+    assert client.get(f"/api/rooms/{room.code}", params={"student": "a"}).status_code == 200  # one present stays
+    clock[0] += rooms.PRESENT_S + 1  # everyone gone a while (made-up ids too): their places free again
+    for sid in ("d", "e", "f"):
+        assert client.get(f"/api/rooms/{room.code}", params={"student": sid}).status_code == 200
+    assert len(room.students) == 3
