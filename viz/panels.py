@@ -135,7 +135,8 @@ def compare_html(trace: Trace, step: int | None = None) -> str:
 
 def output_only(trace: Trace, *, step=None, boundaries: bool = True) -> str:
     s = clamp_step(trace, step) if trace.steps else -1
-    return output.output_html(trace.steps, upto=s, show_boundaries=boundaries, stop_reason=trace.stop_reason if s == len(trace.steps) - 1 else None)
+    # every step's text, the later ones hidden: the page's viewer shows any step of it (assets/app_viewer.js)
+    return output.output_html(trace.steps, upto=s, show_boundaries=boundaries, stop_reason=trace.stop_reason)
 
 
 def tokens_only(trace: Trace, *, step=None) -> str:

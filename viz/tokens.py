@@ -19,9 +19,9 @@ _WRAP = "<div style='line-height:1.2;max-height:420px;overflow-y:auto'>{}</div>"
 
 
 def _chip(piece: str, tid: int, pos: int, *, generated: bool, highlight: bool, title: str, n: int | None = 24,
-          step: int | None = None) -> str:
+          step: int | None = None, hidden: bool = False) -> str:
     style = _CHIP.format(bg=PASTELS[pos % len(PASTELS)], border="2px solid #4a5568" if generated else "1px solid #e2e8f0")
-    data = f" data-step='{step}'" if step is not None else ""
+    data = (f" data-step='{step}'" if step is not None else "") + (" hidden" if hidden else "")
     return (f"<span class='tok{' gen' if generated else ''}{' hl' if highlight else ''}'{data} style=\"{style}\" "
             f"title=\"{html.escape(title)}\"><span>{html_piece(piece, n)}</span>{_ID.format(id=int(tid))}</span>")
 
@@ -33,9 +33,10 @@ def _ratio(chars: int, toks: int) -> str:
 def tokens_html(prompt: PromptRecord, steps: Sequence[StepRecord], *, upto: int | None = None, highlight: int | None = None) -> str:
     """The rendered context as chips: prompt tokens (thin border) then generated ones (bold border).
 
-    upto: show the generated tokens of steps[0..upto] inclusive (None: all steps).
+    upto: show the generated tokens of steps[0..upto] inclusive (None: all steps); the later ones are
+    there too, `hidden` (assets/style.css), so that the page's step viewer can show any step.
     highlight: the step whose chip is emphasised (None: none).
-    A generated chip carries `data-step`: the page's step viewer shows an earlier step by hiding later
+    A generated chip carries `data-step`: the page's step viewer shows another step by hiding and showing
     chips, moving the `hl` class (styled in assets/style.css) and writing counts_html of that step.
     Each chip shows the readable piece and its id below; its title gives position and id."""
     shown = list(steps) if upto is None else list(steps[: upto + 1])
@@ -44,9 +45,9 @@ def tokens_html(prompt: PromptRecord, steps: Sequence[StepRecord], *, upto: int 
     for pos, (tid, piece) in enumerate(zip(prompt.token_ids, prompt.pieces)):
         chips.append(_chip(piece, tid, pos, generated=False, highlight=False,
                            title=f"prompt token · position {pos} · id {tid} · {visible(piece)!r}"))
-    for i, s in enumerate(shown):
+    for i, s in enumerate(steps):
         pos = s.position + 1  # the chosen token sits after the query that chose it
-        chips.append(_chip(s.piece, s.token_id, pos, generated=True, highlight=highlight == i, step=i,
+        chips.append(_chip(s.piece, s.token_id, pos, generated=True, highlight=highlight == i, step=i, hidden=i >= len(shown),
                            title=f"generated at step {i} ({s.phase}) · position {pos} · id {s.token_id} · "
                                  f"p={s.chosen_final_prob:.3f} · {visible(s.piece)!r}"))
     legend = ("<div style='font-size:12px;color:#718096;margin-top:4px'>Thin border: prompt. Bold border: generated. "

@@ -28,7 +28,8 @@ def test_tokens_html_counts_chips_and_highlight():
     t = make_trace(n_steps=4)
     out = tokens_html(t.prompt, t.steps, upto=2, highlight=1)
     assert out.count("class='tok'") == len(t.prompt.token_ids)
-    assert out.count("class='tok gen") == 3  # steps 0..2 inclusive
+    # steps 0..2 shown; step 3 there too, hidden, for the page's step viewer to show when the slider reaches it
+    assert out.count("class='tok gen") == 4 and re.findall(r"data-step='(\d+)' hidden", out) == ["3"]
     hl = re.findall(r"class='tok gen hl'[^>]*title=\"([^\"]*)\"", out)
     assert len(hl) == 1 and "generated at step 1 " in html.unescape(hl[0])
     # every chip shows its id
@@ -77,8 +78,11 @@ def test_output_html_boundaries_alternate_and_upto():
     assert spans[0][0] != spans[1][0] and spans[2][0] == spans[1][0]  # shade by step parity: steps 0, 1, 3
     assert html.unescape(spans[2][1]).startswith(f"step 3 · id {steps[3].token_id}")
     assert f"p={steps[1].chosen_final_prob:.3f}" in html.unescape(spans[1][1])
-    short = output_html(steps, upto=1, show_boundaries=True, stop_reason=None)
-    assert short.count("class='step") == 2 and "data-steps='2'" in short and "data-steps='4'" in out
+    short = output_html(steps, upto=1, show_boundaries=True, stop_reason="eos")
+    # the whole trace's text, the steps after the one on screen hidden (the page's viewer shows any step of it)
+    assert short.count("class='step") == 3 and "data-steps='4'" in short and "data-steps='4'" in out
+    assert re.findall(r"data-step='(\d+)' hidden", short) == ["3"] and "class='stop-reason' hidden" in short
+    assert "hidden" not in output_html(steps, upto=3, show_boundaries=True, stop_reason="eos")
     # the step on screen is marked in the text drawn at that step (Guess first hides it before the page's script runs)
     assert re.findall(r"class='step at-step' data-step='(\d+)'", short) == ["1"] and "at-step" not in out
 
