@@ -25,7 +25,7 @@ import gradio as gr
 from pipeline import gallery, trace_bounds, trace_io
 from pipeline.errors import TraceFormatError
 from pipeline.records import Trace
-from ui import api, class_room, layout, links, listeners, model, rooms_api, wiring
+from ui import api, layout, links, listeners, model, network, rooms_api, wiring
 from ui import viewer_wiring as viewer
 
 ROOT = Path(__file__).resolve().parent
@@ -61,7 +61,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a clean exit on SIGTERM, so atexit clean-ups run
     model.start(a.model)
-    class_room.SERVED_ON["host"] = a.host  # a class's join link: the network's address of this machine when it serves one
+    network.SERVED_ON["host"] = a.host  # a class's join link: the network's address of this machine when it serves one
     example = example_trace()
     demo = build(example)
     demo.queue(default_concurrency_limit=8)

@@ -9,14 +9,11 @@ page as a loaded trace does; from then on their page follows the room's step by 
 from __future__ import annotations
 
 import json
-import os
-import socket
-from urllib.parse import urlsplit
 
 import gradio as gr
 
 from pipeline.indices import clamp_index
-from ui import examples, links
+from ui import examples, network
 from ui.rooms import RoomError
 from ui.rooms_api import ROOMS
 from viz import room as room_viz
@@ -37,34 +34,10 @@ def start_class(address, trace, step, room):
     return _card(address, r), {"code": r.code, "key": r.key}
 
 
-LOCAL = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
-SERVED_ON = {"host": "127.0.0.1"}  # where the server listens (app.py sets it): 0.0.0.0 reaches the school's network
-NOT_REACHABLE = ("This address is this computer's own: students' devices cannot open it. Start the app with "
-                 "bash scripts/run.sh --host 0.0.0.0 and students on the same network can join.")
-
-
-def lan_address() -> str | None:
-    """This machine's address on its network (None: none found). No packet is sent: a UDP socket's route is asked."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("10.254.254.254", 1))
-            ip = s.getsockname()[0]
-    except OSError:
-        return None
-    return None if ip.startswith("127.") or ip == "0.0.0.0" else ip
-
-
 def join_base(address) -> tuple[str, str]:
-    """(the join link's base, a sentence when students cannot open it). A teacher on the laptop that serves the app
-    opens it as 127.0.0.1 or localhost: students need the laptop's network address instead."""
-    base, _ = links.link_base(address or "", os.environ.get("SPACE_ID"), os.environ.get("SPACE_HOST"))
-    u = urlsplit(base)
-    if u.hostname not in LOCAL:
-        return base, ""
-    ip = lan_address() if SERVED_ON["host"] in ("0.0.0.0", "::") else None
-    if ip is None:
-        return base, NOT_REACHABLE
-    return u._replace(netloc=f"{ip}:{u.port}" if u.port else ip).geturl(), ""
+    """(the join link's base, a sentence when students cannot open it): ui/network.py, as Copy link writes it."""
+    base, note, _ = network.shareable_base(address)
+    return base, note
 
 
 def _card(address, r) -> str:

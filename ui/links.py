@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -37,7 +36,8 @@ import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotatio
 from pipeline import gallery
 from pipeline.errors import GalleryError, TraceFormatError
 from pipeline.indices import clamp_index
-from ui import examples
+from ui import examples, network
+from ui.network import SPACE_ORIGIN, link_base, space_page  # noqa: F401 (this module's names for them too)
 from ui.views import Call, Components
 from ui.viewer_wiring import LIGHT
 
@@ -187,35 +187,6 @@ def trace_link(base: str, trace, step: int | None, example: str | None = None) -
 
 
 # -- inside a Hugging Face Space --------------------------------------------------------------------
-SPACE_PAGE = "https://huggingface.co/spaces/"
-SPACE_ORIGIN = "https://huggingface.co"  # the page that holds a Space's frame (assets/links.js posts to it)
-_SPACE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
-
-
-def space_page(space_id: str | None) -> str | None:
-    """The public page of the Space `space_id` ("owner/name", as a Space sets SPACE_ID), or None when it is not one."""
-    space_id = (space_id or "").strip()
-    return SPACE_PAGE + space_id if _SPACE_ID.fullmatch(space_id) else None
-
-
-def _host(address: str) -> str:
-    """The host name of an address, lower case ("" when there is none or the address is malformed)."""
-    try:
-        return (urlsplit(address or "").hostname or "").lower()
-    except ValueError:  # e.g. an unclosed "[" of an IPv6 address
-        return ""
-
-
-def link_base(address: str, space_id: str | None = None, space_host: str | None = None) -> tuple[str, bool]:
-    """(where a copied link points, whether the page is a Space's frame). A Space serves the app at OWNER-NAME.hf.space
-    (SPACE_HOST) in a frame of huggingface.co/spaces/OWNER/NAME, which hands its query on to the frame: a link to it is the one
-    to share (it keeps the Space's header, and survives the frame's address changing). Anywhere else: the page's own address."""
-    page, host = space_page(space_id), _host(address)
-    if page and host and (host.endswith(".hf.space") or host == _host(f"//{space_host}" if space_host else "")):
-        return page, True
-    return address or "", False
-
-
 # -- Gradio -------------------------------------------------------------------------------------
 def _js(action: dict) -> str:  # assets/links.js called with `action` and the values of the inputs
     return f"(...v) => ({LINKS_JS})({json.dumps(json.dumps(action))}, ...v)"
@@ -349,7 +320,7 @@ def _wire_copy(d: Deps) -> None:
     fields = [C.prompt, C.mode, C.system, C.temperature, C.top_k, C.top_p, C.seed, C.max_new, C.slider, d.state]
 
     def copy(address, prompt, mode, system, temperature, top_k, top_p, seed, max_new, step, trace):
-        base, in_space = link_base(address, os.environ.get("SPACE_ID"), os.environ.get("SPACE_HOST"))
+        base, _, in_space = network.shareable_base(address)  # (the network's address where 127.0.0.1 is the page's)
         if trace is not None and trace.steps:  # how the text on screen was made, not the what-if sliders
             url = trace_link(base, trace, clamp_index(step, len(trace.steps)), example=examples.shown_example(trace))
         else:  # nothing on screen: the fields as they are

@@ -209,20 +209,20 @@ def test_a_lesson_pick_names_a_gallery_step_or_nothing():
 def test_the_join_link_reaches_the_students_from_a_laptop(monkeypatch):
     """The teacher opens the app on the laptop that serves it (127.0.0.1): a join link there would be no use to a
     phone. Served on 0.0.0.0: the laptop's network address; served on 127.0.0.1 only: a sentence says how to fix it."""
-    from ui import class_room
+    from ui import class_room, network
 
-    real = class_room.lan_address()  # this machine's (no packet sent): never a loopback address
+    real = network.lan_address()  # this machine's (no packet sent): never a loopback address
     assert real is None or (not real.startswith("127.") and real.count(".") == 3)
-    monkeypatch.setattr(class_room, "lan_address", lambda: "192.168.1.23")
-    monkeypatch.setitem(class_room.SERVED_ON, "host", "0.0.0.0")
+    monkeypatch.setattr(network, "lan_address", lambda: "192.168.1.23")
+    monkeypatch.setitem(network.SERVED_ON, "host", "0.0.0.0")
     assert class_room.join_base("http://127.0.0.1:7860/") == ("http://192.168.1.23:7860/", "")
     assert class_room.join_base("http://localhost/x/") == ("http://192.168.1.23/x/", "")
     assert class_room.join_base("http://10.0.0.5:7860/") == ("http://10.0.0.5:7860/", "")  # a student could open it already
-    monkeypatch.setitem(class_room.SERVED_ON, "host", "127.0.0.1")
+    monkeypatch.setitem(network.SERVED_ON, "host", "127.0.0.1")
     base, note = class_room.join_base("http://127.0.0.1:7860/")
     assert base == "http://127.0.0.1:7860/" and "--host 0.0.0.0" in note
-    monkeypatch.setitem(class_room.SERVED_ON, "host", "0.0.0.0")
-    monkeypatch.setattr(class_room, "lan_address", lambda: None)  # no network at all
+    monkeypatch.setitem(network.SERVED_ON, "host", "0.0.0.0")
+    monkeypatch.setattr(network, "lan_address", lambda: None)  # no network at all
     assert "--host 0.0.0.0" in class_room.join_base("http://127.0.0.1:7860/")[1]
 
 
