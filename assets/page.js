@@ -9,7 +9,7 @@
     box.dispatchEvent(new Event('input', { bubbles: true }));
     setTimeout(() => go.click(), 60);
   };
-  const ask = (rank, label) => {
+  const ask = (rank, label, own) => {
     let q = document.getElementById('branch-confirm');
     if (!q) {
       q = document.createElement('div');
@@ -23,23 +23,30 @@
     }
     const step = (document.querySelector('#step-slider input[type=number]') || {}).value;
     q.dataset.rank = rank;
-    q.querySelector('p').textContent = `Make the model take ${label} at step ${step} instead of its own pick, and write on from there?`;
+    q.querySelector('p').textContent = own
+      ? `${label} is the model's own pick at step ${step}. Keep it and let the model write on from there again?`
+      : `Make the model take ${label} at step ${step} instead of its own pick, and write on from there?`;
     q.hidden = false;
     q.querySelector('#branch-confirm-yes').focus();
   };
-  const hook = () => {
-    const plot = document.querySelector('#dist-plot .js-plotly-plot');
-    if (!plot || plot.__branchHooked || typeof plot.on !== 'function') return;
-    plot.__branchHooked = true;
-    plot.on('plotly_click', (ev) => {
-      const pt = ev && ev.points && ev.points[0];
-      const n = pt && Array.isArray(pt.data.y) ? pt.data.y.length - 1 : 0; // (the last bar: the rest of the vocabulary)
-      if (!pt || pt.pointNumber >= n) return;
-      const label = String(pt.y).replace(/<[^>]*>/g, '').replace(/^#\d+\s*/, '');
-      ask(pt.pointNumber, `“${label}” (rank ${pt.pointNumber + 1})`);
-    });
+  // The row under a click or tap, the whole width of the chart (its label too): a 1% bar is a pixel wide on a phone.
+  const rowAt = (plot, ev) => {
+    const ya = plot._fullLayout && plot._fullLayout.yaxis, labels = plot.data && plot.data[0] && plot.data[0].y;
+    if (!ya || !Array.isArray(labels) || typeof ya.p2l !== 'function') return null;
+    const top = plot.getBoundingClientRect().top + ya._offset, y = ev.clientY - top;
+    if (y < 0 || y > ya._length) return null;
+    const i = Math.round(ya.p2l(y));
+    return i >= 0 && i < labels.length - 1 ? { i, label: String(labels[i]) } : null; // (the last row: the rest of the vocabulary)
   };
-  setInterval(hook, 700);
+  // (one listener on the page: the chart is drawn anew by Gradio and by the viewer, never unhooked nor hooked late)
+  document.addEventListener('click', (ev) => {
+    const plot = ev.target.closest && ev.target.closest('#dist-plot .js-plotly-plot');
+    const row = plot && rowAt(plot, ev);
+    if (!row) return;
+    const own = /◀ (sampled|forced)/.test(row.label);
+    const label = row.label.replace(/<[^>]*>/g, '').replace(/\s*◀.*$/, '').replace(/^#\d+\s*/, '');
+    ask(row.i, `“${label}” (rank ${row.i + 1})`, own);
+  });
   // A tap (or click) on a piece of the text, a token chip or a glossary word shows what its hover shows: a phone has no hover.
   document.addEventListener('click', (e) => {
     let tip = document.getElementById('piece-tip');

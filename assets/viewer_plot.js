@@ -159,8 +159,9 @@
     const isDark = dark();
     const behind = el && el.parentElement ? backdrop(el.parentElement) : null;
     const k = doc && doc.body && doc.body.classList.contains('present') ? PRESENT : 1;
-    return isDark ? { dark: true, paper: behind && lum(rgba(behind)) < 0.2 ? behind : DARK_PAPER, k }
-      : { dark: false, paper: behind || '#ffffff', k };
+    const phone = !!(root.innerWidth && root.innerWidth < PHONE);
+    return isDark ? { dark: true, paper: behind && lum(rgba(behind)) < 0.2 ? behind : DARK_PAPER, k, phone }
+      : { dark: false, paper: behind || '#ffffff', k, phone };
   }
 
   // The figure's template in the dark: the same object for the same template and paper (react compares
@@ -268,6 +269,26 @@
     return data.map((t) => (t.textfont ? Object.assign({}, t, { textfont: big(t.textfont) }) : t));
   }
 
+  /* A phone (the page's one-column width, assets/style.css): the distribution's labels short enough for the bars to
+   * use the width ("#3 Paris ◀" and "rest (49,132)"), the whole label kept in the bar's hover. */
+  const PHONE = 600, SHORT = 9;
+  function shortLabel(s) {
+    const rest = /rest of vocabulary \(([\d,.\s\u202f]+) tokens\)/.exec(s);
+    if (rest) return `<i>rest (${rest[1]})</i>`;
+    const m = /^(<[^>]+>)?(#\d+ )(.*?)( ◀ \w+)?(<\/[^>]+>)?$/.exec(s);
+    if (!m) return s;
+    const chars = m[3].match(/&[#\w]+;|./gsu) || [];
+    const piece = chars.length > SHORT ? chars.slice(0, SHORT - 1).join('') + '…' : m[3];
+    return `${m[1] || ''}${m[2]}${piece}${m[4] ? ' ◀' : ''}${m[5] || ''}`;
+  }
+  function narrowed(data, layout) {
+    const labels = data[0] && data[0].y;
+    if (!Array.isArray(labels) || !layout.yaxis) return;
+    layout.yaxis = Object.assign({}, layout.yaxis, { tickvals: labels, ticktext: labels.map(shortLabel),
+      tickfont: Object.assign({}, layout.yaxis.tickfont, { size: 12 }) });
+    layout.margin = Object.assign({}, layout.margin, { l: 90, r: 30 });
+  }
+
   function saveImage(el) {
     const fig = el._whole, full = el._fullLayout;
     return plotly().downloadImage({ data: fig.data, layout: Object.assign(clone(fig.layout), fig.template ? { template: fig.template } : {}) },
@@ -293,6 +314,7 @@
     const th = el._theme || (el._theme = theme(el)); // (measured once: a style read per step would cost a layout)
     const t = themed(fig.data, clone(rest), own, th), template = t.template;
     t.data = enlarged(t.data, t.layout, th.k);
+    if (th.phone && el.closest && el.closest('#dist-plot')) narrowed(t.data, t.layout);
     const layout = Object.assign(t.layout, template ? { template } : {});
     el._whole = { data: fig.data, layout: rest, template: own }; // (what the camera saves)
     el._themed = { dark: th.dark, paper: th.paper, k: th.k, fig }; // (drawn again in the other theme or size by retheme)

@@ -114,7 +114,7 @@ def test_clicking_a_candidate_bar_branches_and_both_branches_stay(browser, app_u
     # step 1's distribution drawn (another title than the last step's) and the page's click handler on it
     page.wait_for_function("(t) => { const el = document.querySelector('#dist-plot .js-plotly-plot');"
                            " const s = el && el.layout && el.layout.title; const x = s && (s.text || String(s));"
-                           " return !!x && x !== t && !!el.__branchHooked; }", arg=last_title, timeout=30_000)
+                           " return !!x && x !== t; }", arg=last_title, timeout=30_000)
     page.wait_for_function("() => document.querySelector('#step-slider input[type=number]').value === '1'")
     page.locator("#panel-distribution").scroll_into_view_if_needed()
     mark_stale(page)
