@@ -381,3 +381,15 @@ if __name__ == "__main__":  # the sizes, largest first: python -m tests.unit.tes
         print(f"{v:5d}  {k}")
     for k, v in sorted(funcs.items(), key=lambda kv: -kv[1])[:10]:
         print(f"{v:5d}  {k}")
+
+
+def test_the_architecture_file_map_names_every_module():
+    """docs/architecture.md's file map names every module of pipeline/, viz/ and ui/ and every script and style sheet
+    of assets/: a contributor finds each file there."""
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    files = doc[doc.index("## The files"):doc.index("## One request")]
+    named = set(re.findall(r"[A-Za-z_][\w]*", files))
+    paths = [p for d in ("pipeline", "viz", "ui") for p in (ROOT / d).glob("*.py") if p.stem != "__init__"]
+    paths += [p for p in (ROOT / "assets").iterdir() if p.suffix in (".js", ".css")]
+    missing = sorted(str(p.relative_to(ROOT)) for p in paths if p.stem not in named)
+    assert not missing, f"docs/architecture.md's file map does not name: {missing}"
