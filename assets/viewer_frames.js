@@ -93,12 +93,36 @@
     return { data, layout: Object.assign({}, panel.layout, fr.layout) };
   }
 
-  // The distribution figure of a step under a reshaping: viz.distribution's figure, patched.
+  // The distribution figure of a step under a reshaping: viz.distribution's figure, patched, its words written
+  // as viz.distribution writes them (kept_words, share_words, bar_text, entropy_words, final_words).
+  const count = (k) => tokens(k).replace(/ tokens?$/, '');
+  function keptWords(st) {
+    if (st.keptRange && st.keptRange[0] !== st.keptRange[1]) return `${count(st.keptRange[0])} to ${tokens(st.keptRange[1])}`;
+    return (st.approx ? '\u2248' : '') + tokens(st.kept);
+  }
+  function shareWords(st) {
+    const [a, b] = st.massRange || [st.mass, st.mass];
+    return pct(a, 1) !== pct(b, 1) ? `${pct(a, 1)} to ${pct(b, 1)}` : pct(st.mass, 1);
+  }
+  const barText = (lo, hi) => (hi < 0.005 ? '' : pct(lo, 0) === pct(hi, 0) ? pct(hi, 0) : `${fixed(lo * 100, 0)}\u2013${pct(hi, 0)}`);
+  function entropyWords(r) {
+    if (r.kind === 'range' && !r.entropyKnown) return '?';
+    const e = r.entropyRange;
+    if (e && fixed(e[0], 2) !== fixed(e[1], 2)) return `${fixed(e[0], 2)} to ${fixed(e[1], 2)}`;
+    return (r.approx ? '\u2248' : '') + fixed(r.entropy, 2);
+  }
+  function finalWords(r, n) { // the sampled-from bars' labels and hover numbers, the rest of the vocabulary last
+    const ends = r.finals || [r.final, r.final], lo = [], hi = [];
+    for (let k = 0; k < n; k++) { lo.push(Math.min(ends[0][k], ends[1][k])); hi.push(Math.max(ends[0][k], ends[1][k])); }
+    const rests = ends.map((f) => { let sum = 0; for (let k = 0; k < n; k++) sum += f[k]; return Math.max(0, 1 - sum); });
+    lo.push(Math.min(...rests)); hi.push(Math.max(...rests));
+    return [lo.map((a, k) => barText(a, hi[k])), lo.map((a, k) => (pct(a, 2) === pct(hi[k], 2) ? pct(hi[k], 2) : `${pct(a, 2)} to ${pct(hi[k], 2)}`))];
+  }
   function cutText(r, n) { // one line per filtering stage
     const parts = [];
     for (const st of r.stages) {
-      if (st.name === 'top_p') parts.push(`top-p ${st.param} keeps ${tokens(st.kept)} holding ${pct(st.mass, 1)} of the probability`);
-      else if (st.name === 'top_k') parts.push(`top-k ${st.param} keeps ${tokens(st.kept)} (${pct(st.mass, 1)})`);
+      if (st.name === 'top_p') parts.push(`top-p ${st.param} keeps ${keptWords(st)} holding ${shareWords(st)} of the probability`);
+      else if (st.name === 'top_k') parts.push(`top-k ${st.param} keeps ${keptWords(st)} (${shareWords(st)})`);
       else if (st.name === 'temperature' && st.param === 0) parts.push('temperature 0: greedy, only the most likely token');
     }
     if (r.cutoff >= n && parts.length) parts[parts.length - 1] += ` (more than the ${n} shown)`;
@@ -118,14 +142,15 @@
     fin.push(Math.max(0, 1 - sum));
     const raw = Object.assign({}, data[0], { y: labels, customdata: hover,
       marker: Object.assign({}, data[0].marker, { color: labels.map((_, k) => (k < n ? (r.kept[k] ? st.kept_color : st.removed_color) : st.rest_color)) }) });
-    const bar = Object.assign({}, data[1], { y: labels, customdata: hover, x: fin, text: fin.map((v) => (v >= 0.005 ? pct(v, 0) : '')) });
+    const [text, hovertext] = finalWords(r, n);
+    const bar = Object.assign({}, data[1], { y: labels, customdata: hover, x: fin, text, hovertext });
     const shapes = [], notes = (layout.annotations || []).filter((a) => a.name !== 'cut-off'), annotations = [];
     if (r.cutoff > 0 && r.cutoff < n) {
       const y = r.cutoff - 0.5;
       shapes.push(Object.assign({}, st.cut_line, { y0: y, y1: y }));
       annotations.push(Object.assign({}, st.cut_label, { y }));
     }
-    const lines = [`entropy ${fixed(c.entropy, 2)} bits raw → ${fixed(r.entropy, 2)} bits sampled from` + (r.exact ? '' : ' (approximate)')]
+    const lines = [`entropy ${fixed(c.entropy, 2)} bits raw → ${entropyWords(r)} bits sampled from` + (r.kind === 'top-N' ? ' (approximate)' : '')]
       .concat(cutText(r, n));
     const title = st.title.replace('{step}', c.step).replace('{position}', c.position) + lines.map((line) => st.subtitle.replace('{}', line)).join('');
     const out = Object.assign({}, layout, { shapes, annotations: annotations.concat(notes),
@@ -142,5 +167,5 @@
     return distFigure(bundle, s, r);
   }
 
-  root.LLMViewer = Object.assign(root.LLMViewer || {}, { merged, cutText, distFigure, figureFor });
+  root.LLMViewer = Object.assign(root.LLMViewer || {}, { merged, cutText, entropyWords, finalWords, distFigure, figureFor });
 })(typeof window !== 'undefined' ? window : globalThis);

@@ -15,12 +15,12 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from . import sampling
+from . import rest, sampling
 from .formulas import kv_cache_bytes
 from .inside import trace_extras
 from .capture import block_names, captured_rows, residual_stream, run_with_cache
 from .loading import LoadedModel, rms_rows
-from .records import PromptRecord, Segment, Settings, StageRecord, StepRecord, Trace
+from .records import PromptRecord, RestRecord, Segment, Settings, StageRecord, StepRecord, Trace
 from .errors import SettingsError
 from .tokens import Detokenizer
 
@@ -320,7 +320,14 @@ def record_fields(
         kv_cache_bytes=kv_bytes(cache) if kv_cache_bytes is None else kv_cache_bytes,
         kv_cache_bytes_formula=kv_formula(lm, position + 1),
         logits=logits,
+        rest=_rest(logits, top, stages),
     )
+
+
+def _rest(logits: np.ndarray, top: np.ndarray, stages) -> RestRecord:
+    """The vocabulary outside the top candidates, summarised after the step's repetition penalty (pipeline.rest)."""
+    rp = next((st for st in stages if isinstance(st, sampling.RepetitionPenalty)), None)
+    return rest.summarise(logits, top, penalty=rp.penalty if rp else 1.0, context_ids=rp.context_ids if rp else ())
 
 
 def _inside_fields(lm, cap, row: int, phase: str, position: int) -> dict:

@@ -130,6 +130,28 @@ class StageRecord:
 
 
 @dataclass(frozen=True)
+class RestRecord:
+    """The rest of the vocabulary: every token outside a step's `top_ids`, as the temperature stage sees
+    it (after the step's repetition penalty), in little room: enough to reshape the distribution at any
+    slider position within 1e-3 of the full logits (pipeline.rest; docs/TRACE_FORMAT.md)."""
+
+    penalty: float  # the repetition penalty these logits are after (1.0: none)
+    top: np.ndarray  # (K,) float32 the largest of them, descending, every tie of the last included
+    temperatures: np.ndarray  # (G,) float32 the temperatures `lse` and `mean` are at (the page's slider)
+    lse: np.ndarray  # (G,) float64 log sum exp(x / t) over the others (every token below `top`)
+    mean: np.ndarray  # (G,) float32 the mean of x / t over the others, each weighted by exp(x / t)
+    hi: float  # the histogram of the others: bin i holds hi - (i + 1) width < x <= hi - i width
+    width: float
+    counts: np.ndarray  # (B,) uint16 (uint32 where a bin holds more) tokens per bin; the last also every token further down
+    depths: np.ndarray  # (B,) uint8 how far below its bin's top edge the bin's mean logit lies, in 255ths of `width`
+
+    @property
+    def size(self) -> int:
+        """Tokens it describes: the vocabulary less the step's top candidates."""
+        return int(np.size(self.top)) + int(np.sum(self.counts, dtype=np.int64))
+
+
+@dataclass(frozen=True)
 class StepRecord:
     index: int  # 0 is the prefill step
     phase: str  # "prefill" | "decode"
@@ -175,6 +197,8 @@ class StepRecord:
     forced: bool = False  # True: a person chose this token (a branch); the model did not draw it
     wait_ms: float = 0.0  # time the step waited for the model's lock (another pass running): not in `ms`
     rng_state: str = ""  # the random stream's state after this step's draws (JSON; "" before it was recorded)
+    # the vocabulary outside top_ids, summarised (pipeline.rest): what reshapes a step saved without `logits`
+    rest: RestRecord | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

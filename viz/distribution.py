@@ -2,16 +2,20 @@
 that sampled it (pipeline.sampling).
 
 Exact when the settings are the step's own (the recorded numbers) or when the step holds its
-full-vocabulary logits; otherwise approximate over the recorded top N candidates.
+full-vocabulary logits. A step saved without them holds a summary of the rest of the vocabulary
+(pipeline.rest): within 1e-3 at every slider position, and a count of tokens it can only estimate
+is written with "≈". An older step without that summary gets the range its numbers must lie in
+(pipeline.rest_bounds), written beside each number ("?" where it cannot be bounded); without even
+the vocabulary's size, or with a repetition penalty, the top N candidates alone (said to be approximate).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import plotly.graph_objects as go
 
-from pipeline import sampling
+from pipeline import rest, rest_bounds, sampling
 from pipeline.records import Settings, StepRecord
 
 from . import fmt
@@ -39,8 +43,16 @@ class Reshaped:
     n_kept: int  # tokens that can be sampled (last stage's kept)
     cutoff: int  # candidates (in top order) up to and including the last kept one
     final_entropy: float  # bits
-    exact: bool
-    source: str  # "recorded" | "logits" | "top-N"
+    exact: bool  # the model's own numbers (recorded, or from the full logits or the rest's exact sums)
+    source: str  # "recorded" | "logits" | "rest" | "range" | "top-N"
+    stage_estimated: tuple[bool, ...] = ()  # the stage's kept count is the rest's histogram's estimate ("≈")
+    entropy_estimated: bool = False
+    # "range" (a step without the rest's summary): each number's range (final_probs is the middle of each bar's)
+    finals: tuple[np.ndarray, np.ndarray] | None = None
+    stage_kept_range: tuple[tuple[int, int], ...] = ()
+    stage_mass_range: tuple[tuple[float, float], ...] = ()
+    entropy_range: tuple[float, float] | None = None
+    entropy_known: bool = True  # False: a range step whose entropy cannot be bounded ("?")
 
 
 def recorded_settings(step: StepRecord) -> list[tuple[str, float]]:
@@ -52,12 +64,14 @@ def _same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
 
 
 def reshape(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0,
-            use_recorded: bool = True) -> Reshaped:
+            use_recorded: bool = True, vocab_size: int | None = None) -> Reshaped:
     """Final sampling probabilities of the step's candidates under these settings.
 
     Order of sources: the step's recorded numbers when the settings are its own (and
-    use_recorded); a recomputation from step.logits (full vocabulary, exact); else a
-    recomputation over the top N logits only (exact=False). Raises SettingsError for bad settings."""
+    use_recorded); a recomputation from step.logits (full vocabulary, exact); from step.rest (the
+    rest of the vocabulary summarised: within 1e-3); the ranges of pipeline.rest_bounds (needs
+    `vocab_size`, no repetition penalty); else a recomputation over the top N logits only (exact=False).
+    Raises SettingsError for bad settings."""
     what_if = Settings(temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=repetition_penalty)
     stages = what_if.stages(step.context_ids)
     wanted = [(s.name, float(s.param)) for s in stages]
@@ -78,6 +92,12 @@ def reshape(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: floa
         kept = np.isfinite(res.final_logits[ids])
         info = [(s.name, s.param, k, m) for s, k, m in zip(stages, res.stage_kept, res.stage_mass)]
         return _result(raw, final, kept, info, res.stage_kept[-1], sampling.entropy_bits(res.final_probs), True, "logits")
+    if rest.usable(step.rest, repetition_penalty):
+        return _from_shape(raw, rest.reshape(step, step.rest, temperature=temperature, top_k=top_k, top_p=top_p))
+    rg = rest_bounds.ranged(step, vocab_size, temperature=temperature, top_k=top_k, top_p=top_p) \
+        if vocab_size and repetition_penalty == 1.0 else None
+    if rg:
+        return _ranged(raw, rg)
     # Approximate: only the top N logits are known; the repetition penalty sees the context ids among them.
     ctx = set(int(i) for i in step.context_ids)
     local = [j for j, i in enumerate(step.top_ids) if int(i) in ctx]
@@ -100,14 +120,61 @@ def _result(raw, final, kept, info, n_kept, final_entropy, exact, source) -> Res
     )
 
 
+def _from_shape(raw: np.ndarray, sh: rest.Shape) -> Reshaped:
+    est = tuple(x[4] for x in sh.stages)
+    r = _result(raw, sh.final, sh.kept, sh.stages, sh.stages[-1][2], sh.entropy, sh.exact and not any(est), "rest")
+    return replace(r, stage_estimated=est, entropy_estimated=any(est))
+
+
+def _ranged(raw: np.ndarray, rg: rest_bounds.Range) -> Reshaped:
+    """Each bar at the middle of its range, every range kept for the words."""
+    info = [(name, param, k[1], (m[0] + m[1]) / 2) for name, param, k, m in rg.stages]
+    H = rg.entropy or (float("nan"), float("nan"))
+    r = _result(raw, (rg.lo + rg.hi) / 2, rg.kept, info, info[-1][2], (H[0] + H[1]) / 2, False, "range")
+    return replace(r, finals=(rg.lo, rg.hi), entropy_range=rg.entropy, entropy_known=rg.entropy is not None,
+                   stage_kept_range=tuple(st[2] for st in rg.stages), stage_mass_range=tuple(st[3] for st in rg.stages))
+
+
+def kept_words(k: int, estimated: bool = False, span: tuple[int, int] | None = None) -> str:
+    """How many tokens a stage keeps: '3,412 tokens', an estimate '≈3,412 tokens', a range '150 to 3,412 tokens'."""
+    if span and span[0] != span[1]:
+        return f"{span[0]:,} to {fmt.tokens(span[1])}"
+    return ("≈" if estimated else "") + fmt.tokens(k)
+
+
+def share_words(m: float, span: tuple[float, float] | None = None, digits: int = 1) -> str:
+    """A probability as '90.0%', or the range it lies in, '88.1% to 90.0%' (when its ends read differently)."""
+    if span and f"{span[0]:.{digits}%}" != f"{span[1]:.{digits}%}":
+        return f"{span[0]:.{digits}%} to {span[1]:.{digits}%}"
+    return f"{m:.{digits}%}"
+
+
+def bar_text(lo: float, hi: float) -> str:
+    """A bar's label: '6%', or the range '2–6%' it lies in; nothing below half a percent."""
+    if hi < 0.005:
+        return ""
+    return f"{hi:.0%}" if f"{lo:.0%}" == f"{hi:.0%}" else f"{lo * 100:.0f}–{hi:.0%}"
+
+
+def entropy_words(r: Reshaped) -> str:
+    """The sampled-from entropy: '6.22', an estimate '≈6.22', the range '5.10 to 7.30' it lies in, or '?'."""
+    if not r.entropy_known:
+        return "?"
+    if r.entropy_range and f"{r.entropy_range[0] + 0.0:.2f}" != f"{r.entropy_range[1] + 0.0:.2f}":
+        return f"{r.entropy_range[0] + 0.0:.2f} to {r.entropy_range[1] + 0.0:.2f}"
+    return ("≈" if r.entropy_estimated else "") + f"{r.final_entropy + 0.0:.2f}"
+
+
 def _cut_text(r: Reshaped) -> list[str]:
     """What the filtering stages did, in words, from the stage records: one line per stage."""
     parts = []
-    for name, param, k, m in zip(r.stage_names, r.stage_params, r.stage_kept, r.stage_mass):
+    for i, (name, param, k, m) in enumerate(zip(r.stage_names, r.stage_params, r.stage_kept, r.stage_mass)):
+        est = bool(r.stage_estimated and r.stage_estimated[i])
+        span, mspan = (r.stage_kept_range[i], r.stage_mass_range[i]) if r.stage_kept_range else (None, None)
         if name == "top_p":
-            parts.append(f"top-p {param:g} keeps {fmt.tokens(k)} holding {m:.1%} of the probability")
+            parts.append(f"top-p {param:g} keeps {kept_words(k, est, span)} holding {share_words(m, mspan)} of the probability")
         elif name == "top_k":
-            parts.append(f"top-k {int(param)} keeps {fmt.tokens(k)} ({m:.1%})")
+            parts.append(f"top-k {int(param)} keeps {kept_words(k, est, span)} ({share_words(m, mspan)})")
         elif name == "temperature" and param == 0:
             parts.append("temperature 0: greedy, only the most likely token")
     return parts
@@ -145,6 +212,7 @@ def _bars(step: StepRecord, r: Reshaped, n: int, rank: int | None, vocab_size: i
     labels.append(f"<i>{rest_label}</i>")
     raw.append(max(0.0, 1.0 - float(np.sum(r.raw_probs[:n]))))
     fin.append(max(0.0, 1.0 - float(np.sum(r.final_probs[:n]))))
+    texts, exact_words = final_words(r, n)
 
     hover = [f"{plot_piece(step.top_pieces[k], 40)} · id {int(ids[k])}<br>raw logit {float(step.top_logits[k]):.2f}"
              + ("" if r.kept[k] else "<br><b>removed</b> by the sampling settings") for k in range(n)]
@@ -157,11 +225,23 @@ def _bars(step: StepRecord, r: Reshaped, n: int, rank: int | None, vocab_size: i
              marker=dict(color=raw_col, line=dict(width=line_w, color=NEW_COLOR)),
              customdata=hover, hovertemplate="%{customdata}<br>raw probability %{x:.2%}<extra></extra>"),
         dict(type="bar", y=labels, x=fin, orientation="h", name=FINAL_NAME, marker=dict(color=fin_col), showlegend=False,
-             customdata=hover, hovertemplate="%{customdata}<br>sampling probability %{x:.2%}<extra></extra>",
-             text=[f"{v:.0%}" if v >= 0.005 else "" for v in fin], textposition="outside", cliponaxis=False,
+             customdata=hover, hovertext=exact_words, hovertemplate="%{customdata}<br>sampling probability %{hovertext}<extra></extra>",
+             text=texts, textposition="outside", cliponaxis=False,
              constraintext="none", textfont=dict(size=13)),
         *_legend(step.forced),
     ]
+
+
+def final_words(r: Reshaped, n: int) -> tuple[list[str], list[str]]:
+    """The sampled-from bars' labels and hover numbers, the rest of the vocabulary last: each bar's number, or
+    the range it lies in (a step with neither logits nor the rest's summary)."""
+    ends = r.finals or (r.final_probs, r.final_probs)
+    lo, hi = np.minimum(*ends)[:n].tolist(), np.maximum(*ends)[:n].tolist()
+    rests = [max(0.0, 1.0 - float(np.sum(e[:n]))) for e in ends]
+    lo.append(min(rests))
+    hi.append(max(rests))
+    return ([bar_text(a, b) for a, b in zip(lo, hi)],
+            [f"{b:.2%}" if f"{a:.2%}" == f"{b:.2%}" else f"{a:.2%} to {b:.2%}" for a, b in zip(lo, hi)])
 
 
 def _notes(step: StepRecord, r: Reshaped, n: int, rank: int | None) -> list[str]:
@@ -173,9 +253,17 @@ def _notes(step: StepRecord, r: Reshaped, n: int, rank: int | None) -> list[str]
         notes.append(f"{what} {plot_piece(step.piece)} is not among the top {N} (p={step.chosen_prob:.2e})")
     elif rank >= n or step.forced:
         notes.append(f"{what} {plot_piece(step.piece)} ranked #{rank + 1} (p={step.chosen_prob:.2%})")
-    if not r.exact:
+    if r.source == "top-N":
         notes.append(f"<b>approximate</b>: the trace holds only the top {N} logits, so these settings are applied to them alone")
     return notes
+
+
+def _ranges_note(step: StepRecord, vocab_size: int | None, penalty: float) -> list[str]:
+    """Below the axis, for a step whose numbers may be ranges (whatever the settings: the page's sliders move them)."""
+    if step.logits is not None or rest.usable(step.rest, penalty) or not vocab_size or penalty != 1.0:
+        return []
+    return [f"this trace holds only the top {len(step.top_ids)} candidates of each step:",
+            "a number it cannot know is given as the range it lies in (?: no bound)"]
 
 
 def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
@@ -183,7 +271,7 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
     """Top-n candidates by raw logit: probability at temperature 1 beside the final sampling
     probability under these settings; filtered tokens grey; the cut-off line; the sampled token
     marked; one bar for the rest of the vocabulary so the bars add up to 1."""
-    r = reshape(step, temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=repetition_penalty)
+    r = reshape(step, temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=repetition_penalty, vocab_size=vocab_size)
     N = r.raw_probs.size
     n = max(1, min(n, N))
     V = vocab_size or (step.logits.size if step.logits is not None else None)
@@ -199,14 +287,14 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
                                 text="cut-off", font=dict(size=13, color=NEW_COLOR), name="cut-off"))
     if r.cutoff >= n and cut:
         cut[-1] += f" (more than the {n} shown)"
-    notes = _notes(step, r, n, rank)
+    notes = _notes(step, r, n, rank) + _ranges_note(step, vocab_size, repetition_penalty)
     if notes:  # below the x axis title
         annotations.append(dict(xref="paper", yref="paper", x=0, y=0, yshift=-48, xanchor="left", yanchor="top", showarrow=False,
                                 align="left", text="<br>".join(notes), font=dict(size=13, color="#4a5568"), name="notes"))
     # short lines: the panel is half the page wide, and a title line longer than the figure is cut off;
     # entropies are never negative: + 0.0 turns a -0.0 into 0.0 for display
-    lines = [f"entropy {step.entropy + 0.0:.2f} bits raw → {r.final_entropy + 0.0:.2f} bits sampled from"
-             + (" (approximate)" if not r.exact else ""), *cut]
+    lines = [f"entropy {step.entropy + 0.0:.2f} bits raw → {entropy_words(r)} bits sampled from"
+             + (" (approximate)" if r.source == "top-N" else ""), *cut]
     title = TITLE.format(step=step.index, position=step.position + 1) + "".join(SUBTITLE.format(line) for line in lines)
     layout = base_layout(title, height=max(420, 24 * (n + 1) + 200 + 18 * len(notes)),
                          margin=dict(l=160, r=60, t=TOP_MARGIN, b=60 + 18 * len(notes)),

@@ -128,7 +128,7 @@ def compare_samples(step: StepRecord, settings: Sequence[Mapping], *, vocab_size
 
 def subplot_title(r: SettingSample) -> str:
     survive = "1 token survives" if r.n_kept == 1 else f"{r.n_kept:,} tokens survive"
-    approx = " · approximate" if not r.exact else ""
+    approx = {"top-N": " · approximate", "range": " · ranges", "rest": " · ≈ survivors"}.get(r.source, "") if not r.exact else ""
     return f"<b>{html.escape(r.label, quote=False)}</b><br>entropy {r.entropy:.2f} bits · {survive}{approx}"
 
 
@@ -172,9 +172,15 @@ def sampling_compare_figure(step: StepRecord, settings: Sequence[Mapping], *, vo
         fig.update_xaxes(range=[0, xmax], autorange=False, tickformat=".0%", fixedrange=True, row=1, col=c)
     fig.update_yaxes(type="category", autorange="reversed", fixedrange=True, tickfont=dict(size=12))
     notes = []
-    if any(not r.exact for r in results):
+    inexact = {r.source for r in results if not r.exact}
+    if "top-N" in inexact:
         notes.append(f"approximate: the trace holds only the top {len(step.top_ids)} logits of this step, "
                      "so settings other than its own are applied to them alone")
+    if "range" in inexact:
+        notes.append(f"ranges: the trace holds only the top {len(step.top_ids)} logits of this step, so a number is "
+                     "given as the range it must lie in")
+    if "rest" in inexact:
+        notes.append("≈: top-p cuts among the rarest tokens, whose count is estimated (within about 1%)")
     title = (f"The same step ({step.phase}, position {step.position + 1}) under {len(results)} settings: "
              f"exact probabilities and {draws:,} random draws")
     if notes:

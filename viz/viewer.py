@@ -56,7 +56,7 @@ def viewer_bundle(trace: Trace, *, layer: int = 0, head: int | None = 0, metric:
         "dist_style": DIST_STYLE,
         # per step of the whole trace (steps past the frames too): HTML the page writes in place
         "html": page.step_html(trace),
-        "sampling": sampling_bundle([trace.steps[s] for s in steps], penalty=st.repetition_penalty),
+        "sampling": sampling_bundle([trace.steps[s] for s in steps], penalty=st.repetition_penalty, vocab_size=trace.model.vocab_size),
     }
 
 

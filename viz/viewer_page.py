@@ -84,9 +84,17 @@ def settings_line(trace: Trace) -> str:
     text += "".join(f"; from step {sg.first_step} on with {_settings_words(sg.settings)}" for sg in trace.segments) + "."
     if trace.settings.repetition_penalty != 1.0:
         text += f" The repetition penalty {trace.settings.repetition_penalty:g} applies at every slider position."
-    exact = all(s.logits is not None for s in trace.steps)
-    text += " Reshaping here is " + ("exact: the trace holds every step's full-vocabulary logits." if exact else
-                                     "approximate: the trace holds only each step's top candidates, so other settings are applied to them alone.")
+    if all(s.logits is not None for s in trace.steps):
+        text += " Reshaping here is exact: the trace holds every step's full-vocabulary logits."
+    elif all(s.rest is not None for s in trace.steps):
+        text += (" Reshaping here is within 1e-3 of the model: the trace keeps each step's top candidates and a summary of"
+                 " the rest of its vocabulary (exact at the trace's own settings).")
+    elif trace.settings.repetition_penalty != 1.0:
+        text += (" Reshaping here is approximate: the trace holds only each step's top candidates, so other settings are"
+                 " applied to them alone.")
+    else:
+        text += (" The trace holds only each step's top candidates: at other settings a number is shown as the range it"
+                 " must lie in.")
     return html.escape(text)
 
 

@@ -11,9 +11,15 @@ Python precomputes, per step, the few numbers the browser cannot get from a shor
   vocabulary, sum exp(q - q_max), and sum exp(q - q_max) (q - q_max) (for the entropy).
 - `tail`: for every temperature and top-p value whose nucleus (top-k off) reaches beyond the
   head, the nucleus size and the two sums over its part beyond the head.
+- `own`: the step's recorded numbers, what the page shows at the step's own settings.
 
-Without full-vocabulary logits (an old or compact trace) the head is the recorded top N and
-the numbers are those of viz.distribution's top-N approximation (`exact: false`).
+`kind` says where they come from: "logits" (the step's full-vocabulary logits: exact); "rest" (a
+step saved without them: its summary of the rest of the vocabulary, pipeline.rest: the head is its
+candidates and the rest's kept logits, the sums exact on the grid, a nucleus past the head the
+histogram's estimate, within 1e-3); "range" (an older step with neither: its candidates and the two
+ends of the rest's sum per temperature, `rlo` and `rhi`, from which the page computes the range each
+number lies in as pipeline.rest_bounds does); "top-N" (no vocabulary size to bound with, or a
+repetition penalty: the recorded top N alone, `exact: false`).
 """
 from __future__ import annotations
 
@@ -21,10 +27,10 @@ import base64
 
 import numpy as np
 
-from pipeline import sampling
-from pipeline.records import StepRecord
+from pipeline import rest, rest_bounds, sampling
+from pipeline.records import RestRecord, StepRecord
 
-TEMPERATURES = tuple(round(0.05 * i, 2) for i in range(41))  # app.py: Slider(0, 2, step=0.05)
+TEMPERATURES = (0.0, *rest.GRID)  # app.py: Slider(0, 2, step=0.05)
 TOP_PS = tuple(round(0.01 * i, 2) for i in range(1, 101))  # app.py: Slider(0.01, 1, step=0.01); 1 is off
 TOP_K_MAX = 200  # app.py: Slider(0, 200, step=1); 0 is off
 HEAD = 512  # logits shipped per step at least
@@ -124,8 +130,62 @@ def _tail(es, ds, cum, M: int, V: int) -> tuple[int, list, list, list]:
     return j0, ns.tolist(), ce[beyond].tolist(), ced[beyond].tolist()
 
 
-def step_tables(step: StepRecord, *, penalty: float = 1.0, head: int = HEAD) -> dict:
+def step_tables(step: StepRecord, *, penalty: float = 1.0, head: int = HEAD, vocab_size: int | None = None) -> dict:
     """The JSON-ready sampling data of one step (see the module docstring)."""
+    if step.logits is None and rest.usable(step.rest, penalty):
+        out = rest_tables(step, step.rest)
+    elif step.logits is None and vocab_size and penalty == 1.0 and rest_bounds.rest_sums(step, vocab_size, 1.0):
+        out = range_tables(step, vocab_size)
+    else:
+        out = vocab_tables(step, penalty=penalty, head=head)
+    out["own"] = own(step)
+    return out
+
+
+def own(step: StepRecord) -> dict:
+    """The step's recorded numbers: what its own settings give, read as they were computed."""
+    return {"stages": [[st.name, float(st.param), int(st.kept), float(st.mass)] for st in step.stages],
+            "final": packed(step.top_final_probs, "f4"), "entropy": float(step.final_entropy)}
+
+
+def range_tables(step: StepRecord, vocab_size: int) -> dict:
+    """An older step's tables (pipeline.rest_bounds): its candidates, and per grid temperature the two ends of the
+    rest's sum, as the page's reshape uses them (exp(. - q_max))."""
+    x = np.asarray(step.top_logits, np.float32)
+    lo, hi = [], []
+    for t in TEMPERATURES:
+        sums = rest_bounds.rest_sums(step, vocab_size, t) if t else (0.0, 0.0)
+        m = float(scaled(x[:1], t)[0]) if t else 0.0
+        lo.append(float(np.exp(sums[0] - m))), hi.append(float(np.exp(sums[1] - m)))
+    return {"kind": "range", "exact": False, "V": int(vocab_size), "M": int(x.size), "head": packed(x, "f4"),
+            "ranks": packed(np.arange(x.size), "i4"), "rlo": packed(lo, "f8"), "rhi": packed(hi, "f8"),
+            "p0": float(np.exp(np.float64(x[0]) - step.logsumexp)), "entropy1": float(step.entropy)}
+
+
+def rest_tables(step: StepRecord, r: RestRecord) -> dict:
+    """The tables of a step from its rest of the vocabulary summarised (pipeline.rest), for every grid temperature."""
+    xs, ranks = rest.head(step, r)
+    M, V = xs.size, ranks.size + r.size
+    z, ed, j0, n, zt, edt = [], [], [], [], [], []
+    nP = len(TOP_PS) - 1  # p = 1 is off
+    for t in TEMPERATURES:
+        if t == 0:
+            z.append(0.0), ed.append(0.0), j0.append(nP)
+            continue
+        S = rest.at(xs, r, t)
+        ns, tz, ted = rest.cut(S, TOP_PS[:-1])
+        far = np.flatnonzero(ns > M - GUARD)
+        j = int(far[0]) if far.size else nP
+        z.append(S.z), ed.append(S.ed), j0.append(j), n.extend(ns[j:].tolist()), zt.extend(tz[j:].tolist()), edt.extend(ted[j:].tolist())
+    return {
+        "kind": "rest", "exact": False, "V": int(V), "M": int(M), "head": packed(xs, "f4"), "ranks": packed(ranks, "i4"),
+        "z": packed(z, "f8"), "ed": packed(ed, "f8"),
+        "tail": {"j0": packed(j0, "i4"), "n": packed(n, "i4"), "z": packed(zt, "f8"), "ed": packed(edt, "f8")},
+    }
+
+
+def vocab_tables(step: StepRecord, *, penalty: float = 1.0, head: int = HEAD) -> dict:
+    """The tables from the step's full-vocabulary logits, else from its recorded top N alone."""
     x, ids, exact = penalised(step, penalty)
     V = x.size
     order = sort_order(x)
@@ -145,17 +205,17 @@ def step_tables(step: StepRecord, *, penalty: float = 1.0, head: int = HEAD) -> 
         j, n_, a, b = _tail(es, ds, cum, M, V)
         j0.append(j), n.extend(n_), zt.extend(a), edt.extend(b)
     return {
-        "exact": bool(exact), "V": int(V), "M": int(M),
+        "kind": "logits" if exact else "top-N", "exact": bool(exact), "V": int(V), "M": int(M),
         "head": packed(xs[:M], "f4"), "ranks": packed(ranks, "i4"),
         "z": packed(z, "f8"), "ed": packed(ed, "f8"),
         "tail": {"j0": packed(j0, "i4"), "n": packed(n, "i4"), "z": packed(zt, "f8"), "ed": packed(edt, "f8")},
     }
 
 
-def sampling_bundle(steps, *, penalty: float = 1.0, head: int = HEAD) -> dict:
+def sampling_bundle(steps, *, penalty: float = 1.0, head: int = HEAD, vocab_size: int | None = None) -> dict:
     """The grids and every step's tables: what assets/viewer_sampling.js's reshape reads."""
     return {
         "temperatures": list(TEMPERATURES), "top_ps": list(TOP_PS), "top_k_max": TOP_K_MAX,
         "penalty": float(penalty), "eps": TOP_P_EPS, "log2e": float(sampling.LOG2E),
-        "steps": [step_tables(s, penalty=penalty, head=head) for s in steps],
+        "steps": [step_tables(s, penalty=penalty, head=head, vocab_size=vocab_size) for s in steps],
     }

@@ -284,7 +284,8 @@ def test_the_example_traces_page_replays_the_real_model(browser, tmp_path, shots
     page.evaluate(DRAG, ["step-slider", last])
     settle(page, last)
     title = page.evaluate("() => document.querySelector('#dist-plot .js-plotly-plot').layout.title.text")
-    assert "(approximate)" in title  # no full-vocabulary logits in this trace: the panel says so
+    # no full-vocabulary logits in this trace, but each step's rest of the vocabulary summarised: the model's numbers
+    assert "(approximate)" not in title and "entropy" in title
     full_page_shot(page, shots / "viewer_example_last.png")
     assert page.requests == [path.as_uri()] and not page.errors
 

@@ -185,9 +185,9 @@ def test_gzip_by_name_and_by_content(trace, tmp_path):
 
 def test_v1_traces_still_load(trace):
     assert json.loads(v1.dumps(trace))["schema"] == "llm-pipeline-trace/1" != SCHEMA
-    # /1's hand-written field lists never wrote wait_ms and rng_state (added later): they read back empty
+    # /1's hand-written field lists never wrote wait_ms, rng_state and rest (added later): they read back empty
     assert any(s.wait_ms for s in trace.steps) and all(s.rng_state for s in trace.steps)
-    v1_kept = dataclasses.replace(trace, steps=tuple(dataclasses.replace(s, wait_ms=0.0, rng_state="") for s in trace.steps))
+    v1_kept = dataclasses.replace(trace, steps=tuple(dataclasses.replace(s, wait_ms=0.0, rng_state="", rest=None) for s in trace.steps))
     assert records_equal(trace_io.loads(v1.dumps(trace, full=True)), v1_kept)
     assert records_equal(trace_io.loads(gzip.compress(v1.dumps(trace).encode())), slim(v1_kept))
 

@@ -81,8 +81,16 @@ def test_the_settings_line_names_every_segments_settings_and_exactness(trace):
     line = html.unescape(settings_line(later))
     assert "temperature 0.8, top-k off, top-p 0.9 (seed 0); from step 2 on with temperature 1.3, top-k 5, top-p off" in line
     assert "exact: the trace holds every step's full-vocabulary logits" in line
-    compact = dataclasses.replace(trace, steps=tuple(dataclasses.replace(s, logits=None) for s in trace.steps))
-    assert "approximate" in settings_line(compact)
+    from pipeline import rest
+
+    # a trace kept compact: each step's top candidates and the summary of the rest of its logits (as generate records it)
+    compact = dataclasses.replace(trace, steps=tuple(dataclasses.replace(s, logits=None, rest=rest.summarise(s.logits, s.top_ids))
+                                                     for s in trace.steps))
+    assert "within 1e-3 of the model" in settings_line(compact) and "approximate" not in settings_line(compact)
+    bare = dataclasses.replace(compact, steps=tuple(dataclasses.replace(s, rest=None) for s in compact.steps))
+    assert "the range it must lie in" in html.unescape(settings_line(bare))
+    penalised = dataclasses.replace(bare, settings=dataclasses.replace(bare.settings, repetition_penalty=1.3))
+    assert "approximate" in settings_line(penalised)
 
 
 def test_the_app_saves_the_trace_on_screen_as_one_page_from_its_own_bundle(trace, tmp_path):
