@@ -271,7 +271,7 @@
 
   /* A phone (the page's one-column width, assets/style.css): the distribution's labels short enough for the bars to
    * use the width ("#3 Paris ◀" and "rest (49,132)"), the whole label kept in the bar's hover. */
-  const PHONE = 600, SHORT = 9;
+  const PHONE = 600, SHORT = 8;
   function shortLabel(s) {
     const rest = /rest of vocabulary \(([\d,.\s\u202f]+) tokens\)/.exec(s);
     if (rest) return `<i>rest (${rest[1]})</i>`;
@@ -285,8 +285,8 @@
     const labels = data[0] && data[0].y;
     if (!Array.isArray(labels) || !layout.yaxis) return;
     layout.yaxis = Object.assign({}, layout.yaxis, { tickvals: labels, ticktext: labels.map(shortLabel),
-      tickfont: Object.assign({}, layout.yaxis.tickfont, { size: 12 }) });
-    layout.margin = Object.assign({}, layout.margin, { l: 90, r: 30 });
+      tickfont: Object.assign({}, layout.yaxis.tickfont, { size: 13 }) }); // (13 px: the page's least for figure text)
+    layout.margin = Object.assign({}, layout.margin, { l: 92, r: 30 });
   }
 
   function saveImage(el) {
