@@ -4,13 +4,17 @@
  * this script tells the room the step on the teacher's screen (and a new trace, through the hidden #class-sync),
  * turns Guess first on, and draws the room's guesses (#class-chart): how many have guessed, then, on Reveal,
  * the room's answers beside the model's top candidates, each answer with a button that hides it.
- * A student's page (?room=CODE): joins (the room's trace comes onto the page through the hidden #room-join), turns
- * Guess first on and follows the room's step; a guess goes to the room (it may be changed until the reveal), and
- * on the reveal the page shows the step, rates the student's own guess and draws the room's chart. "Explore on my
- * own" stops following (no server cost); "Follow the teacher" again. Polls never faster than once a second, with
+ * A student's page (?room=CODE): joins (the room's trace comes onto the page through the hidden #room-join; until it
+ * is on screen the page shows only "Joining class ABC DEF…", never its own example), turns Guess first on and follows
+ * the room's step under the line "Class ABC DEF · step 10 · What comes next?" (the guess box right under it); a guess
+ * goes to the room (it may be changed until the reveal; a new step starts with an empty box), and on the reveal the
+ * page shows the step, rates the student's own guess and draws the room's chart. "Explore on my own" stops following
+ * (no server cost); "Follow the teacher" again. The start page's "Join a class" box opens ?room=CODE for a code that
+ * has a class, and says why not right under it (a wrong ?room= link too). Polls never faster than once a second, with
  * the room's ETag (an unchanged room: a 304 and no JSON). Every guess shows as the characters typed.
- * The teacher's card offers the gallery's lesson (a step each click, on every screen); the teacher's tab keeps the
- * room's code and key (sessionStorage), so a reloaded teacher's page gets its room, trace and step back.
+ * The teacher's card offers the gallery's lesson (a step each click, on every screen; "Next in the lesson" in the
+ * controls); the teacher's tab keeps the room's code and key and its place in the lesson (sessionStorage), so a
+ * reloaded teacher's page gets its room, trace and step back.
  */
 (function (root) {
   'use strict';
@@ -27,7 +31,6 @@
   })();
 
   const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
-  const pct = (p) => (p === null || p === undefined ? '?' : p >= 0.1 ? `${Math.round(p * 100)}%` : p >= 0.001 ? `${(p * 100).toFixed(1)}%` : '<0.1%');
   const shown = (piece) => `“${piece}”`;
   const app = () => (root.LLMApp && root.LLMApp.mounted() ? root.LLMApp : null);
 
@@ -52,14 +55,18 @@
     headers: Object.assign({ 'Content-Type': 'application/json' }, key ? { 'X-Room-Key': key } : {}) });
 
   // -- the room's chart (the teacher's #class-chart, a student's #room-chart) --------------------------------
-  function bars(title, rows, label, value, width, hide) {
+  // Both columns on one absolute scale, a bar's track being 100%: the room's share of its guesses, the model's
+  // probability (at a flat step its 2% is a sliver beside the 95% of a confident one). The server writes what is
+  // read (ui/rooms.py): a token's `label` as the distribution writes it (viz.style.visible: "·Paris", bytes as
+  // "<0xF0>"), its percentage as viz.fmt.pct does (`pct`); an answer is shown as typed, as text.
+  function bars(title, rows, label, value, share, hide) {
     const box = el('div', 'room-col');
     box.append(el('p', 'room-col-title', title));
     rows.forEach((r) => {
       const row = el('div', 'room-row' + (r.mark ? ' room-mark' : ''));
       row.append(el('span', 'room-label', label(r)));
-      const track = el('span', 'room-track'), bar = el('span', 'room-bar'); // (the bar a share of its track: bars in proportion)
-      bar.style.width = `${Math.max(2, width(r) * 100)}%`;
+      const track = el('span', 'room-track'), bar = el('span', 'room-bar');
+      bar.style.width = `${Math.min(100, share(r) * 100)}%`; // (a share of 100%; the stylesheet keeps a sliver visible)
       track.append(bar);
       row.append(track, el('span', 'room-value', value(r)));
       if (hide) { const b = el('button', 'room-hide', '✕'); b.title = 'Hide this answer from the chart'; b.onclick = () => hide(r); row.append(b); }
@@ -68,10 +75,23 @@
     return box;
   }
 
-  // (the number is the model's for the favourite's first token: said so when the guess is more than that token)
-  const favourite = (fav, p) => (fav.piece && fav.piece.trim() !== fav.text.trim()
-    ? `the room's favourite ${shown(fav.text)} begins with the model's token ${shown(fav.piece)}, which it gave ${pct(p)}.`
-    : `the model gave the room's favourite ${shown(fav.text)} ${pct(p)}.`);
+  const listed = (xs) => (xs.length < 2 ? xs.join('') : `${xs.slice(0, -1).join(', ')} and ${xs[xs.length - 1]}`);
+  // (the number is the model's for an answer's first token: said so when the answer is more than that token)
+  const beyond = (f) => f.piece && f.piece.trim() !== f.text.trim();
+  function favourite(favs) {
+    const f = favs[0];
+    if (favs.length === 1) {
+      return beyond(f) ? `the room's favourite ${shown(f.text)} begins with the model's token ${shown(f.label)}, which it gave ${f.pct}.`
+        : `the model gave the room's favourite ${shown(f.text)} ${f.pct}.`;
+    }
+    const tied = `the room's favourites are tied at ${f.count} ${f.count === 1 ? 'guess' : 'guesses'} each: `;
+    if (favs.every((g) => beyond(g) && g.token_id === f.token_id)) { // (emoji that begin with the same bytes)
+      return tied + `${listed(favs.map((g) => shown(g.text)))}, each beginning with the model's token ${shown(f.label)}, which it gave ${f.pct}.`;
+    }
+    const each = favs.map((g) => (beyond(g) ? `${shown(g.text)} (its first token ${shown(g.label)}) ${g.pct}` : `${shown(g.text)} ${g.pct}`));
+    return tied + `the model gave ${listed(each)}.`;
+  }
+  const BYTES = /<0x[0-9A-F]{2}>/;
 
   function drawChart(box, s, hide) {
     if (!box) return;
@@ -80,17 +100,19 @@
       box.append(el('p', 'room-count', `${s.guesses} of ${s.students} ${s.students === 1 ? 'student has' : 'students have'} guessed step ${s.step}.`));
       return;
     }
-    const n = s.room.reduce((a, r) => a + r.count, 0), most = Math.max(1, ...s.room.map((r) => r.count));
-    const top = s.model[0], fav = s.room[0];
-    box.append(el('p', 'room-summary', n ? `${Math.round(s.top_share * 100)}% of the room guessed the model's most likely token ${shown(top.piece)}; `
-      + favourite(fav, s.favourite_prob) + ` It wrote ${shown(s.sampled.piece)}.` : 'No guesses at this step.'));
-    const cols = el('div', 'room-cols');
-    const pmax = Math.max(...s.model.map((m) => m.prob));
-    cols.append(bars(`The room (${n} ${n === 1 ? 'guess' : 'guesses'})`, s.room.map((r) => Object.assign({ mark: r.token_id === top.token_id }, r)),
-      (r) => r.text, (r) => String(r.count), (r) => r.count / most, hide),
-    bars('The model (temperature 1)', s.model.map((m) => Object.assign({ mark: m.token_id === s.sampled.token_id }, m)),
-      (m) => m.piece, (m) => pct(m.prob), (m) => m.prob / pmax));
+    const n = s.room.reduce((a, r) => a + r.count, 0), top = s.model[0];
+    box.append(el('p', 'room-summary', n ? `${Math.round(s.top_share * 100)}% of the room guessed the model's most likely token ${shown(top.label)}; `
+      + favourite(s.favourites) + ` It wrote ${shown(s.sampled.label)}.` : 'No guesses at this step.'));
+    const cols = el('div', 'room-cols'), hideRow = hide && ((r) => hide(r.by_text ? Object.assign({}, r, { token_id: null }) : r));
+    cols.append(bars(`The room (${n} ${n === 1 ? 'guess' : 'guesses'}), out of 100%`, s.room.map((r) => Object.assign({ mark: r.token_id === top.token_id }, r)),
+      (r) => r.text, (r) => String(r.count), (r) => r.count / n, hideRow),
+    bars('The model (temperature 1), out of 100%', s.model.map((m) => Object.assign({ mark: m.token_id === s.sampled.token_id }, m)),
+      (m) => m.label, (m) => m.pct, (m) => m.prob));
     box.append(cols);
+    if ([...s.model, s.sampled].some((m) => BYTES.test(m.label))) {
+      box.append(el('p', 'room-bytes', '“<0xF0>” is one byte of a character the model writes in pieces: an emoji\'s 4 bytes may come in '
+        + '2 or 3 tokens, and its first bytes are the same for many emoji.'));
+    }
   }
 
   // -- the teacher ----------------------------------------------------------------------------------------
@@ -105,7 +127,8 @@
       T = { code: c.dataset.code, key: c.dataset.key, etag: null, step: null, trace: a ? a.state.key : null, state: null };
       root.LLMGuess && root.LLMGuess.setOn(true); // the projector keeps the answer hidden until Reveal
       keepRoom({ code: T.code, key: T.key });
-      markLesson(Number(kept('llmviz-lesson')));
+      const [room, i] = (kept('llmviz-lesson') || '').split(':'); // (this room's place in the lesson; a new room's: none yet)
+      markLesson(room === T.code && i !== '' ? Number(i) : -1);
     }
     if (a && a.state.key !== T.trace) { T.trace = a.state.key; T.step = null; document.getElementById('class-sync')?.click(); }
     else if (a && !a.playing() && T.state && a.state.step !== T.state.step && a.state.step !== T.step) {
@@ -148,15 +171,23 @@
     tryIt();
   }
 
-  // the lesson (viz/room.py): a step opens on the teacher's screen, and so in the room; "Next in the lesson"
+  // the lesson (viz/room.py): a step opens on the teacher's screen, and so in the room; "Next in the lesson" opens the
+  // step after the one open (on a new card: the first), and at the last one says that the lesson is over
   function markLesson(i) {
-    const items = [...document.querySelectorAll('#class-lesson li')];
+    const items = [...document.querySelectorAll('#class-lesson li')], next = document.getElementById('lesson-next');
+    const where = document.getElementById('lesson-where'), over = items.length > 0 && i >= items.length - 1;
     items.forEach((li, k) => li.classList.toggle('lesson-now', k === i));
+    if (next) { next.disabled = over; next.textContent = over ? 'The lesson is over' : 'Next in the lesson ›'; }
+    const title = items[i] ? items[i].querySelector('.lesson-open').textContent : '';
+    if (where) {
+      where.textContent = !items.length ? '' : i < 0 ? `The lesson has ${items.length} steps: “Next in the lesson” opens the first.`
+        : `Lesson step ${i + 1} of ${items.length}${over ? ', its last' : ''}: ${title}`;
+    }
     return items;
   }
   function openLesson(i) {
     const items = markLesson(i), b = items[i] && items[i].querySelector('.lesson-open');
-    if (b && ask('lesson-pick', 'lesson-go', b.dataset.pick)) keepIt('llmviz-lesson', String(i));
+    if (b && ask('lesson-pick', 'lesson-go', b.dataset.pick)) keepIt('llmviz-lesson', `${T.code}:${i}`);
   }
 
   document.addEventListener('click', (e) => {
@@ -164,6 +195,12 @@
     if (l && T) {
       const items = [...document.querySelectorAll('#class-lesson li')], now = items.findIndex((li) => li.classList.contains('lesson-now'));
       openLesson(l.id === 'lesson-next' ? Math.min(now + 1, items.length - 1) : items.findIndex((li) => li.contains(l)));
+      return;
+    }
+    const q = e.target.closest && e.target.closest('#class-qr-show, .qr-big .class-qr'), card = q && q.closest('.class-card');
+    if (card) { // (presenter view: the join QR, large, in the screen's corner; a click on it folds it again)
+      const big = card.classList.toggle('qr-big');
+      card.querySelector('#class-qr-show').textContent = big ? 'Hide the QR code' : 'QR code';
       return;
     }
     const b = e.target.closest && e.target.closest('#class-reveal, #class-next, #class-close');
@@ -175,9 +212,14 @@
   });
 
   // -- a student --------------------------------------------------------------------------------------------
-  const S = { joined: null, following: true, etag: null, state: null, revealed: null, ended: false, asked: 0, drawn: null };
+  // (a class's page shows the page's own example no moment: until the room's trace is on screen only "Joining" does)
+  const T0 = Date.now(), spacedCode = code.length === 6 ? `${code.slice(0, 3)} ${code.slice(3)}` : code;
+  if (code) document.documentElement.classList.add('room-joining');
+  const S = { joined: null, following: true, etag: null, state: null, revealed: null, ended: false, asked: 0, drawn: null,
+    want: null, at: null, refusal: null };
   const mine = (step) => { try { return localStorage.getItem(`llmviz-guess-${code}-${S.joined}-${step}`); } catch (err) { return null; } };
   const keep = (step, text) => { try { localStorage.setItem(`llmviz-guess-${code}-${S.joined}-${step}`, text); } catch (err) { /* private mode */ } };
+  const guessBox = () => document.querySelector('#guess-input textarea, #guess-input input');
 
   function bar() {
     const host = document.getElementById('room-bar');
@@ -193,16 +235,35 @@
     }
     return b;
   }
+  function headline(text) { // above the guess box: "Class ABC DEF · step 10 · What comes next?"
+    const h = document.getElementById('room-head');
+    if (!h) return;
+    const p = h.querySelector(':scope > .room-headline') || h.appendChild(el('p', 'room-headline'));
+    if (p.textContent !== text) p.textContent = text;
+  }
+  // the guess box's label and its button name one act: Reveal alone (the page's own words), Send to the class, Rate after
+  let alone = null;
+  function words(act) {
+    const btn = document.getElementById('guess-submit'), lab = document.querySelector('#guess-input [data-testid="block-info"]');
+    if (!btn || !lab) return;
+    alone = alone || [lab.textContent, btn.textContent];
+    const [label, button] = act === 'send' ? ['What comes next? Type your guess, then Send it to the class', 'Send']
+      : act === 'rate' ? ['Revealed: type any other guess, then Rate it against the model', 'Rate'] : alone;
+    if (btn.textContent !== button) btn.textContent = button;
+    if (lab.textContent !== label) lab.textContent = label;
+  }
   function status(text) {
     const b = bar();
     if (!b) return;
     if (text !== undefined) b.querySelector('.room-status').textContent = text;
     b.querySelector('#room-follow').textContent = S.following ? 'Explore on my own' : 'Follow the teacher';
     b.querySelector('#room-follow').hidden = S.ended;
-    const send = document.getElementById('guess-submit');
-    if (send && (!S.following || S.ended)) send.textContent = 'Reveal'; // (exploring: a guess is rated here, at once)
+    document.body.classList.toggle('room-following', S.following && !S.ended);
+    if (!S.following || S.ended) { words('alone'); headline(`Class ${spacedCode} · ${S.ended ? 'ended' : 'exploring on my own'}`); } // (a guess rated here)
   }
   const note = (text) => { const b = bar(); if (b) b.querySelector('.room-note').textContent = text; };
+  const FOLLOWING = 'You are following the teacher: the step and the reveal come from their screen.';
+  const sentNote = (text, phase) => (phase === 'guessing' ? `Sent: ${shown(text)}. You can change it until the teacher reveals.` : `Your guess: ${shown(text)}.`);
 
   const join = () => ask('room-join', 'room-join-go', code);
 
@@ -210,31 +271,54 @@
     if (S.ended || !S.following) return;
     call(`${code}?student=${encodeURIComponent(me)}`, { headers: S.etag ? { 'If-None-Match': S.etag } : {} }).then((r) => {
       if (r.status === 304) { rejoin(); return follow(); }
-      if (r.status !== 200) { S.ended = true; status((r.body && r.body.error) || 'The class cannot be reached.'); return; }
+      if (r.status !== 200) { S.ended = true; if (S.joined === null && (r.status === 404 || r.status === 410)) S.refusal = r; else status((r.body && r.body.error) || 'The class cannot be reached.'); return; }
       S.etag = r.etag; S.state = r.body;
       if (r.body.closed) { S.ended = true; status('This class has ended: the text stays here to explore.'); return; }
       rejoin();
-      status(`In class ${code}: following the teacher, step ${r.body.step}.`);
+      status(FOLLOWING);
       follow();
     }).catch(() => status('The class cannot be reached just now: trying again.'));
   }
 
-  function rejoin() { // the room's trace onto this page (once it differs from the one joined; a join a few seconds at most)
-    const t = S.state && S.state.trace;
-    if (t && t !== S.joined && Date.now() - S.asked > 5000 && join()) { S.joined = t; S.asked = Date.now(); S.revealed = null; }
+  function rejoin() { // the room's trace onto this page, once the page's own first trace is in (else that would come after it)
+    const t = S.state && S.state.trace, opened = root.LLMOpened || Date.now() - T0 > 15000;
+    if (t && t !== S.joined && opened && Date.now() - S.asked > 5000 && join()) { S.joined = t; S.asked = Date.now(); S.revealed = null; S.want = null; }
+  }
+  // the join's trace (its viewer bundle's key, ui/wiring.py) is the one the page follows, once on screen
+  document.addEventListener('llmroom:joined', (e) => { try { S.want = JSON.parse(e.detail).key; } catch (err) { S.want = app() ? app().state.key : null; } });
+
+  function joining() { // every 200 ms until the room's trace is on screen (Gradio draws the page after this script runs)
+    if (S.refusal) return refused(S.refusal);
+    if (S.ended) { document.documentElement.classList.remove('room-joining'); return true; }
+    headline(`Joining class ${spacedCode}…`);
+    if (S.state) status(FOLLOWING); // (the first answer may come before Gradio has drawn the bar)
+    rejoin();
+    const a = app();
+    if (!(a && S.want && a.state.key === S.want) && Date.now() - T0 < 30000) return false;
+    document.documentElement.classList.remove('room-joining');
+    follow();
+    return true;
+  }
+  function refused(r) { // a code with no class (or an ended one): said in the start page's join box, the code there to correct
+    const box = document.getElementById('join-code'), msg = document.getElementById('join-msg');
+    if (!box || !msg) return false;
+    document.documentElement.classList.remove('room-joining');
+    box.value = spacedCode;
+    msg.textContent = r.status === 404 ? noClass(spacedCode) : (r.body && r.body.error) || 'That class has ended.';
+    return true;
   }
 
-  function follow() { // the room's step and phase on this page
+  function follow() { // the room's step and phase on this page (once the room's trace is on it)
     const s = S.state, a = app();
     if (!s || !a || !S.following) return;
+    if (S.want === null && S.asked && Date.now() - S.asked > 15000) S.want = a.state.key; // (no word of the join: the page as it is)
+    if (a.state.key !== S.want) return;
     root.LLMGuess && root.LLMGuess.setOn(true);
-    const btn = document.getElementById('guess-submit');
-    if (btn && btn.textContent !== 'Send') btn.textContent = 'Send'; // (the teacher reveals)
     setStep(s.step);
-    const box = document.querySelector('#guess-input textarea, #guess-input input');
-    const was = mine(s.step);
-    if (box && was && !box.value && s.phase === 'guessing') box.value = was;
-    const at = `${s.trace}|${s.step}`;
+    headline(`Class ${spacedCode} · step ${s.step} · ${s.phase === 'revealed' ? 'revealed' : 'What comes next?'}`);
+    words(s.phase === 'guessing' ? 'send' : 'rate');
+    fresh(s);
+    const at = `${s.trace}|${s.step}`, was = mine(s.step), box = guessBox();
     if (s.phase === 'revealed' && a.state.step === s.step && S.revealed !== at) {
       S.revealed = at;
       root.LLMGuess.reveal(s.step);
@@ -243,24 +327,52 @@
     }
     if (S.drawn !== s.version) { S.drawn = s.version; drawChart(document.getElementById('room-chart'), s, null); }
   }
+  function fresh(s) { // a new step: an empty box and no note; a step this student guessed (a reload): the guess, said sent
+    const at = `${s.trace}|${s.step}|${s.phase}`, box = guessBox();
+    if (S.at === at || !box) return;
+    const was = mine(s.step), moved = !S.at || !S.at.startsWith(`${s.trace}|${s.step}|`);
+    S.at = at;
+    if (moved) { box.value = s.phase === 'guessing' ? was || '' : ''; box.dispatchEvent(new Event('input', { bubbles: true })); }
+    note(was ? sentNote(was, s.phase) : '');
+  }
 
-  // a student's guess goes to the room while following (Reveal or Enter), until the teacher reveals
+  // a student's guess goes to the room while following (Send or Enter), until the teacher reveals
   function send(e) {
     if (!code || !S.following || S.ended || !S.state || S.state.phase !== 'guessing') return;
     e.preventDefault(); e.stopPropagation();
-    const box = document.querySelector('#guess-input textarea, #guess-input input'), text = box ? box.value : '';
+    const box = guessBox(), text = box ? box.value : '';
     const step = S.state.step;
     post(`${code}/guesses`, { student: me, text }).then((r) => {
-      if (r.status === 200) { keep(step, text); note(`Sent: ${shown(r.body.text)}. You can change it until the teacher reveals.`); } else note((r.body && r.body.error) || 'Not sent.');
+      if (r.status === 200) { keep(step, text); note(sentNote(r.body.text, 'guessing')); } else note((r.body && r.body.error) || 'Not sent.');
     }).catch(() => note('Not sent: the class cannot be reached just now.'));
   }
   document.addEventListener('click', (e) => { if (e.target.closest && e.target.closest('#guess-submit')) send(e); }, true);
   document.addEventListener('keydown', (e) => { if (e.key === 'Enter' && e.target.closest && e.target.closest('#guess-input')) send(e); }, true);
+
+  // -- the start page's "Join a class" box (viz/room.py join_box_html): the code checked, then ?room=CODE opened ----
+  const noClass = (c) => `There is no class with the code ${c}: check it against the teacher's screen and type it again.`;
+  async function joinTyped(e) {
+    if (e) e.preventDefault();
+    root.LLMJoinAsked = false;
+    const box = document.getElementById('join-code'), msg = document.getElementById('join-msg');
+    const c = String(box.value).toUpperCase().replace(/[^A-Z0-9]/g, ''), nice = `${c.slice(0, 3)} ${c.slice(3)}`;
+    const say = (t) => { msg.textContent = t; box.focus(); };
+    if (c.length !== 6) return say(`A class code has 6 letters and digits, like ABC DEF${c ? ` (this one has ${c.length})` : ''}: type it as the teacher's screen shows it.`);
+    const r = await call(c).catch(() => ({ status: 0 }));
+    if (r.status === 200 && !r.body.closed) { // (the class's link: the page's theme kept, nothing else of this page's link)
+      const u = new URL(root.location.href), theme = u.searchParams.get('__theme');
+      u.search = `?room=${c}${theme ? `&__theme=${encodeURIComponent(theme)}` : ''}`; u.hash = ''; root.location.assign(u.href); return;
+    }
+    say(r.status === 404 ? noClass(nice) : r.status === 410 || (r.body && r.body.closed) ? `The class ${nice} has ended.`
+      : (r.body && r.body.error) || 'The class cannot be reached just now: try again.');
+  }
+  document.addEventListener('submit', (e) => { if (e.target && e.target.id === 'join-form') joinTyped(e); }, true);
+  if (!code && root.LLMJoinAsked) joinTyped(); // (a code typed before this script was there: ui/layout.py keeps it asked)
 
   // (a student's page every 2 s: a room of 500 costs the server 250 requests a second, most of them a 304)
   setInterval(() => { if (code) studentTick(); else teacherTick(); }, code ? STUDENT_POLL_MS : POLL_MS);
   // the teacher's card shows the moment the server sends it (the room's state follows at the next poll)
   const cardWatch = new MutationObserver(() => { const c = document.body.classList.contains('class-shown'); if (!c && document.querySelector('#class-info .class-card')) teacherTick(); });
   const watchCard = () => { const i = document.getElementById('class-info'); if (i) cardWatch.observe(i, { childList: true, subtree: true }); else setTimeout(watchCard, 500); };
-  if (!code) { watchCard(); resume(); }
+  if (!code) { watchCard(); resume(); } else { studentTick(); const j = setInterval(() => { if (joining()) clearInterval(j); }, 200); }
 })(window);

@@ -4,8 +4,9 @@
  * step on screen keeps its answer hidden until it is guessed: its token in the reply and in the step's line, the
  * distribution and the embeddings (they mark the token). The attention heatmap, its overview and the KV cache stay:
  * they show the context alone (the heatmap labels positions still to come "k ?") (assets/viewer.css, classes on <html>). A guess is rated here as pipeline.guess rates one without a tokenizer
- * (_best_candidate): the longest of the step's kept candidates it starts with, with the trace's numbers
- * (viz/viewer_guess.py writes them, #guess-data); outside them, the bound. The words are viz/guess.py's (rating_html) for
+ * (_best_candidate): the longest of the step's kept candidates it is, or starts with before another word or sign, with the
+ * trace's numbers (viz/viewer_guess.py writes them, #guess-data); outside them, the bound (never the number of a candidate
+ * it merely starts with: "banana" is not "·b"). The words are viz/guess.py's (rating_html) for
  * a guess rated without a tokenizer, written as text only.
  * Moving to another step hides again unless that step was guessed; Play stops at each step not yet guessed.
  * Loaded after the viewer's scripts, before the page mounts (LLMViewer.page: viewer.js).
@@ -14,9 +15,10 @@
   'use strict';
 
   const MAX_GUESS_CHARS = 40; // pipeline.guess.MAX_GUESS_CHARS
-  // Python's str.isspace (every such character), and str.isalnum of a first character
+  // Python's str.isspace (every such character), str.isalpha and str.isnumeric of one character
   const ALL_SPACE = /^[\t\n\v\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
-  const ALNUM = /^[\p{L}\p{N}]/u;
+  const LETTER = /^\p{L}$/u, DIGIT = /^\p{N}$/u;
+  const BYTE_END = /<0x[0-9A-F]{2}>$/; // pipeline.guess.BYTE_END: a piece that ends inside a character
   const VISIBLE = { ' ': '·', '\n': '↵', '\t': '→', '\r': '␍' }; // viz.style.visible
 
   const dataEl = document.getElementById('guess-data');
@@ -45,11 +47,22 @@
     return d;
   }
 
-  const variants = (d, text) => (d.space && ALNUM.test(text) ? [text, ' ' + text] : [text]);
+  // typed with a space before it, also without; else with one where the context ends inside a line of words
+  const variants = (d, text) => (text[0] === ' ' && !ALL_SPACE.test(text.slice(1)) ? [text, text.slice(1)]
+    : d.space && !ALL_SPACE.test(Array.from(text)[0]) ? [text, ' ' + text] : [text]);
+
+  // pipeline.guess._whole_start: text is the piece, or starts with it and goes on with another kind of character
+  const kind = (c) => (LETTER.test(c) ? 'letter' : DIGIT.test(c) ? 'digit' : ALL_SPACE.test(c) ? 'space' : 'sign');
+  function wholeStart(text, piece) {
+    if (!piece || !text.startsWith(piece)) return false;
+    if (text.length === piece.length) return true;
+    const a = kind(Array.from(piece).pop()), b = kind(Array.from(text.slice(piece.length))[0]);
+    return a !== b && a !== 'space' && !BYTE_END.test(piece);
+  }
 
   function rateCandidates(d, text) {
-    let k = -1; // the longest piece the guess starts with; of equals, the first
-    d.pieces.forEach((piece, i) => { if (piece && text.startsWith(piece) && (k < 0 || d.L[i] > d.L[k])) k = i; });
+    let k = -1; // the longest piece the guess is, or starts a word with; of equals, the first
+    d.pieces.forEach((piece, i) => { if (wholeStart(text, piece) && (k < 0 || d.L[i] > d.L[k])) k = i; });
     if (k < 0) return { text, prob: null, rank: null, below: d.P[d.P.length - 1], chosen: false, above: false };
     const p = d.P[k], rank = d.P.reduce((n, x) => n + (x > p ? 1 : 0), 1); // (ties share the better rank: pipeline.guess)
     return { text, piece: d.pieces[k], prob: p, rank, final: d.F[k], below: null, chosen: d.I[k] === d.id, above: p > d.chosen };
@@ -87,8 +100,8 @@
                               + `the model gave it less than ${pct(r.below)}.`]], ['', [`It wrote ${wrote}.`]]];
     }
     const first = r.piece === r.text ? `As this model's tokens: ${q(visible(r.piece))}.`
-      : `Its first token as this model writes it: ${q(visible(r.piece))}, the longest of the model's ${thousands(n)} most likely `
-        + 'next tokens that your guess starts with (this file has no tokenizer to rate the rest).';
+      : `Its first token as this model writes it: ${q(visible(r.piece))}, one of the model's ${thousands(n)} most likely `
+        + 'next tokens, which your guess starts with before another word or sign (this file has no tokenizer to rate the rest).';
     const out = [['guess-head', [`Your guess ${q(r.typed)}: the model rated it `, bold(pct(r.prob)), ', ', bold(`rank ${thousands(r.rank)}`),
                                  ' (1 = most likely).']],
                  ['', [`${first} In the distribution it sampled from (after temperature, top-k and top-p): ${pct(r.final)}.`]]];

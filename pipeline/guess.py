@@ -9,6 +9,7 @@ and no model that made it), a guess outside those candidates gets the honest bou
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,9 @@ from pipeline.records import StepRecord, Trace
 from pipeline.sampling import apply_stages, softmax
 
 MAX_GUESS_CHARS = 40
-__all__ = ["GuessError", "GuessRating", "MAX_GUESS_CHARS", "clean", "first_token", "rate", "space_before", "step_probs", "variants"]
+BYTE_END = re.compile(r"<0x[0-9A-F]{2}>$")  # a readable piece's last byte of an unfinished character (pipeline.tokens)
+__all__ = ["GuessError", "GuessRating", "MAX_GUESS_CHARS", "clean", "ends_in_bytes", "first_token", "rate", "space_before", "step_probs",
+           "variants"]
 
 
 @dataclass(frozen=True)
@@ -43,9 +46,34 @@ def space_before(step: StepRecord) -> bool:
 
 
 def variants(step: StepRecord, text: str) -> list[str]:
-    """The guess as typed, and with a space before it when the context ends inside a line of words: a person
-    types "mat", the model writes " mat"."""
-    return [text, " " + text] if text[:1].isalnum() and space_before(step) else [text]
+    """The guess as typed and in its other spelling, for every kind of text (words, digits, signs, emoji): typed
+    with a space before it, also without; else with one, when the context ends inside a line of words (a person
+    types "mat" or "🌪", the model writes " mat" or " 🌪")."""
+    if text[:1] == " " and text[1:].strip():
+        return [text, text[1:]]
+    return [text, " " + text] if not text[:1].isspace() and space_before(step) else [text]
+
+
+def _kind(c: str) -> str:
+    return "letter" if c.isalpha() else "digit" if c.isnumeric() else "space" if c.isspace() else "sign"
+
+
+def _whole_start(text: str, piece: str) -> bool:
+    """`text` is `piece`, or starts with it and goes on with another kind of character (a word after a sign, a sign
+    after a word, a space), where every tokenizer starts a new token: "Paris is" starts with " Paris"; "banana"
+    does not start a token " b" (the model may write " banana" whole), nor "🌪" a piece of its bytes."""
+    if not piece or not text.startswith(piece):
+        return False
+    if len(text) == len(piece):
+        return True
+    a, b = _kind(piece[-1]), _kind(text[len(piece)])
+    return a != b and a != "space" and not BYTE_END.search(piece)
+
+
+def ends_in_bytes(piece: str) -> bool:
+    """The token (its readable piece, pipeline.tokens) ends inside a character: only some of that character's bytes,
+    "<0xF0><0x9F>" (every emoji whose first token that is shares it)."""
+    return bool(BYTE_END.search(piece))
 
 
 def _full_logits(lm, trace: Trace, step: StepRecord) -> np.ndarray | None:
@@ -75,8 +103,8 @@ def step_probs(lm, trace: Trace, step: StepRecord) -> np.ndarray | None:
 
 def first_token(lm, step: StepRecord, guess, probs: np.ndarray | None) -> tuple[int | None, str]:
     """The first token of `guess` as the model would write it (of its spellings, the likelier) and its piece; a
-    room's guesses are grouped by it. `probs`: step_probs of the step. Without a tokenizer: the longest kept
-    candidate the guess starts with (None: none)."""
+    room's guesses are grouped by it. `probs`: step_probs of the step. Without a tokenizer: the kept candidate the
+    guess is or starts a word with (_rate_candidates; None: none)."""
     text = clean(guess)
     if lm is None or probs is None:
         r = _best_candidate(step, text)
@@ -102,10 +130,11 @@ def _rated(lm, trace: Trace, step: StepRecord, text: str, ids: list[int], logits
 
 
 def _rate_candidates(step: StepRecord, text: str) -> GuessRating:
-    """No tokenizer and no logits: the guess matched against the step's kept candidates (the longest piece it
-    starts with); outside them, the bound."""
+    """No tokenizer: the guess matched against the step's kept candidates (the longest piece it is, or starts with
+    before another kind of character: _whole_start); outside them, the bound, never the number of a candidate it
+    merely starts with ("banana" is not " b")."""
     pieces = [str(x) for x in step.top_pieces]
-    hits = [k for k, piece in enumerate(pieces) if piece and text.startswith(piece)]
+    hits = [k for k, piece in enumerate(pieces) if _whole_start(text, piece)]
     if not hits:
         return GuessRating(text, (), False, None, None, None, None, None, float(step.top_probs[-1]), False, False)
     k = max(hits, key=lambda k: (len(pieces[k]), -k))

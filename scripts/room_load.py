@@ -68,7 +68,7 @@ class Student(threading.Thread):
             if r.status_code == 200:
                 etag, state = r.headers.get("etag"), r.json()
             if state is not None:  # (a 304: the state as last read)
-                ready = think.setdefault(state["step"], time.time() + random.uniform(*THINK_S))  # a person reads, then types
+                ready = think.setdefault(state["step"], time.time() + random.uniform(*self.room["think"]))  # a person reads, then types
                 if state["phase"] == "guessing" and state["step"] not in guessed and time.time() >= ready:
                     text = random.choice(WORDS)
                     t = time.perf_counter()
@@ -80,13 +80,13 @@ class Student(threading.Thread):
             time.sleep(max(0.0, POLL_S - (time.perf_counter() - t)))
 
 
-def play(url: str, n: int, steps: int) -> dict:
+def play(url: str, n: int, steps: int, think=THINK_S) -> dict:
     import httpx
 
     http = httpx.Client(base_url=url, timeout=30)
     made = http.post("/api/rooms", json={"example": "mountain", "step": 0}).json()  # (14 steps)
     code, key = made["code"], {"X-Room-Key": made["key"]}
-    room = {"done": False}
+    room = {"done": False, "think": think}
     students = [Student(url, code, f"s{i:03d}", room) for i in range(n)]
     for s in students:
         s.start()
@@ -117,12 +117,19 @@ def p95(xs: list[float]) -> float:
     return statistics.quantiles(xs, n=20)[-1] * 1000 if len(xs) >= 20 else max(xs) * 1000
 
 
+def p50(xs: list[float]) -> float:
+    return statistics.median(xs) * 1000
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--students", type=int, default=200)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--think", default=f"{THINK_S[0]:g},{THINK_S[1]:g}",
+                    help="LO,HI: a student guesses LO-HI s after a step opens (0,1: the first second, when the step's distribution is new)")
     a = ap.parse_args(argv)
+    think = tuple(float(x) for x in a.think.split(","))
     with app_server(env={"LLM_VIZ_MAX_STUDENTS": str(max(500, a.students))}) as url:
         # the students' side at the lowest priority: in a class their pages run on their own devices, so the 200
         # threads that play them here must not take the server's CPU (the server, started above, keeps its own)
@@ -136,7 +143,7 @@ def main(argv=None):
         alones = [generate(url, a.tokens) for _ in range(2)]  # (the second also: the server's memory after a generation's)
         cpu0, rss0 = proc_stats(url.pid)
         out, loaded = {}, {}
-        th = threading.Thread(target=lambda: out.update(play(url, a.students, a.steps)))
+        th = threading.Thread(target=lambda: out.update(play(url, a.students, a.steps, think)))
         th.start()
         time.sleep(3)  # every student polling by then
         loaded["tok_s"] = generate(url, a.tokens)
@@ -147,7 +154,8 @@ def main(argv=None):
     alone = statistics.median(alones)
     print(f"generation of {a.tokens} tokens: {alone:.2f} tok/s alone (median of {', '.join(f'{x:.2f}' for x in alones)}), "
           f"{loaded['tok_s']:.2f} tok/s with the room (ratio {loaded['tok_s'] / alone:.2f}; goal >= 0.90)")
-    print(f"{a.students} students, {len(out['counted'])} steps: guess p95 {p95(out['guesses']):.0f} ms ({len(out['guesses'])} guesses), "
+    print(f"{a.students} students, {len(out['counted'])} steps: guess p50 {p50(out['guesses']):.0f} ms, p95 {p95(out['guesses']):.0f} ms "
+          f"({len(out['guesses'])} guesses, {think[0]:g}-{think[1]:g} s after a step opens), "
           f"poll p95 {p95(out['polls']):.0f} ms ({len(out['polls'])} polls); goal < 200 ms")
     print(f"server: {cpu1 - cpu0:.1f} CPU s over the class (the generation's included), memory {rss1 - rss0:+.1f} MB, "
           f"{rss1 - rss_g:+.1f} MB of it after the generation ended (the room alone; goal < 50 MB)")

@@ -15,6 +15,7 @@ import gradio as gr
 from pipeline.records import Trace
 from viz import branches as branches_viz
 from viz import page, panels
+from viz import room as room_viz
 from viz.captions import CAPTIONS
 from viz.glossary import gloss
 from ui import examples, links
@@ -25,6 +26,12 @@ from ui.views import Components, ViewOptions, slider_props
 DOWNLOAD = "Download trace"  # the download buttons' labels (they read otherwise while the file is made)
 DOWNLOAD_PAGE = "Download as web page"
 SAMPLING_ROWS = ((1.0, 0, 1.0), (0.7, 0, 0.9), (0.3, 0, 1.0))  # temperature, top-k, top-p of the side-by-side columns
+# (assets/room.js loads after the page is drawn) a class's join link (?room=CODE) shows none of the page's own example:
+# from the page's first paint (the join box is drawn before the text) until the room's trace is on screen, only "Joining
+# class ..."; a code typed before room.js is there is kept for it (the form never submits itself: the page stays)
+JOINING_JS = ("if (/[?&]room=/.test(location.search)) document.documentElement.classList.add('room-joining');"
+              "element.querySelector('form')?.addEventListener('submit', (e) => { e.preventDefault(); window.LLMJoinAsked = true; });")
+GUESS_LABEL = "What comes next? Type your guess, then Reveal"  # (the button's word: one act, one name)
 
 
 @dataclass
@@ -55,12 +62,17 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     C.ran = gr.State(False)  # whether the last Generate (or +1, re-sample, branch) ran, or was refused
     gr.Markdown("# Watch a language model write, one token at a time", elem_id="intro")
     C.info = gr.Markdown(status, elem_id="model-info")
+    # a student types the class code the teacher's screen shows (assets/room.js opens ?room=CODE, or says why not): in the
+    # title's line on a wide screen, under it on a phone (assets/style.css)
+    gr.HTML(room_viz.join_box_html(), elem_id="join-class", js_on_load=JOINING_JS)
     with gr.Row(equal_height=False, elem_id="lesson"):
         with gr.Column(scale=5, min_width=320, elem_id="lesson-text"):
             _prompt(C)
             _text(C, first, example)
         with gr.Column(scale=6, min_width=340, elem_id="lesson-distribution"):
             _card(C, panels.CARD["panel-distribution"], example, first)
+            # (the text's caption, which names the chart: under the chart, so that on a phone the chart comes first)
+            gr.Markdown(_caption("output"), elem_classes="caption", elem_id="output-caption")
     _settings(C, example)
     _step_cards(C, example, first)
     with gr.Column(elem_id="panel-inside"):
@@ -96,7 +108,7 @@ def _prompt(C: Components) -> None:
     # one line that grows as text is pasted in: Enter generates (Gradio's multi-line boxes take Enter as a newline)
     C.prompt = gr.Textbox(label="Prompt (Enter generates)", value="Why is the sky blue?", lines=1, max_lines=12, elem_id="prompt",
                           placeholder="Type a prompt and press Enter")
-    with gr.Row():
+    with gr.Row(elem_id="run-buttons"):
         C.generate = gr.Button("Generate", variant="primary", elem_id="generate", min_width=100)
         C.step = gr.Button("+1 token", elem_id="step", min_width=80)
         C.stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=70)
@@ -159,7 +171,6 @@ def _text(C: Components, first: dict, example: Trace | None) -> None:
         C.boundaries = gr.Checkbox(value=True, label="Token boundaries", elem_id="boundaries", scale=1, min_width=150)
         C.guess_on = gr.Checkbox(value=False, label="Guess first", elem_id="guess-toggle", scale=1, min_width=130)  # (assets/guess.js)
     _guess(C)
-    gr.Markdown(_caption("output"), elem_classes="caption")
     with gr.Group(visible=False, elem_id="tour-panel") as C.tour_group:
         C.tour_box = gr.HTML(elem_id="tour-box")
         with gr.Row():
@@ -171,13 +182,14 @@ def _text(C: Components, first: dict, example: Trace | None) -> None:
 def _guess(C: Components) -> None:
     """Guess first: while it is on, the step's token and the model's distribution stay hidden until a guess is sent
     (assets/guess.js hides and shows; ui/listeners.py rates the guess)."""
+    gr.HTML("", elem_id="room-head")  # a student's page in a class: "Class ABC DEF · step 10 · What comes next?" (assets/room.js)
     with gr.Group(elem_id="guess-box"):
-        with gr.Row(equal_height=True):
-            C.guess = gr.Textbox(label="What comes next? Type your guess, then reveal the model's answer", max_length=40, lines=1,
+        with gr.Row(equal_height=True):  # (the label and the button name the same act: room.js words them for a class)
+            C.guess = gr.Textbox(label=GUESS_LABEL, max_length=40, lines=1,
                                  placeholder="a word, or a piece of one", elem_id="guess-input", scale=4)
             C.guess_btn = gr.Button("Reveal", elem_id="guess-submit", variant="primary", scale=1, min_width=100)
         C.guess_result = gr.HTML(elem_id="guess-result")
-    gr.HTML("", elem_id="room-bar")  # a student's page in a class: following the teacher (assets/room.js)
+    gr.HTML("", elem_id="room-bar")  # a student's page in a class: following the teacher, their guess sent (assets/room.js)
     with gr.Row(elem_id="class-row"):
         C.class_start = gr.Button("👩‍🏫 Start a class", elem_id="class-start", size="sm", scale=0, min_width=170)
     C.class_info = gr.HTML(elem_id="class-info")  # the room's code, QR and controls (viz/room.py)

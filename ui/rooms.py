@@ -5,7 +5,9 @@ would share them). A room has a short code (the join link's `room=`), a secret k
 the trace on the teacher's screen, the step, and the phase: "guessing" (students send guesses; each may change
 theirs until the reveal) or "revealed" (the room's answers, grouped by the model's first token of each guess,
 beside the model's top candidates). Every change bumps the room's version: a page polls with it (an ETag), an
-unchanged room costs nothing. Errors are RoomError: an HTTP status and one sentence.
+unchanged room costs nothing. The step's distribution over the whole vocabulary (a forward pass for a trace that did
+not keep its logits) is computed when the step opens, and the next step's after it, on the model's own thread: a guess
+never waits for it unless it comes before that pass ends. Errors are RoomError: an HTTP status and one sentence.
 """
 from __future__ import annotations
 
@@ -14,12 +16,14 @@ import secrets
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pipeline import guess as guessing
 from pipeline.records import Trace
 from ui.session import sentence
+from viz.fmt import pct
+from viz.style import visible
 
 CODE_LETTERS = "ACDEFGHJKMNPQRTUVWXY34679"  # no 0/O, 1/I/L, 2/Z, 5/S, 8/B: read off a projector without doubt
 CODE_LEN = 6
@@ -61,8 +65,9 @@ class Room:
     guesses: dict = field(default_factory=dict)  # step -> {student id: Guess}
     hidden: dict = field(default_factory=dict)  # step -> set of token ids (or texts) the teacher hid
     trace_n: int = 0  # which of the room's traces `trace` is (pages re-join when it changes; the distribution's key)
-    probs: dict = field(default_factory=dict)  # (trace_n, step) -> the step's distribution (pipeline.guess.step_probs)
-    probs_lock: threading.Lock = field(default_factory=threading.Lock)  # one computes it; the room's other guesses wait
+    # (trace_n, step) -> (the model it was asked of, the Future of the step's distribution: pipeline.guess.step_probs),
+    # for the step on screen and the next
+    probs: dict = field(default_factory=dict)
 
     def bump(self):
         self.version += 1
@@ -89,6 +94,7 @@ class Rooms:
             code = self._new_code()
             room = Room(code, secrets.token_urlsafe(18), trace, example, self._step(trace, step), teacher_seen=self.clock())
             self.rooms[code] = room
+            self._warm(room)
             return room
 
     def teacher(self, code: str, key: str | None) -> Room:
@@ -110,6 +116,7 @@ class Rooms:
             room.guesses, room.hidden, room.probs = {}, {}, {}
             room.trace_n += 1
             room.bump()
+            self._warm(room)
 
     def move(self, code: str, key: str, step) -> Room:
         with self.lock:
@@ -120,6 +127,7 @@ class Rooms:
         if s != room.step:
             room.step, room.phase = s, "guessing"
             room.bump()
+        self._warm(room)
         return room
 
     def reveal(self, code: str, key: str) -> Room:
@@ -165,15 +173,16 @@ class Rooms:
             return room
 
     def guess(self, code: str, student, text) -> Guess:
-        """A student's guess at the room's step: rated outside the lock (a step's distribution may need a forward
-        pass once), kept as their one live guess for the step."""
+        """A student's guess at the room's step: rated outside the lock (in the step's distribution, computed when the
+        step opened: a guess sent before that pass ends waits for it), kept as their one live guess for the step."""
         sid = _student(student)
         if not isinstance(text, str):
             raise RoomError(400, "A guess is text: type a word or a few.")
         with self.lock:
             room = self._open(code)
-            trace, s, n = room.trace, room.step, room.trace_n
-        g = self._rated(room, trace, s, n, text)
+            trace, s = room.trace, room.step
+            lm, probs = self._warm(room)
+        g = self._rated(lm, trace.steps[s], probs, text)
         with self.lock:
             room = self._open(code)
             if room.trace is not trace or room.step != s:
@@ -204,48 +213,56 @@ class Rooms:
 
     def _revealed(self, room: Room) -> dict:
         step = room.trace.steps[room.step]
-        hidden = room.hidden.get(room.step, set())
-        groups: dict = {}
-        for g in room.guesses.get(room.step, {}).values():
-            k = g.token_id if g.token_id is not None else g.text
-            if k in hidden or g.text in hidden:
-                continue
-            groups.setdefault(k, []).append(g)
-        room_rows = sorted(({"text": Counter(g.text for g in gs).most_common(1)[0][0], "token_id": gs[0].token_id,
-                             "piece": gs[0].piece, "count": len(gs)} for gs in groups.values()), key=lambda r: -r["count"])
-        model = [{"token_id": int(step.top_ids[k]), "piece": str(step.top_pieces[k]), "prob": float(step.top_probs[k])}
-                 for k in range(min(TOP, len(step.top_ids)))]
+        room_rows = _answers(room.guesses.get(room.step, {}).values(), room.hidden.get(room.step, set()))
+        model = [{"token_id": int(step.top_ids[k]), "piece": str(step.top_pieces[k]), "label": visible(str(step.top_pieces[k])),
+                  "prob": float(step.top_probs[k]), "pct": pct(step.top_probs[k])} for k in range(min(TOP, len(step.top_ids)))]
         n = sum(r["count"] for r in room_rows)
         top_share = sum(r["count"] for r in room_rows if r["token_id"] == model[0]["token_id"]) / n if n else 0.0
-        fav = room_rows[0] if room_rows else None
-        probs = room.probs.get((room.trace_n, room.step))
-        fav_prob = None
-        if fav and fav["token_id"] is not None:  # (without the whole distribution: the kept candidates')
-            fav_prob = float(probs[fav["token_id"]]) if probs is not None else next(
-                (float(p) for t, p in zip(step.top_ids, step.top_probs) if int(t) == fav["token_id"]), None)
-        return {"room": room_rows, "model": model, "sampled": {"token_id": step.token_id, "piece": step.piece},
-                "top_share": top_share, "favourite_prob": fav_prob}
+        got = room.probs.get((room.trace_n, room.step))
+        probs = got[1].result() if got and got[1].done() and not got[1].exception() else None
+        favourites = [dict(r, **self._model_prob(step, probs, r["token_id"])) for r in room_rows if r["count"] == room_rows[0]["count"]]
+        return {"room": room_rows, "model": model, "sampled": {"token_id": step.token_id, "piece": step.piece, "label": visible(step.piece)},
+                "top_share": top_share, "favourites": favourites, "favourite_prob": favourites[0]["prob"] if favourites else None}
+
+    @staticmethod
+    def _model_prob(step, probs, tid) -> dict:
+        """The model's temperature-1 probability of a token (over the whole vocabulary; without it, the kept candidates':
+        outside them, only the bound, said so) and as the page writes it."""
+        if tid is not None and probs is not None:
+            p = float(probs[tid])
+        else:
+            p = next((float(q) for t, q in zip(step.top_ids, step.top_probs) if int(t) == tid), None)
+        if p is None:
+            return {"prob": None, "pct": f"less than {pct(step.top_probs[-1])}"}
+        return {"prob": p, "pct": pct(p)}
 
     # -- helpers ------------------------------------------------------------------------------------------
-    def _rated(self, room: Room, trace: Trace, s: int, n: int, text: str) -> Guess:
-        """The guess's first token as the model writes it, in the step's distribution: computed once a step (a forward
-        pass for a trace that did not keep its logits), the room's other guesses waiting for that one."""
-        step, lm = trace.steps[s], self.model_of(trace)
+    def _warm(self, room: Room) -> tuple:
+        """(The model, the Future of the step's distribution) for the room's step: asked for the moment the step opens
+        (a room made, the teacher's step or trace), and the next step's after it (the teacher's likely Next, ready
+        before it comes), so that the forward pass each may need is done before the guesses come. On one thread of its
+        own, the model's lock taken inside (pipeline.guess): run on whichever of the server's worker threads, each
+        forward pass left that thread's own memory arena behind, 10 MB a step. Kept for those two steps only; asked
+        again when it failed, or when the model has loaded since."""
+        trace, lm = room.trace, self.model_of(room.trace)
+        keys = [(room.trace_n, s) for s in (room.step, room.step + 1) if s < len(trace.steps)]
+        kept = {k: v for k, v in room.probs.items() if k in keys and v[0] is lm and not (v[1].done() and v[1].exception() is not None)}
+        for k in keys:  # (the step on screen first: the one thread takes them in order)
+            if k not in kept:
+                kept[k] = (lm, MODEL_THREAD.submit(guessing.step_probs, lm, trace, trace.steps[k[1]]))
+        room.probs = kept
+        return kept[keys[0]]
+
+    @staticmethod
+    def _rated(lm, step, probs: Future, text: str) -> Guess:
+        """The guess's first token as the model writes it, in the step's distribution (waited for, when the guess came
+        before its forward pass ended)."""
         try:
-            guessing.clean(text)
+            text = guessing.clean(text)
         except guessing.GuessError as e:
             raise RoomError(400, sentence(e)) from None
-        with room.probs_lock:
-            key = (n, s)
-            probs = room.probs.get(key)
-            if probs is None:
-                # (on one thread of its own: run on whichever of the server's worker threads, each forward pass left that
-                # thread's own memory arena behind, 10 MB a step)
-                probs = MODEL_THREAD.submit(guessing.step_probs, lm, trace, step).result()
-                if key == (room.trace_n, room.step):  # (kept for the step on screen only: a late guess keeps nothing)
-                    room.probs = {key: probs}
-        tid, piece = guessing.first_token(lm, step, text, probs)
-        return Guess(guessing.clean(text), tid, piece)
+        tid, piece = guessing.first_token(lm, step, text, probs.result())
+        return Guess(text, tid, piece)
 
     def _open(self, code: str) -> Room:
         room = self.rooms.get(str(code).upper())
@@ -291,6 +308,24 @@ class Rooms:
         if not 0 <= s < len(trace.steps):
             raise RoomError(400, f"This text has steps 0 to {len(trace.steps) - 1}.")
         return s
+
+
+def _answers(guesses, hidden: set) -> list[dict]:
+    """The room's answers, most guessed first: guesses grouped by the model's first token ("mat" and " mat" one
+    answer when the model writes " mat"), or by what was typed when that token is only bytes of a character (🌪 and
+    💩 both begin with the bytes "·<0xF0><0x9F>": two answers), or had no token (no tokenizer, not a kept candidate).
+    The most common spelling names an answer; a guess the teacher hid (its token, or its text) is left out."""
+    texts = {str(h).strip() for h in hidden if isinstance(h, str)}
+    groups: dict = {}
+    for g in guesses:
+        by_text = g.token_id is None or guessing.ends_in_bytes(g.piece)
+        if g.text.strip() in texts or (not by_text and g.token_id in hidden):
+            continue
+        groups.setdefault(("text", g.text.strip()) if by_text else g.token_id, []).append(g)
+    rows = [{"text": Counter(g.text for g in gs).most_common(1)[0][0], "token_id": gs[0].token_id, "piece": gs[0].piece,
+             "label": visible(gs[0].piece), "by_text": isinstance(k, tuple), "count": len(gs)}
+            for k, gs in groups.items()]
+    return sorted(rows, key=lambda r: -r["count"])
 
 
 def _student(sid) -> str:

@@ -76,7 +76,8 @@ async def state(code: str, request: Request, student: str | None = None):
 async def guess(code: str, request: Request):
     try:
         body = await _body(request)
-        # (in a worker thread: the step's distribution may need the model once, which may be busy with a generation)
+        # (in a worker thread: a guess sent before the step's distribution is ready waits for it; asked for when the step
+        # opened, on the model's thread, which may be busy with a generation)
         g = await run_in_threadpool(ROOMS.guess, code, body.get("student"), body.get("text"))
     except RoomError as e:
         return _refused(e)

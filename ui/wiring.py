@@ -28,6 +28,12 @@ FOCUS_JS = ("(t) => { document.querySelectorAll('.tour-focus').forEach(e => e.cl
             "if (el) { el.classList.add('tour-focus'); el.scrollIntoView({behavior: 'smooth', block: 'center'}); } }")
 
 
+# for assets/room.js: the page's own first trace is in (a room's trace asked for after it is not overwritten by it), and
+# a room's trace joined (the viewer message it sent: its bundle's key, the trace the student's page then follows)
+OPENED_JS = "() => { window.LLMOpened = true; }"
+JOINED_JS = "(m) => { document.dispatchEvent(new CustomEvent('llmroom:joined', {detail: m})); }"
+
+
 @dataclass
 class Wires:
     """The listeners and the input and output lists several events share. Each listener is taken
@@ -211,7 +217,9 @@ def _class(w: Wires) -> None:
     C.class_sync.click(class_room.sync_class, [p.room, p.state, C.slider], None, **quiet)
     joined = C.room_join_go.click(lambda code, *drawn: w.other.load_trace(class_room.join_trace(code), *drawn),
                                   [C.room_join, *w.drawn_in.values()], w.load_out, **quiet)
-    w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(w.send_bundle.only_if(C.ran, gr.skip()).after(joined))
+    sent = w.send_bundle.only_if(C.ran, gr.skip()).after(joined)
+    w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(sent)
+    sent.then(None, C.viewer_data, None, js=JOINED_JS, **quiet)
 
     def resumed(saved, address, *drawn):  # a reloaded teacher's page: its room's card, trace and step back
         hit = class_room.resume_class(saved, address)
@@ -233,6 +241,7 @@ def _page_open(demo: gr.Blocks, w: Wires) -> None:
     C, p = w.p.C, w.p
     # (the open "inside" tab is asked for by the page once that panel scrolls into view: assets/app_viewer.js)
     opened = w.send_bundle.after(demo.load(w.other.on_load, None, [p.state, C.info], show_progress="hidden"))
+    opened.then(None, None, None, js=OPENED_JS, show_progress="hidden")
     links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside), opened, demo)
     status_timer = gr.Timer(1.0)
     status_timer.tick(status_tick, None, [C.info, status_timer], show_progress="hidden")

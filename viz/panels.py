@@ -126,11 +126,17 @@ def compare_html(trace: Trace, step: int | None = None) -> str:
         gen = [s for s in reply if s.stop_reason != "eos"]
         rows.insert(0, (f"{trace.model.id} (this model)", list(trace.prompt.text_pieces) + [s.piece for s in gen],
                         list(trace.prompt.text_ids) + [s.token_id for s in gen]))
-    return tokens.compare_tokenizers_html(text, rows) + (
+    return "<div class='cmp-body'>" + tokens.compare_tokenizers_html(text, rows) + (
         f"<p class='cmp-note'>Same text: your prompt and the reply so far ({len(text)} characters), without the chat "
         f"template. This model's row is your prompt tokenised on its own plus the tokens it generated; with the "
-        f"template it read {len(trace.prompt.token_ids)} prompt tokens.</p>"
+        f"template it read {len(trace.prompt.token_ids)} prompt tokens.</p></div>" + COMPARE_HELD
     )
+
+
+# Guess first (assets/guess.js) holds the comparison back: it spells out the whole text, the steps still to guess
+# included, and follows no step. Shown instead while guessing (assets/style.css); hidden anywhere else (inline).
+COMPARE_HELD = ("<p class='cmp-held' style='display:none'>Held back while Guess first is on: this comparison spells out the "
+                "whole text, the steps still to guess included. It comes back when Guess first is off.</p>")
 
 
 def output_only(trace: Trace, *, step=None, boundaries: bool = True) -> str:

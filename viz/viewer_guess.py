@@ -2,8 +2,9 @@
 in the browser as pipeline.guess rates it without a tokenizer (`_best_candidate`), with the trace's own numbers.
 
 The page has no tokenizer and no model, so a guess is matched against the step's kept candidates: the longest
-candidate piece the guess starts with (or starts with after a space, pipeline.guess.variants); outside them only
-the honest bound is known, the last kept candidate's probability. Per step (`steps`, one per frame of the viewer
+candidate piece the guess (in either spelling, pipeline.guess.variants) is, or starts with before another word or
+sign (pipeline.guess._whole_start); outside them only the honest bound is known, the last kept candidate's
+probability, never the number of a candidate the guess merely starts with ("banana" is not " b"). Per step (`steps`, one per frame of the viewer
 bundle, in order):
 
 - `pieces`: the candidates' pieces as the trace holds them (`str(x) for x in step.top_pieces`);
@@ -11,8 +12,8 @@ bundle, in order):
   distribution the step was sampled from (`top_final_probs`), each the little-endian bytes of one typed array in
   base64, their types in `dtypes` (viz.viewer_sampling.packed's arrays: the browser reads the very same numbers);
 - `id`, `piece`, `chosen`: the sampled token's id, piece and temperature-1 probability (`chosen_prob`);
-- `space`: 1 when a guess starting with a letter or digit is also tried with a space before it (the context's
-  last piece is not empty and does not end in whitespace: pipeline.guess.variants), else 0.
+- `space`: 1 when a guess is also tried with a space before it (the context's last piece is not empty and does not
+  end in whitespace: pipeline.guess.variants), else 0 (a guess typed with a space before it is tried without it too).
 
 It is its own <script type="application/json" id="guess-data"> on the page (assets/viewer.html), not part of the
 viewer bundle the app shares (viz.viewer).

@@ -168,6 +168,25 @@ def test_a_guess_matching_nothing_gets_the_bound(browser, html_file, trace):
     clean_page(page)
 
 
+def test_a_guess_that_merely_starts_with_a_kept_candidate_gets_the_bound(browser, tmp_path):
+    """The flat lesson's step 2 keeps "·b" (0.11%) and not "·banana": "banana" is rated by the bound, never by "·b"."""
+    flat = gallery.load("flat")
+    step = flat.steps[2]
+    pieces = [str(x) for x in step.top_pieces]
+    assert " b" in pieces and " banana" not in pieces
+    path = tmp_path / "flat.html"
+    write_html(flat, path)
+    page = open_guess(browser, path)
+    show(page, 2)
+    got = guess(page, "banana")
+    assert got["prob"] == "" and got["rank"] == ""
+    assert f"the model gave it less than {pct(step.top_probs[-1])}." in got["text"] and pct(step.top_probs[pieces.index(" b")]) not in got["text"]
+    got = guess(page, "b")  # a candidate itself: its numbers (of "b" and "·b", the likelier)
+    want = max(float(step.top_probs[pieces.index(v)]) for v in ("b", " b") if v in pieces)
+    assert float(got["prob"]) == pytest.approx(want, abs=1e-7) and pct(want) in got["text"]
+    clean_page(page)
+
+
 def test_a_hostile_guess_is_shown_as_text(browser, html_file):
     page = open_guess(browser, html_file)
     for s in (0, 1):  # (the synthetic vocabulary has that very piece: matched or not, it is text)
@@ -260,9 +279,11 @@ def test_an_attention_heatmap_of_a_long_context_stays_shown(browser, tmp_path):
 
 def _guesses(step) -> list[str]:
     """Guesses that exercise every rule: each piece, with and without its space, longer, cut, case, odd characters."""
-    out = ["a", "A", " ", "\r\nThe\r\n", "\n", "é", "😀x", "1", "x" * 40, "x" * 41, "\t", "\u3000", "\x1c", "☃", HOSTILE]
+    out = ["a", "A", " ", "\r\nThe\r\n", "\n", "é", "😀x", "1", "x" * 40, "x" * 41, "\t", "\u3000", "\x1c", "☃", HOSTILE, "🌪", " 🌪",
+           " a", "  a", "8849", "日本"]
     for piece in (str(x) for x in step.top_pieces[:30]):
-        out += [piece, piece.lstrip(), piece + "s and more", piece[:2], piece.upper(), piece.strip() + "\n"]
+        out += [piece, piece.lstrip(), piece + "s and more", piece[:2], piece.upper(), piece.strip() + "\n", " " + piece.lstrip(),
+                piece + " more", piece + ".", piece + "7", piece.lstrip() + "é"]
     return out
 
 

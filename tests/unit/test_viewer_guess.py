@@ -69,3 +69,38 @@ def test_the_data_is_its_own_script_and_nothing_in_it_ends_one_early(trace):
 def test_the_data_is_small(trace):
     d = guess_json(trace, viewer_bundle(trace))
     assert len(d.encode()) < len(trace.steps) * (25 * 30 + 400)  # (25 candidates a step: pieces, 3 arrays of 4 bytes)
+
+
+def _with_pieces(trace, pieces: dict):
+    """Step 0 of `trace` with some of its kept candidates' pieces replaced ({k: piece}), its context ending in a word."""
+    st = trace.steps[0]
+    top = [str(x) for x in st.top_pieces]
+    for k, piece in pieces.items():
+        top[k] = piece
+    return dataclasses.replace(st, top_pieces=tuple(top), context_pieces=(*st.context_pieces[:-1], " is"), logits=None)
+
+
+def test_without_a_tokenizer_a_guess_that_merely_starts_with_a_candidate_gets_the_bound(trace):
+    """The offline page's rule (pipeline.guess._rate_candidates, mirrored by assets/viewer_guess.js): a guess is rated
+    by a kept candidate it is, or starts with before another word or sign; one it merely starts with names nothing
+    ("banana" is not "·b": the model may write " banana" whole, far less likely), and gets the bound."""
+    from pipeline.guess import _best_candidate
+
+    step = _with_pieces(trace, {3: " b", 5: " Paris", 7: " <0xF0><0x9F>", 9: "8"})
+    last = float(step.top_probs[-1])
+    for guess in ("banana", " banana", "Parisian", "🌪", " 🌪", "8849"):
+        r = _best_candidate(step, guess)
+        assert (r.token_id, r.prob, r.below) == (None, None, last), guess
+    for guess, k in (("b", 3), (" b", 3), ("Paris", 5), ("Paris is", 5), (" Paris.", 5), ("Paris!", 5), ("8", 9), ("8 m", 9), ("b4", 3)):
+        r = _best_candidate(step, guess)
+        assert (r.token_id, r.prob, r.pieces) == (int(step.top_ids[k]), float(step.top_probs[k]), (step.top_pieces[k],)), guess
+
+
+def test_every_kind_of_text_is_tried_in_both_spellings(trace):
+    inside = _with_pieces(trace, {})  # the context ends inside a line of words: " is"
+    after = dataclasses.replace(inside, context_pieces=(*inside.context_pieces[:-1], "\n"))
+    for text in ("mat", "🌪", ".", "7", "日本"):
+        assert variants(inside, text) == [text, " " + text] and variants(after, text) == [text]
+    for st in (inside, after):  # typed with a space before it: also without
+        assert variants(st, " mat") == [" mat", "mat"] and variants(st, " 🌪") == [" 🌪", "🌪"]
+    assert variants(inside, "  ") == ["  "] and variants(inside, "\tx") == ["\tx"]
