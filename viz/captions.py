@@ -109,8 +109,8 @@ CAPTIONS: dict[str, str] = {
     ),
     "sampling_compare": (
         "The same scores, different settings: each column applies its own temperature, top-k and top-p to this step's "
-        "logits, with the same code that sampled the real token. The bars give the exact probabilities (over the top "
-        "candidates only, and marked approximate, when a trace holds no full logits); beside them, "
+        "logits, with the same code that sampled the real token. The bars give the exact probabilities (from the trace's "
+        "summary of the rest of the vocabulary when it holds no full logits, a count marked ≈ where it is estimated); beside them, "
         "the share of many random draws that landed on each token, which gets closer to the exact numbers as the number "
         "of draws grows. Lower temperature and tighter filters concentrate the draws on a few tokens; temperature 0 always "
         "gives the top one."
