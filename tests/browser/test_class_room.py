@@ -3,12 +3,11 @@ browser context: its own student id), guessing, the reveal, moving on, a student
 reloading (their id and guess kept), a hostile guess, the teacher's key refused to a student, the class ended."""
 from __future__ import annotations
 
-import json
-import urllib.request
 
 import pytest
 
 from .harness import new_page, wait_model_loaded
+from .lesson_kit import api
 
 pytestmark = pytest.mark.browser
 
@@ -32,17 +31,6 @@ def send(page, text):
     page.fill("#guess-input textarea", text)
     page.click("#guess-submit")
     page.wait_for_function("() => /Sent|guess/.test(document.querySelector('#room-bar .room-note')?.textContent || '')", timeout=10_000)
-
-
-def api(app_url, path, body=None, key=None):
-    req = urllib.request.Request(app_url.rstrip("/") + "/api/rooms/" + path, method="POST" if body is not None else "GET",
-                                 data=None if body is None else json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json", **({"X-Room-Key": key} if key else {})})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
 
 
 def test_a_class_guesses_sees_the_reveal_and_moves_on(browser, app_url):

@@ -7,15 +7,11 @@ import time
 
 import pytest
 import torch
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
 from pipeline import guess as guessing
-from pipeline.generate import run_trace
-from pipeline.records import Settings
 from pipeline.sampling import softmax
 from tests import tiny
-from ui import rooms, rooms_api
+from tests.rooms_setup import room_setup
 from viz.fmt import pct
 from viz.style import visible
 
@@ -27,16 +23,9 @@ def lm():
 
 @pytest.fixture()
 def setup(lm, monkeypatch):
-    trace = run_trace(lm, "The quick brown fox", Settings(temperature=0.8, seed=1, max_new_tokens=4))
-    trace = trace.__class__(**{**trace.__dict__, "steps": tuple(s.__class__(**{**s.__dict__, "logits": None}) for s in trace.steps)})
-    clock = [1000.0]
-    store = rooms.Rooms(model_of=lambda t: lm, clock=lambda: clock[0])
-    monkeypatch.setattr(rooms_api, "ROOMS", store)
-    app = FastAPI()
-    app.include_router(rooms_api.router)
-    room = store.create(trace, 2)  # (its context ends inside a line of words: " x")
-    assert guessing.space_before(trace.steps[2])
-    return TestClient(app), store, room, clock
+    client, store, room, clock = room_setup(lm, monkeypatch)
+    assert guessing.space_before(room.trace.steps[2])  # (its context ends inside a line of words: " x")
+    return client, store, room, clock
 
 
 def probs_at(lm, step):

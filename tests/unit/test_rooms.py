@@ -6,14 +6,11 @@ import json
 import numpy as np
 import pytest
 import torch
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
-from pipeline.generate import run_trace
-from pipeline.records import Settings
 from pipeline.sampling import softmax
 from tests import tiny
-from ui import rooms, rooms_api
+from tests.rooms_setup import room_setup
+from ui import rooms
 
 
 @pytest.fixture(scope="module")
@@ -23,15 +20,7 @@ def lm():
 
 @pytest.fixture()
 def setup(lm, monkeypatch):
-    trace = run_trace(lm, "The quick brown fox", Settings(temperature=0.8, seed=1, max_new_tokens=4))
-    trace = trace.__class__(**{**trace.__dict__, "steps": tuple(s.__class__(**{**s.__dict__, "logits": None}) for s in trace.steps)})
-    clock = [1000.0]
-    store = rooms.Rooms(model_of=lambda t: lm, clock=lambda: clock[0])
-    monkeypatch.setattr(rooms_api, "ROOMS", store)
-    app = FastAPI()
-    app.include_router(rooms_api.router)
-    room = store.create(trace, 2)
-    return TestClient(app), store, room, clock
+    return room_setup(lm, monkeypatch)
 
 
 def test_a_room_has_a_readable_code_and_a_secret_key(setup):
