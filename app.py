@@ -25,7 +25,7 @@ import gradio as gr
 from pipeline import gallery, trace_bounds, trace_io
 from pipeline.errors import TraceFormatError
 from pipeline.records import Trace
-from ui import api, layout, links, listeners, model, network, rooms_api, wiring
+from ui import api, bridge, layout, links, listeners, model, network, rooms_api, wiring
 from ui import viewer_wiring as viewer
 
 ROOT = Path(__file__).resolve().parent
@@ -66,7 +66,7 @@ def main(argv=None):
     demo = build(example)
     demo.queue(default_concurrency_limit=8)
     gr.set_static_paths(viewer.static_paths() + [str(gallery.GALLERY_DIR)])  # the page's scripts; the saved traces
-    demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=viewer.head_html(example) + links.early_head(), theme=gr.themes.Soft(),
+    demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=bridge.head_html() + links.early_head() + viewer.head_html(example), theme=gr.themes.Soft(),
                 show_error=True, max_file_size=trace_bounds.MAX_FILE_BYTES,  # a larger upload is refused as it streams in
                 prevent_thread_lock=True)
     demo.app.include_router(rooms_api.router)  # the class rooms' JSON API, beside the page (ui/rooms_api.py)

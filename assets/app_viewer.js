@@ -173,7 +173,7 @@
     if (!st.insideStale || !b) return;
     if (!st.insideInView && st.step < b.n_steps) return;
     st.insideStale = false;
-    document.getElementById('step-settled')?.click();
+    root.LLMBridge.send('settled');
   }
 
   // Which step panels are on screen: those are drawn first, and the only ones drawn while Play runs or a
@@ -395,5 +395,6 @@
   ['pointerup', 'pointercancel'].forEach((type) => root.addEventListener(type, letGo, true));
   document.addEventListener('change', (e) => { if (e.target.matches && held(e.target)) letGo(); }, true);
   root.LLMApp = { state: st, drain, settled, onScreen, mounted: () => st.bundle !== null, render, playing };
+  root.LLMBridge.on(['live', 'bundle', 'panel'], (m, text) => { (root.LLMAppInbox = root.LLMAppInbox || []).push(text); drain(); }); // (the first: in the head)
   drain();
 })(window);

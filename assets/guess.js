@@ -20,8 +20,7 @@
     const res = document.getElementById('guess-result');
     if (res && el.parentNode !== res.parentNode) res.after(el);
     const all = [...seen.values()], top5 = all.filter((g) => g.rank && g.rank <= 5).length, same = all.filter((g) => g.chosen).length;
-    el.textContent = all.length ? `Your guesses on this text: in the model's top 5 at ${top5} of ${all.length} `
-      + `step${all.length === 1 ? '' : 's'}; the model's own pick was your guess at ${same}.` : '';
+    el.textContent = all.length ? root.LLMText.t('guess.score', { top5, steps: root.LLMText.count(all.length, 'step'), same }) : '';
   }
 
   function update() {

@@ -1,10 +1,10 @@
 /* A class as one room, on the page (the rooms: ui/rooms.py; their JSON API: ui/rooms_api.py, docs/rooms.md).
  *
  * The teacher's page: "Start a class" shows the room's card (viz/room.py: code, QR, Reveal, Next step, End);
- * this script tells the room the step on the teacher's screen (and a new trace, through the hidden #class-sync),
+ * this script tells the room the step on the teacher's screen (and a new trace: the bridge's "class_sync", ui/bridge.py),
  * turns Guess first on, and draws the room's guesses (#class-chart): how many have guessed, then, on Reveal,
  * the room's answers beside the model's top candidates, each answer with a button that hides it.
- * A student's page (?room=CODE): joins (the room's trace comes onto the page through the hidden #room-join; until it
+ * A student's page (?room=CODE): joins (the room's trace comes onto the page through the bridge's "join"; until it
  * is on screen the page shows only "Joining class ABC DEF…", never its own example), turns Guess first on and follows
  * the room's step under the line "Class ABC DEF · step 10 · What comes next?" (the guess box right under it); a guess
  * goes to the room (it may be changed until the reveal; a new step starts with an empty box), and on the reveal the
@@ -38,10 +38,9 @@
   // than the page (a trace just loaded sets the slider's value once more, after the page has moved on): the server
   // reads the slider's value (a guess's rating, Re-sample, the tour), the page draws its own step
   function setStep(s) {
-    const r = document.querySelector('#step-slider input[type=range]'), a = app();
-    if (!r || (Number(r.value) === s && (!a || a.state.step === s))) return;
-    r.value = s;
-    r.dispatchEvent(new Event('input', { bubbles: true }));
+    const v = root.LLMValues.step(), a = app();
+    if (v === null || (v === s && (!a || a.state.step === s))) return;
+    root.LLMValues.setStep(s, { release: false });
   }
 
   async function call(path, opts) {
@@ -101,7 +100,7 @@
       return;
     }
     const n = s.room.reduce((a, r) => a + r.count, 0), top = s.model[0];
-    box.append(el('p', 'room-summary', n ? `${Math.round(s.top_share * 100)}% of the room guessed the model's most likely token ${shown(top.label)}; `
+    box.append(el('p', 'room-summary', n ? `${root.LLMText.pct(s.top_share, 0)} of the room guessed the model's most likely token ${shown(top.label)}; `
       + favourite(s.favourites) + ` It wrote ${shown(s.sampled.label)}.` : 'No guesses at this step.'));
     const cols = el('div', 'room-cols'), hideRow = hide && ((r) => hide(r.by_text ? Object.assign({}, r, { token_id: null }) : r));
     cols.append(bars(`The room (${n} ${n === 1 ? 'guess' : 'guesses'}), out of 100%`, s.room.map((r) => Object.assign({ mark: r.token_id === top.token_id }, r)),
@@ -130,7 +129,7 @@
       const [room, i] = (kept('llmviz-lesson') || '').split(':'); // (this room's place in the lesson; a new room's: none yet)
       markLesson(room === T.code && i !== '' ? Number(i) : -1);
     }
-    if (a && a.state.key !== T.trace) { T.trace = a.state.key; T.step = null; document.getElementById('class-sync')?.click(); }
+    if (a && a.state.key !== T.trace) { T.trace = a.state.key; T.step = null; ask('class_sync'); }
     else if (a && !a.playing() && T.state && a.state.step !== T.state.step && a.state.step !== T.step) {
       T.step = a.state.step;
       post(`${T.code}/step`, { step: a.state.step }, T.key);
@@ -152,12 +151,8 @@
   const keepIt = (k, v) => { try { if (v === null) sessionStorage.removeItem(k); else sessionStorage.setItem(k, v); } catch (err) { /* private mode */ } };
   const keepRoom = (r) => { keepIt('llmviz-teacher', r ? JSON.stringify(r) : null); if (!r) keepIt('llmviz-lesson', null); };
 
-  function ask(boxId, goId, value) { // a hidden box and button of the page's (ui/layout.py): the server does the rest
-    const box = document.querySelector(`#${boxId} textarea, #${boxId} input`), go = document.getElementById(goId);
-    if (!box || !go) return false;
-    box.value = value;
-    box.dispatchEvent(new Event('input', { bubbles: true }));
-    setTimeout(() => go.click(), 60);
+  function ask(kind, data) { // the server does the rest (the bridge: ui/bridge.py)
+    root.LLMBridge.send(kind, data);
     return true;
   }
 
@@ -165,7 +160,7 @@
     const saved = kept('llmviz-teacher'), t0 = Date.now();
     if (!saved) return;
     const tryIt = () => {
-      if ((!app() && Date.now() - t0 < 15000) || !ask('class-resume', 'class-resume-go', saved)) { setTimeout(tryIt, 200); return; }
+      if ((!app() && Date.now() - t0 < 15000) || !ask('resume', { saved })) { setTimeout(tryIt, 200); return; }
       setTimeout(() => { if (!document.querySelector('#class-info .class-card[data-code]')) keepRoom(null); }, 15000); // (it had ended)
     };
     tryIt();
@@ -187,7 +182,7 @@
   }
   function openLesson(i) {
     const items = markLesson(i), b = items[i] && items[i].querySelector('.lesson-open');
-    if (b && ask('lesson-pick', 'lesson-go', b.dataset.pick)) keepIt('llmviz-lesson', `${T.code}:${i}`);
+    if (b && ask('lesson', { pick: b.dataset.pick })) keepIt('llmviz-lesson', `${T.code}:${i}`);
   }
 
   document.addEventListener('click', (e) => {
@@ -265,7 +260,7 @@
   const FOLLOWING = 'You are following the teacher: the step and the reveal come from their screen.';
   const sentNote = (text, phase) => (phase === 'guessing' ? `Sent: ${shown(text)}. You can change it until the teacher reveals.` : `Your guess: ${shown(text)}.`);
 
-  const join = () => ask('room-join', 'room-join-go', code);
+  const join = () => ask('join', { code });
 
   function studentTick() {
     if (S.ended || !S.following) return;
@@ -285,7 +280,7 @@
     if (t && t !== S.joined && opened && Date.now() - S.asked > 5000 && join()) { S.joined = t; S.asked = Date.now(); S.revealed = null; S.want = null; }
   }
   // the join's trace (its viewer bundle's key, ui/wiring.py) is the one the page follows, once on screen
-  document.addEventListener('llmroom:joined', (e) => { try { S.want = JSON.parse(e.detail).key; } catch (err) { S.want = app() ? app().state.key : null; } });
+  root.LLMBridge.on('bundle', (m) => { if (m.joined) S.want = m.key; });
 
   function joining() { // every 200 ms until the room's trace is on screen (Gradio draws the page after this script runs)
     if (S.refusal) return refused(S.refusal);

@@ -7,6 +7,8 @@
   'use strict';
 
   const { decode, fixed, pct, tokens, gridIndex, reshape } = root.LLMViewer;
+  const { t, thousands } = root.LLMText;
+  const range = (lo, hi) => t('common.range', { lo, hi });
 
   // A frame's {zwin: [lo, n, size]}: its window of the attention bands (viz/viewer_attention.py, windowed
   // there too): rows lo .. lo+n-1 over keys lo .. lo+size-1, then size-n blank rows, each head's window a
@@ -14,9 +16,9 @@
   const TAG = '\u200b'; // viz.attention.TAG: a tile's labels read the same as the first tile's, kept apart
   function tileLabels(labels, count, gap) {
     const out = [];
-    for (let t = 0; t < count; t++) {
-      if (t) for (let i = 0; i < gap; i++) out.push(`gap ${t}.${i}`);
-      for (const lab of labels) out.push(lab + TAG.repeat(t));
+    for (let tile = 0; tile < count; tile++) {
+      if (tile) for (let i = 0; i < gap; i++) out.push(`gap ${tile}.${i}`);
+      for (const lab of labels) out.push(lab + TAG.repeat(tile));
     }
     return out;
   }
@@ -94,21 +96,21 @@
   }
 
   // The distribution figure of a step under a reshaping: viz.distribution's figure, patched, its words written
-  // as viz.distribution writes them (kept_words, share_words, bar_text, entropy_words, final_words).
-  const count = (k) => tokens(k).replace(/ tokens?$/, '');
+  // as viz.distribution writes them (kept_words, share_words, bar_text, entropy_words, final_words), from the
+  // catalogue (stage.*, common.range: locales/en.json, assets/text.js).
   function keptWords(st) {
-    if (st.keptRange && st.keptRange[0] !== st.keptRange[1]) return `${count(st.keptRange[0])} to ${tokens(st.keptRange[1])}`;
+    if (st.keptRange && st.keptRange[0] !== st.keptRange[1]) return range(thousands(st.keptRange[0]), tokens(st.keptRange[1]));
     return (st.approx ? '\u2248' : '') + tokens(st.kept);
   }
   function shareWords(st) {
     const [a, b] = st.massRange || [st.mass, st.mass];
-    return pct(a, 1) !== pct(b, 1) ? `${pct(a, 1)} to ${pct(b, 1)}` : pct(st.mass, 1);
+    return pct(a, 1) !== pct(b, 1) ? range(pct(a, 1), pct(b, 1)) : pct(st.mass, 1);
   }
   const barText = (lo, hi) => (hi < 0.005 ? '' : pct(lo, 0) === pct(hi, 0) ? pct(hi, 0) : `${fixed(lo * 100, 0)}\u2013${pct(hi, 0)}`);
   function entropyWords(r) {
     if (r.kind === 'range' && !r.entropyKnown) return '?';
     const e = r.entropyRange;
-    if (e && fixed(e[0], 2) !== fixed(e[1], 2)) return `${fixed(e[0], 2)} to ${fixed(e[1], 2)}`;
+    if (e && fixed(e[0], 2) !== fixed(e[1], 2)) return range(fixed(e[0], 2), fixed(e[1], 2));
     return (r.approx ? '\u2248' : '') + fixed(r.entropy, 2);
   }
   function finalWords(r, n) { // the sampled-from bars' labels and hover numbers, the rest of the vocabulary last
@@ -116,16 +118,16 @@
     for (let k = 0; k < n; k++) { lo.push(Math.min(ends[0][k], ends[1][k])); hi.push(Math.max(ends[0][k], ends[1][k])); }
     const rests = ends.map((f) => { let sum = 0; for (let k = 0; k < n; k++) sum += f[k]; return Math.max(0, 1 - sum); });
     lo.push(Math.min(...rests)); hi.push(Math.max(...rests));
-    return [lo.map((a, k) => barText(a, hi[k])), lo.map((a, k) => (pct(a, 2) === pct(hi[k], 2) ? pct(hi[k], 2) : `${pct(a, 2)} to ${pct(hi[k], 2)}`))];
+    return [lo.map((a, k) => barText(a, hi[k])), lo.map((a, k) => (pct(a, 2) === pct(hi[k], 2) ? pct(hi[k], 2) : range(pct(a, 2), pct(hi[k], 2))))];
   }
   function cutText(r, n) { // one line per filtering stage
     const parts = [];
     for (const st of r.stages) {
-      if (st.name === 'top_p') parts.push(`top-p ${st.param} keeps ${keptWords(st)} holding ${shareWords(st)} of the probability`);
-      else if (st.name === 'top_k') parts.push(`top-k ${st.param} keeps ${keptWords(st)} (${shareWords(st)})`);
-      else if (st.name === 'temperature' && st.param === 0) parts.push('temperature 0: greedy, only the most likely token');
+      if (st.name === 'top_p') parts.push(t('stage.top_p', { p: st.param, kept: keptWords(st), share: shareWords(st) }));
+      else if (st.name === 'top_k') parts.push(t('stage.top_k', { k: st.param, kept: keptWords(st), share: shareWords(st) }));
+      else if (st.name === 'temperature' && st.param === 0) parts.push(t('stage.greedy'));
     }
-    if (r.cutoff >= n && parts.length) parts[parts.length - 1] += ` (more than the ${n} shown)`;
+    if (r.cutoff >= n && parts.length) parts[parts.length - 1] = t('stage.more_than_shown', { line: parts[parts.length - 1], n });
     return parts;
   }
 
@@ -150,8 +152,8 @@
       shapes.push(Object.assign({}, st.cut_line, { y0: y, y1: y }));
       annotations.push(Object.assign({}, st.cut_label, { y }));
     }
-    const lines = [`entropy ${fixed(c.entropy, 2)} bits raw → ${entropyWords(r)} bits sampled from` + (r.kind === 'top-N' ? ' (approximate)' : '')]
-      .concat(cutText(r, n));
+    const entropy = t(r.kind === 'top-N' ? 'stage.entropy_approx' : 'stage.entropy', { raw: fixed(c.entropy, 2), sampled: entropyWords(r) });
+    const lines = [entropy].concat(cutText(r, n));
     const title = st.title.replace('{step}', c.step).replace('{position}', c.position) + lines.map((line) => st.subtitle.replace('{}', line)).join('');
     const out = Object.assign({}, layout, { shapes, annotations: annotations.concat(notes),
       title: Object.assign({}, layout.title, { text: title }), datarevision: `${s}|${r.key}`, meta: Object.assign({}, layout.meta, r.used) });

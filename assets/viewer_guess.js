@@ -6,8 +6,8 @@
  * they show the context alone (the heatmap labels positions still to come "k ?") (assets/viewer.css, classes on <html>). A guess is rated here as pipeline.guess rates one without a tokenizer
  * (_best_candidate): the longest of the step's kept candidates it is, or starts with before another word or sign, with the
  * trace's numbers (viz/viewer_guess.py writes them, #guess-data); outside them, the bound (never the number of a candidate
- * it merely starts with: "banana" is not "·b"). The words are viz/guess.py's (rating_html) for
- * a guess rated without a tokenizer, written as text only.
+ * it merely starts with: "banana" is not "·b"). The words are the catalogue's (guess.*, as viz/guess.py's rating_html
+ * writes them for a guess rated without a tokenizer: assets/text.js), written as text only.
  * Moving to another step hides again unless that step was guessed; Play stops at each step not yet guessed.
  * Loaded after the viewer's scripts, before the page mounts (LLMViewer.page: viewer.js).
  */
@@ -24,6 +24,7 @@
   const dataEl = document.getElementById('guess-data');
   const DATA = dataEl ? JSON.parse(dataEl.textContent) : { steps: [], dtypes: {} };
   const doc = document.documentElement;
+  const { t, parts, pct, thousands, count } = root.LLMText;
 
   // -- rating a guess: pipeline.guess (clean, variants, _rate_candidates, _best_candidate) -----------------------
   class Refused extends Error {}
@@ -31,8 +32,8 @@
 
   function clean(guess) {
     const text = String(guess).replace(/^[\r\n]+|[\r\n]+$/g, '');
-    if (ALL_SPACE.test(text)) throw new Refused('Type a guess first: a word, or a piece of one.');
-    if (chars(text) > MAX_GUESS_CHARS) throw new Refused(`A guess is at most ${MAX_GUESS_CHARS} characters.`);
+    if (ALL_SPACE.test(text)) throw new Refused(t('error.guess_empty'));
+    if (chars(text) > MAX_GUESS_CHARS) throw new Refused(t('error.guess_too_long', { n: MAX_GUESS_CHARS }));
     return text;
   }
 
@@ -75,39 +76,26 @@
     return Object.assign(r, { typed: text }); // (r.text: the spelling rated, with the space the model writes before a word)
   }
 
-  // -- the rating in words: viz/guess.py rating_html, viz/fmt.py pct ----------------------------------------------
-  function pct(p) {
-    const x = Number(p) * 100, fixed = root.LLMViewer.fixed; // Python's rounding of exact ties
-    if (x >= 10) return fixed(x, 0) + '%';
-    if (x >= 1) return fixed(x, 1) + '%';
-    if (x >= 0.01) return fixed(x, 2) + '%';
-    if (x <= 0) return '0%';
-    return x >= 1e-4 ? x.toPrecision(1) + '%' : '<0.0001%'; // (one digit: no exact ties in that range)
-  }
+  // -- the rating in words: viz/guess.py rating_html, from the catalogue (guess.*) --------------------------------
   const visible = (piece) => (piece === '' ? '∅' : Array.from(piece, (c) => {
     const n = c.codePointAt(0);
     return VISIBLE[c] || (n < 0x20 ? String.fromCodePoint(0x2400 + n) : n === 0x7f ? '␡' : c);
   }).join(''));
-  const q = (t) => `“${t}”`;
-  const thousands = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  const bold = (t) => ({ b: t });
+  const q = (text) => t('common.quote', { text });
+  const prob = (p) => pct(p, null); // (viz.fmt.pct: the digits its size needs)
 
   // The rating's paragraphs: [class, parts], a part plain text or {b: text}.
   function words(r, d) {
-    const n = d.pieces.length, wrote = `${q(visible(d.piece))} (${pct(d.chosen)})`;
+    const n = thousands(d.pieces.length), token = q(visible(d.piece)), wrote = { token, prob: prob(d.chosen) };
     if (r.prob === null) {
-      return [['guess-head', [`Your guess ${q(r.typed)} is not among the model's ${thousands(n)} most likely next tokens: `
-                              + `the model gave it less than ${pct(r.below)}.`]], ['', [`It wrote ${wrote}.`]]];
+      return [['guess-head', parts('guess.not_kept', { guess: q(r.typed), n, bound: prob(r.below) })], ['', parts('guess.it_wrote', wrote)]];
     }
-    const first = r.piece === r.text ? `As this model's tokens: ${q(visible(r.piece))}.`
-      : `Its first token as this model writes it: ${q(visible(r.piece))}, one of the model's ${thousands(n)} most likely `
-        + 'next tokens, which your guess starts with before another word or sign (this file has no tokenizer to rate the rest).';
-    const out = [['guess-head', [`Your guess ${q(r.typed)}: the model rated it `, bold(pct(r.prob)), ', ', bold(`rank ${thousands(r.rank)}`),
-                                 ' (1 = most likely).']],
-                 ['', [`${first} In the distribution it sampled from (after temperature, top-k and top-p): ${pct(r.final)}.`]]];
-    if (r.chosen) out.push(['guess-match', [`✓ The model wrote your guess here: ${q(visible(d.piece))}.`]]);
-    else if (r.above) out.push(['', [`The model wrote ${wrote}, yet it rated your guess higher: sampling does not always pick the most likely token.`]]);
-    else out.push(['', [`The model wrote ${wrote}.`]]);
+    const first = r.piece === r.text ? t('guess.tokens', { pieces: q(visible(r.piece)) })
+      : t('guess.first_token', { piece: q(visible(r.piece)), n });
+    const out = [['guess-head', parts('guess.rated', { guess: q(r.typed), prob: { b: prob(r.prob) }, rank: { b: t('guess.rank', { rank: thousands(r.rank) }) } })],
+                 ['', [`${first} ${t('guess.final', { prob: prob(r.final) })}`]]];
+    if (r.chosen) out.push(['guess-match', parts('guess.match', { token })]);
+    else out.push(['', parts(r.above ? 'guess.above' : 'guess.wrote', wrote)]);
     return out;
   }
 
@@ -158,8 +146,8 @@
 
   function score() {
     const all = [...seen.values()], top5 = all.filter((g) => g.rank && g.rank <= 5).length, same = all.filter((g) => g.chosen).length;
-    document.getElementById('guess-score').textContent = all.length ? `Your guesses on this text: in the model's top 5 at ${top5} of `
-      + `${all.length} step${all.length === 1 ? '' : 's'}; the model's own pick was your guess at ${same}.` : '';
+    document.getElementById('guess-score').textContent = all.length
+      ? t('guess.score', { top5, steps: count(all.length, 'step'), same }) : '';
   }
 
   // The text shows a step (viewer.js wrote its line): a step not guessed is hidden at once, before the next paint;
@@ -207,6 +195,6 @@
   }
 
   wire();
-  // for the tests and tools: the rating as the page makes it, and the percentages as viz/fmt.py writes them
-  root.LLMViewer = Object.assign(root.LLMViewer || {}, { guess: { clean, rate, pct, Refused, seen } });
+  // for the tests and tools: the rating as the page makes it, and the percentages as viz/fmt.py's pct writes them
+  root.LLMViewer = Object.assign(root.LLMViewer || {}, { guess: { clean, rate, pct: prob, Refused, seen } });
 })(window);

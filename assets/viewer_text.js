@@ -2,7 +2,7 @@
  *
  * Plotly's typed-array JSON (viz/ ships large arrays as {dtype, bdata}) decoded to typed arrays, and
  * numbers formatted as Python's f-strings format them, so a title the browser writes reads the same as
- * the one viz/ wrote for the same step. Loaded first of the viewer's scripts (after viewer_plot.js).
+ * the one viz/ wrote for the same step. Loaded after assets/text.js and viewer_plot.js.
  */
 (function (root) {
   'use strict';
@@ -17,18 +17,10 @@
     return new TYPES[spec.dtype](bytes.buffer);
   }
 
-  // Numbers written as Python writes them: f'{y:.{f}f}' rounds exact ties to even (toFixed rounds them up).
-  function fixed(y, f) {
-    const t = y * Math.pow(2, f + 1); // y is an exact tie at f digits iff y * 2^(f+1) is an odd integer
-    if (Number.isInteger(t) && Math.abs(t) < 2 ** 52 && Math.abs(t % 2) === 1) {
-      const k = Math.floor(y * Math.pow(10, f));
-      return ((k % 2 === 0 ? k : k + 1) / Math.pow(10, f)).toFixed(f);
-    }
-    return y.toFixed(f);
-  }
-  const pct = (v, f) => fixed(v * 100, f) + '%'; // Python's '%' format multiplies by 100 first, then rounds
-  const thousands = (n) => Math.round(n).toLocaleString('en-US');
-  const tokens = (k) => thousands(k) + ' token' + (k === 1 ? '' : 's');
+  // Numbers written as Python writes them (assets/text.js, viz.text: the one formatter of each kind): fixed(y, f) as
+  // f'{y:.{f}f}', pct(v, f) as f'{v:.{f}%}', tokens(k) as viz.fmt.tokens.
+  const { fixed, pct } = root.LLMText;
+  const tokens = (k) => root.LLMText.count(k, 'token');
 
   root.LLMViewer = Object.assign(root.LLMViewer || {}, { decode, fixed, pct, tokens });
 })(typeof window !== 'undefined' ? window : globalThis);

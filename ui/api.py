@@ -20,7 +20,7 @@ from typing import Callable
 
 import gradio as gr
 
-from ui import session
+from ui import downloads, messages, run_inputs
 from pipeline.errors import SettingsError
 from pipeline.generate import validate
 from ui.links import MAX_TEXT
@@ -66,12 +66,12 @@ def run_trace(start_run: Callable, folder: Path, prompt, mode, system_prompt, te
     for name, text in (("prompt", prompt), ("system prompt", system_prompt or "")):
         if not isinstance(text, str) or len(text) > MAX_TEXT:  # the bound a link has too (ui/links.py)
             raise SettingsError(f"the {name} is longer than {MAX_TEXT} characters: shorten it")
-    settings = session.settings_from_inputs(page_mode, system_prompt, temperature, top_k, top_p, seed, max_new_tokens)
+    settings = run_inputs.settings_from_inputs(page_mode, system_prompt, temperature, top_k, top_p, seed, max_new_tokens)
     validate(settings)  # (before the model's slot is taken)
     lm, gen = start_run(prompt, settings, None, None, settings.max_new_tokens, (False, 0, None))
     for _ in gen:
         pass
-    return session.write_download(lm, gen.trace(), folder)
+    return downloads.write_download(lm, gen.trace(), folder)
 
 
 def add_trace_endpoint(demo: gr.Blocks, start_run: Callable, folder: Path, max_new_tokens: int):
@@ -87,7 +87,7 @@ def add_trace_endpoint(demo: gr.Blocks, start_run: Callable, folder: Path, max_n
         try:
             return str(run_trace(start_run, call_folder(folder / "api"), prompt, mode, system_prompt, temperature, top_k, top_p, seed, max_new_tokens))
         except SettingsError as e:
-            raise gr.Error(session.sentence(e)) from e
+            raise gr.Error(messages.sentence(e)) from e
 
     with demo:
         ins = [gr.Textbox(label="prompt (the text the model continues)", visible=False),

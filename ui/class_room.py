@@ -14,8 +14,7 @@ import gradio as gr
 
 from pipeline.indices import clamp_index
 from ui import examples, network
-from ui.rooms import RoomError
-from ui.rooms_api import ROOMS
+from ui.rooms import ROOMS, RoomError
 from viz import room as room_viz
 
 

@@ -8,6 +8,7 @@ import weakref
 from pipeline import gallery
 from pipeline.errors import GalleryError
 
+# Process-wide, shared by every session, no lock (docs/state.md): bounded by the gallery, and by the traces on screen.
 _TRACES: dict = {}  # gallery name -> Trace, loaded once and shared by every session: the viewer's bundle is built once per class
 _SHOWN: dict = {}  # id(trace) -> (weak reference, gallery name): which trace on screen is a gallery one
 

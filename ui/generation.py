@@ -17,7 +17,8 @@ from pipeline.errors import SettingsError
 from pipeline.records import Trace
 from viz import branches as branches_viz
 from viz import page
-from ui import model, session
+from ui import bridge, messages, model, run_inputs
+from ui.speed import speed_against_plain
 from ui import viewer_wiring as viewer
 from ui.layout import DOWNLOAD, Page
 from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged
@@ -60,6 +61,7 @@ class Runs:
                 del self._newest[key]
 
 
+# Process-wide (docs/state.md): every page session's newest run, an entry only while a run goes; behind Runs._lock.
 RUNS = Runs()
 
 
@@ -98,8 +100,8 @@ class Generation:
         C, prev = self.C, state
         opts = ViewOptions(layer, head, temperature, top_k, top_p)
         try:
-            settings = session.settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new)
-            n_new = 1 if one_step else session.tokens_to_make(prev, cont, settings.max_new_tokens)
+            settings = run_inputs.settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new)
+            n_new = 1 if one_step else run_inputs.tokens_to_make(prev, cont, settings.max_new_tokens)
             spec = (bool(spec_on) and cont is None and not one_step, spec_k, spec_draft)  # +1 token and re-sample stay plain
             lm, gen = model.start_run(prompt, settings, prev, cont, n_new, spec, shown=shown)
         except SettingsError as e:
@@ -108,7 +110,7 @@ class Generation:
             return
         trace, kept = gen.trace(), getattr(gen, "kept", ())
         layers, heads = layer_head_choices(trace)  # (after a loaded trace of another model)
-        first = {C.ran: True, self.p.state: trace, C.viewer_data: viewer.live_message(), C.download: gr.Button(DOWNLOAD, interactive=False),
+        first = {C.ran: True, self.p.state: trace, C.bridge: viewer.live_message(), C.download: gr.Button(DOWNLOAD, interactive=False),
                  C.info: model.HOLDER.status, C.layer: layers, C.head: heads,
                  C.spec_summary: page.speculative_summary_html(trace), C.spec: page.speculative.rounds_html(()),
                  C.example: gr.Dropdown(value=None), C.example_look: ""}  # (the page shows this generation, not a gallery trace)
@@ -134,14 +136,14 @@ class Generation:
         if trace.speculative and trace.steps:
             yield {C.spec_summary: page.speculative_summary_html(trace) + "<p><i>Measuring plain decoding of the same prompt and "
                    "settings, for the speed-up …</i></p>"}
-            speed = session.speed_against_plain(lm, trace)
+            speed = speed_against_plain(lm, trace)
             yield {C.spec_summary: page.speculative_summary_html(trace, speed)}
 
     def _refused(self, e: Exception) -> dict:
         """A refused run: the warning, and one update that changes nothing but the `ran` flag (and the model
         line, when the model was the reason). (A generator that yields nothing makes Gradio set every
         output to None: an empty step slider.)"""
-        gr.Warning(session.sentence(e))
+        gr.Warning(messages.sentence(e))
         return {self.C.ran: False, **({self.C.info: model.HOLDER.status} if isinstance(e, model.ModelNotReady) else {})}
 
     def finish(self, ran, trace, step, layer, head, temperature, top_k, top_p):
@@ -191,8 +193,8 @@ class Generation:
         for n, out in enumerate(self.stream(**run, cont={"start_step": s, "force_rank": k})):
             yield {**out, self.p.pending: pend} if n == 0 else out
 
-    def branch_click(self, req, step, **run):  # "rank|nonce" from the page's script (0-based rank)
-        yield from self.branch_fn(str(req or "").split("|")[0], step, **run)
+    def branch_click(self, step, evt: gr.EventData, **run):  # the page's "branch" message: {"rank": 0-based} (ui/bridge.py)
+        yield from self.branch_fn(bridge.data(evt).get("rank"), step, **run)
 
     def branch_typed(self, rank, step, **run):  # the rank a person typed (1-based)
         yield from self.branch_fn(int(rank) - 1 if rank else None, step, **run)

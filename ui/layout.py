@@ -13,19 +13,17 @@ from itertools import groupby
 import gradio as gr
 
 from pipeline.records import Trace
-from viz import branches as branches_viz
 from viz import page, panels
 from viz import room as room_viz
 from viz.captions import CAPTIONS
 from viz.glossary import gloss
-from ui import examples, links
+from ui import bridge, examples, inside_tabs, links
 from ui.model import DRAFT_MODEL, MAX_NEW_TOKENS
 from ui.step_slider import StepSlider
 from ui.views import Components, ViewOptions, slider_props
 
 DOWNLOAD = "Download trace"  # the download buttons' labels (they read otherwise while the file is made)
 DOWNLOAD_PAGE = "Download as web page"
-SAMPLING_ROWS = ((1.0, 0, 1.0), (0.7, 0, 0.9), (0.3, 0, 1.0))  # temperature, top-k, top-p of the side-by-side columns
 # (assets/room.js loads after the page is drawn) a class's join link (?room=CODE) shows none of the page's own example:
 # from the page's first paint (the join box is drawn before the text) until the room's trace is on screen, only "Joining
 # class ..."; a code typed before room.js is there is kept for it (the form never submits itself: the page stays)
@@ -83,6 +81,8 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     _hidden(C)
     p.branches, p.pending, p.tour_i, p.tab = gr.State([]), gr.State(None), gr.State(0), gr.State("lens")
     p.room = gr.State(None)
+    # (a run's end asks for the viewer bundle through this State's change: its own event, ui/wiring.py)
+    C.bundle_req = gr.State(None)
     return p
 
 
@@ -150,8 +150,6 @@ def _settings(C: Components, example: Trace | None) -> None:
             with gr.Row():
                 C.download = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
                 C.download_page = gr.Button(DOWNLOAD_PAGE, elem_id="download-page", size="sm")  # one file that works offline
-                # filled when Download is clicked, then clicked by the page's script (hidden)
-                C.download_file = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")
                 C.upload = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
             links.copy_row(C)  # "Copy link" and the link (ui/links.py)
 
@@ -193,16 +191,6 @@ def _guess(C: Components) -> None:
     with gr.Row(elem_id="class-row"):
         C.class_start = gr.Button("👩‍🏫 Start a class", elem_id="class-start", size="sm", scale=0, min_width=170)
     C.class_info = gr.HTML(elem_id="class-info")  # the room's code, QR and controls (viz/room.py)
-    # (hidden: the page's address for the join link; the teacher's new trace; a student's room to join)
-    C.class_addr = gr.Textbox(elem_id="class-addr", elem_classes="hidden-input", container=False)
-    C.class_sync = gr.Button("sync", elem_id="class-sync", elem_classes="hidden-input")
-    C.room_join = gr.Textbox(elem_id="room-join", elem_classes="hidden-input", container=False)
-    C.room_join_go = gr.Button("join", elem_id="room-join-go", elem_classes="hidden-input")
-    # (hidden: a step of the lesson to open, "NAME:STEP"; a reloaded teacher's page asking for its room back)
-    C.lesson_pick = gr.Textbox(elem_id="lesson-pick", elem_classes="hidden-input", container=False)
-    C.lesson_go = gr.Button("lesson", elem_id="lesson-go", elem_classes="hidden-input")
-    C.class_resume = gr.Textbox(elem_id="class-resume", elem_classes="hidden-input", container=False)
-    C.class_resume_go = gr.Button("resume", elem_id="class-resume-go", elem_classes="hidden-input")
 
 
 HAND_LAID = ("panel-distribution", "panel-speculative")  # cards placed by hand: on the first screen, after "Inside the model"
@@ -266,66 +254,28 @@ def _step_cards(C: Components, example: Trace | None, first: dict) -> None:
 
 
 def _inside_tabs(C: Components, tabs: dict) -> None:
-    """Panel 6's tabs (inside the open gr.Tabs), each kept in `tabs` by its id."""
-    with gr.Tab("Logit lens", id="lens", elem_id="tab-lens") as tabs["lens"]:
-        gr.Markdown(_caption("lens"), elem_classes="caption")
-        C.lens_html = gr.HTML(elem_id="lens-summary")
-        C.lens_plot = gr.Plot(show_label=False, elem_id="lens-plot")
-    with gr.Tab("Residual", id="residual", elem_id="tab-residual") as tabs["residual"]:
-        gr.Markdown(_caption("residual"), elem_classes="caption")
-        C.resid_plot = gr.Plot(show_label=False, elem_id="residual-plot")
-        gr.Markdown(_caption("contributions"), elem_classes="caption")
-        C.contrib_plot = gr.Plot(show_label=False, elem_id="contributions-plot")
-    with gr.Tab("Position", id="position", elem_id="tab-position") as tabs["position"]:
-        gr.Markdown(_caption("position"), elem_classes="caption")
-        C.pos_plot = gr.Plot(show_label=False, elem_id="position-plot")
-        with gr.Row(equal_height=True):
-            C.swap_i = gr.Number(value=None, precision=0, minimum=0, label="Swap prompt position (equal: two of your words)", elem_id="swap-i", scale=1)
-            C.swap_j = gr.Number(value=None, precision=0, minimum=0, label="with position", elem_id="swap-j", scale=1)
-            C.swap_btn = gr.Button("Swap them and compare attention", elem_id="swap-button", scale=2)
-        C.swap_plot = gr.Plot(show_label=False, elem_id="swap-plot")
-    with gr.Tab("KV cache", id="kvc", elem_id="tab-kvc") as tabs["kvc"]:
-        gr.Markdown(_caption("kv_compare"), elem_classes="caption")
-        C.kvc_btn = gr.Button("Recompute the step on screen without the cache", elem_id="kvc-button")
-        C.kvc_html = gr.HTML(elem_id="kvc-summary")
-        C.kvc_plot = gr.Plot(show_label=False, elem_id="kvc-plot")
-    with gr.Tab("Compute", id="accounting", elem_id="tab-accounting") as tabs["accounting"]:
-        gr.Markdown(_caption("accounting"), elem_classes="caption")
-        C.acc_html = gr.HTML(elem_id="accounting-summary")
-        C.acc_plot = gr.Plot(show_label=False, elem_id="accounting-plot")
-    _more_inside_tabs(C, tabs)
+    """The tabs of "Inside the model" (inside the open gr.Tabs), from the registry (ui/inside_tabs.py): each tab's
+    caption and components, each tab kept in `tabs` by its id."""
+    for tab in inside_tabs.TABS:
+        with gr.Tab(tab.title, id=tab.id, elem_id=tab.elem_id) as tabs[tab.id]:
+            gr.Markdown(_caption(tab.caption), elem_classes="caption")
+            _inside_parts(C, tab.parts)
 
 
-def _more_inside_tabs(C: Components, tabs: dict) -> None:
-    """The last four tabs of panel 6: sampling side by side, branches, bytes, context."""
-    with gr.Tab("Sampling ×3", id="sampling", elem_id="tab-sampling") as tabs["sampling"]:
-        gr.Markdown(_caption("sampling_compare"), elem_classes="caption")
-        with gr.Row():
-            for n, (t, k, pp) in enumerate(SAMPLING_ROWS):
-                with gr.Group():
-                    C[f"cmp_t{n}"] = gr.Number(value=t, step=0.05, label=f"{n + 1}: temperature", elem_id=f"cmp-t{n}")
-                    C[f"cmp_k{n}"] = gr.Number(value=k, precision=0, label="top-k", elem_id=f"cmp-k{n}")
-                    C[f"cmp_p{n}"] = gr.Number(value=pp, step=0.01, label="top-p", elem_id=f"cmp-p{n}")
-        C.cmp_btn = gr.Button("Draw 1,000 tokens from each", elem_id="sampling-button")
-        C.cmp_plot = gr.Plot(show_label=False, elem_id="sampling-plot")
-    with gr.Tab("Branches", id="branches", elem_id="tab-branches") as tabs["branches"]:
-        gr.Markdown(_caption("branching"), elem_classes="caption")
-        C.branches_html = gr.HTML(branches_viz.branches_html([], None), elem_id="branches")
-        with gr.Row(equal_height=True):
-            C.branch_pick = gr.Radio([], label="Show branch", elem_id="branch-pick", scale=3)
-            C.branch_rank = gr.Number(value=2, precision=0, minimum=1, maximum=100, label="Candidate rank to force",
-                                      elem_id="branch-rank", scale=1)
-            C.branch_btn = gr.Button("Force it at the step on screen, generate on", elem_id="branch-button", scale=2)
-    with gr.Tab("Bytes", id="bytes", elem_id="tab-bytes") as tabs["bytes"]:
-        gr.Markdown(_caption("bytes"), elem_classes="caption")
-        C.bytes_html = gr.HTML(elem_id="bytes-html")
-    with gr.Tab("Context", id="context", elem_id="tab-context") as tabs["context"]:
-        gr.Markdown(_caption("context"), elem_classes="caption")
-        with gr.Row():
-            C.price_in = gr.Number(value=None, minimum=0, label="Price per million input tokens ($)", elem_id="price-in")
-            C.price_out = gr.Number(value=None, minimum=0, label="Price per million output tokens ($)", elem_id="price-out")
-        C.ctx_html = gr.HTML(elem_id="context-summary")
-        C.ctx_plot = gr.Plot(show_label=False, elem_id="context-plot")
+INSIDE_KINDS = {"html": gr.HTML, "plot": gr.Plot, "number": gr.Number, "button": gr.Button, "radio": gr.Radio}
+INSIDE_BOXES = {"row": gr.Row, "group": gr.Group}
+
+
+def _inside_parts(C: Components, parts: tuple) -> None:
+    """A tab's declared parts as components, each in `C` by its key: its rows and groups, captions, fields and panels."""
+    for part in parts:
+        if isinstance(part, inside_tabs.Box):
+            with INSIDE_BOXES[part.kind](**part.props):
+                _inside_parts(C, part.parts)
+        elif part.kind == "caption":
+            gr.Markdown(_caption(part.key), elem_classes="caption")
+        else:
+            C[part.key] = INSIDE_KINDS[part.kind](elem_id=part.elem_id, **part.props)
 
 
 def _speculative(C: Components, spec_cost, first: dict, example: Trace | None) -> None:
@@ -346,12 +296,7 @@ def _static_figure(fig) -> str:
 
 
 def _hidden(C: Components) -> None:
-    """Hidden fields the page's scripts and the server talk through."""
-    # the step viewer's messages to the page (ui/viewer_wiring.py), and the page's "the step slider settled"
-    C.viewer_data = gr.Textbox(elem_id="viewer-data", elem_classes="hidden-input", container=False, lines=1, max_lines=1)
-    C.settled = gr.Button("settled", elem_id="step-settled", elem_classes="hidden-input")
-    C.bundle_req = gr.Textbox(elem_classes="hidden-input", container=False, lines=1, max_lines=1)
-    # set by the page's script: a click on a candidate bar ("rank|nonce"), the panel the tour points at
-    C.branch_req = gr.Textbox(elem_id="branch-request", elem_classes="hidden-input", container=False)
-    C.branch_go = gr.Button("branch", elem_id="branch-go", elem_classes="hidden-input")
-    C.tour_target = gr.Textbox(elem_id="tour-target", elem_classes="hidden-input", container=False)
+    """The page's two hidden components: the bridge between the page's scripts and the server (ui/bridge.py), and
+    the file a download button makes (filled when Download is clicked, then clicked by the page's script)."""
+    C.bridge = bridge.component()
+    C.download_file = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
@@ -36,12 +35,12 @@ import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotatio
 from pipeline import gallery
 from pipeline.errors import GalleryError, TraceFormatError
 from pipeline.indices import clamp_index
-from ui import examples, network
+from ui import bridge, examples, network
 from ui.network import SPACE_ORIGIN, link_base, space_page  # noqa: F401 (this module's names for them too)
 from ui.views import Call, Components
 from ui.viewer_wiring import LIGHT
 
-LINKS_JS = (Path(__file__).resolve().parents[1] / "assets" / "links.js").read_text(encoding="utf-8")
+LINK_FIELDS_JS = (Path(__file__).resolve().parents[1] / "assets" / "link_fields.js").read_text(encoding="utf-8")
 MODES = {"chat": "Chat", "raw": "Raw text"}
 # name in the link -> (field key in the page's C (ui/layout.py), kind, lowest, highest): the page's own slider ranges
 NUMBERS = {"temperature": ("temperature", float, 0.0, 2.0), "top_k": ("top_k", int, 0, 200), "top_p": ("top_p", float, 0.01, 1.0),
@@ -188,10 +187,6 @@ def trace_link(base: str, trace, step: int | None, example: str | None = None) -
 
 # -- inside a Hugging Face Space --------------------------------------------------------------------
 # -- Gradio -------------------------------------------------------------------------------------
-def _js(action: dict) -> str:  # assets/links.js called with `action` and the values of the inputs
-    return f"(...v) => ({LINKS_JS})({json.dumps(json.dumps(action))}, ...v)"
-
-
 def tables(C: Components) -> dict:
     """For the page's script: the server's ranges (parse_link warns of the rest), the fields' ids, their values as drawn."""
     return {"numbers": {n: [k, "int" if kind is int else "float", lo, hi] for n, (k, kind, lo, hi) in NUMBERS.items() if k != "step"},
@@ -202,11 +197,14 @@ EARLY: dict | None = None  # tables() of the page built last (copy_row)
 
 
 def early_head() -> str:
-    """A <head> script: links.js's "early" action writes each of a link's fields the moment it exists, before it is
-    painted (from a component of the page, it began only once Gradio had drawn that far: a second of defaults)."""
-    action = json.dumps(json.dumps({"early": EARLY})).replace("</", "<\\/")
-    go = f"const go = () => ({LINKS_JS})({action}); if (document.body) go(); else document.addEventListener('DOMContentLoaded', go);"
-    return "" if EARLY is None else f"<script>(function () {{ {go} }})();</script>"
+    """A <head> script: assets/link_fields.js, inline (after ui/bridge.py's head), writes each of a link's fields the
+    moment it exists, before it is painted (from a component of the page, it began only once Gradio had drawn that far:
+    a second of defaults)."""
+    if EARLY is None:
+        return ""
+    go = f"const go = () => window.LLMLinkFields.early({json.dumps(EARLY)}); if (document.body) go(); else document.addEventListener('DOMContentLoaded', go);"
+    code = f"{LINK_FIELDS_JS}\n(function () {{ {go} }})();".replace("</", "<\\/")
+    return f"<script>{code}</script>"
 
 
 @dataclass
@@ -214,12 +212,13 @@ class Deps:
     """What the links need from the page (passed in by ui/wiring.py: app.py may run as __main__)."""
     C: Components
     state: object  # the session's trace (gr.State)
-    load_trace: Callable  # ui/listeners.py's load_trace(file, layer, head, temperature, top_k, top_p) -> {component: value}
+    load_trace: Callable  # ui/listeners.py's load_trace(file) -> {component: value}
     load_outputs: list  # its outputs, as the "Load trace" button lists them
     view: Callable  # ui/views.py's panels_of_values, C given: (trace, step, layer, head, temperature, top_k, top_p, only=...) -> {component: value}
     slider: Callable  # ui/views.py's slider(trace, step) -> the step slider's update
     send_bundle: Call  # the viewer bundle of the trace on screen, for the page
     inside: Call  # the open "inside the model" tab
+    shown: Callable  # ui/wiring.py's Wires.shown(ev, flag=None): the bundle sent, then the open tab, after `ev`
 
 
 def copy_row(C: Components) -> None:
@@ -232,13 +231,13 @@ def copy_row(C: Components) -> None:
                                 lines=1, max_lines=1, interactive=True)
 
 
-def open_example(d: Deps, name, layer, head, temperature, top_k, top_p, step=None) -> dict:
+def open_example(d: Deps, name, step=None) -> dict:
     """The gallery trace `name` on the page through app.load_trace (as an uploaded file would be),
     at the entry's step (or `step`), with its "look" sentence."""
     C = d.C
     try:
         e = gallery.entry(name)
-        out = d.load_trace(examples.gallery_trace(name), layer, head, temperature, top_k, top_p)
+        out = d.load_trace(examples.gallery_trace(name))
     except (GalleryError, OSError, EOFError, TraceFormatError) as err:
         gr.Warning(f"Could not open that example: {err}")
         return {C.example_look: gr.skip()}
@@ -262,78 +261,75 @@ def fields_line(trace, what: str = "example") -> str:
 
 
 def wire(d: Deps, opened, demo=None) -> None:
-    """A link's fields written in the browser (`demo`'s load, no server asked); the dropdown; the rest of the link read
-    after `opened` (the page's own load chain: the example trace does not arrive after a gallery one); "Copy link"."""
+    """A link's fields written in the browser (`demo`'s load, no server asked); the dropdown; a lesson's step; the rest of the
+    link read after `opened` (the page's own load chain: the example trace does not arrive after a gallery one); "Copy link"."""
     C = d.C
     fields = [C[k] for k in FIELDS]
-    if demo is not None:
-        demo.load(None, fields, fields, js=_js({"open": tables(C)}), show_progress="hidden")
-    # what the page's script does after a link; the fields the server fills (an example's: written where nobody has touched)
-    C.link_action, C.link_fields = (gr.Textbox(elem_id=i, elem_classes="hidden-input", container=False) for i in ("link-action", "link-fields"))
+    if demo is not None:  # (a script in the browser takes its inputs in order: the fields, FIELDS's order)
+        demo.load(None, fields, fields, js=f"(...v) => window.LLMLinkFields.open({json.dumps(tables(C))}, v)", show_progress="hidden")
     flag = gr.State(False)
-    view_in = [C.layer, C.head, C.temperature, C.top_k, C.top_p]
     ex_out = list(dict.fromkeys([*d.load_outputs, C.slider, *[C[k] for k in LIGHT], C.example_look, *fields]))
-    quiet = dict(show_progress="hidden", api_visibility="private")
 
-    def chosen(name, *a):
-        return open_example(d, name, *a) if name else {C.example_look: gr.skip()}
+    def chosen(name):
+        return open_example(d, name) if name else {C.example_look: gr.skip()}
 
-    d.inside.after(d.send_bundle.after(C.example.input(chosen, [C.example, *view_in], ex_out, **quiet), **quiet))
+    d.shown(C.example.input(chosen, outputs=ex_out, inputs_kwargs=dict(name=C.example), **_QUIET))
 
-    def picked(pick, *a):  # a step of the lesson, "NAME:STEP" (assets/room.js): its example at that step
-        hit = examples.lesson_pick(pick)
-        return {**open_example(d, hit[0], *a, step=hit[1]), C.example: hit[0]} if hit else {C.example_look: gr.skip()}
+    def picked(evt: gr.EventData):  # a step of the lesson, "NAME:STEP" (assets/room.js): its example at that step
+        hit = examples.lesson_pick(bridge.data(evt).get("pick"))
+        return {**open_example(d, hit[0], step=hit[1]), C.example: hit[0]} if hit else {C.example_look: gr.skip()}
 
-    d.inside.after(d.send_bundle.after(C.lesson_go.click(picked, [C.lesson_pick, *view_in], [*ex_out, C.example], **quiet), **quiet))
+    d.shown(bridge.listen(C.bridge, "lesson")(picked, outputs=[*ex_out, C.example], **_QUIET))
+    link_out = list(dict.fromkeys([*ex_out, flag, C.example, C.bridge]))
+    def from_link(request: gr.Request = None):  # (named and annotated: Gradio fills `request` in)
+        return _from_link(d, flag, request)
 
-    def from_link(layer, head, temperature, top_k, top_p, request: gr.Request = None):  # (named: Gradio fills `request` in)
-        a = (layer, head, temperature, top_k, top_p)
-        params = dict(request.query_params) if request is not None else {}
-        if not params:
-            return {flag: False}
-        link = parse_link(params, examples.names())
-        if link.warnings:
-            gr.Warning(warning_text(link))
-        out = {flag: bool(link.example)}
-        if link.example:
-            out.update(open_example(d, link.example, *a, step=link.step))
-            out[C.example] = link.example
-        # the link's own fields are on the page already (the browser wrote them as it drew it); the example's
-        # go to the fields nobody has touched, and never over the link's own
-        later = {k: out.pop(C[k]) for k in FIELDS if C[k] in out}
-        later = {k: v for k, v in later.items() if k not in link.fields}
-        out[C.link_fields] = json.dumps({"fields": later, "n": time.time()}) if later else gr.skip()
-        out[C.link_action] = json.dumps({"run": link.run, "step": None if link.example else link.step,
-                                         "branch": [] if link.example else link.branches, "n": time.time()})
-        return out
-
-    link_out = list(dict.fromkeys([*ex_out, flag, C.example, C.link_action, C.link_fields]))
-    link_out = [c for c in link_out if c not in fields]
-    fields_written = opened.then(from_link, view_in, link_out, **quiet).then(None, [C.link_fields, *fields], fields, js=LINKS_JS, **quiet)
-    example_shown = d.inside.only_if(flag, {C.lens_html: gr.skip()}).after(d.send_bundle.only_if(flag, gr.skip()).after(fields_written, **quiet))
-    example_shown.then(None, C.link_action, None, js=LINKS_JS)
+    d.shown(opened.then(from_link, outputs=[c for c in link_out if c not in fields], **_QUIET), flag)
     _wire_copy(d)
 
 
-def _wire_copy(d: Deps) -> None:
+def _from_link(d: Deps, flag, request) -> dict:
+    """What the page's link asks for, after the page opened: its example, then (the bridge's "fields" and "link") the
+    example's fields where nobody typed and the link's run, branches and step."""
     C = d.C
-    fields = [C.prompt, C.mode, C.system, C.temperature, C.top_k, C.top_p, C.seed, C.max_new, C.slider, d.state]
+    params = dict(request.query_params) if request is not None else {}
+    if not params:
+        return {flag: False}
+    link = parse_link(params, examples.names())
+    if link.warnings:
+        gr.Warning(warning_text(link))
+    out = {flag: bool(link.example)}
+    if link.example:
+        out.update(open_example(d, link.example, step=link.step))
+        out[C.example] = link.example
+    # the link's own fields are on the page already (the browser wrote them as it drew it); the example's
+    # go to the fields nobody has touched, and never over the link's own
+    later = {k: out.pop(C[k]) for k in FIELDS if C[k] in out}
+    later = {k: v for k, v in later.items() if k not in link.fields}
+    out[C.bridge] = bridge.say("link", run=link.run, step=None if link.example else link.step, branch=[] if link.example else link.branches,
+                               fields=later)
+    return out
 
-    def copy(address, prompt, mode, system, temperature, top_k, top_p, seed, max_new, step, trace):
-        base, _, in_space = network.shareable_base(address)  # (the network's address where 127.0.0.1 is the page's)
+
+def _wire_copy(d: Deps) -> None:
+    """"Copy link": the page sends its own address (the server cannot know it behind a proxy), the server writes the link."""
+    C = d.C
+
+    def copy(prompt, mode, system, temperature, top_k, top_p, seed, max_new, step, trace, evt: gr.EventData):
+        base, _, in_space = network.shareable_base(bridge.data(evt).get("address"))  # (the network's address where 127.0.0.1 is the page's)
         if trace is not None and trace.steps:  # how the text on screen was made, not the what-if sliders
             url = trace_link(base, trace, clamp_index(step, len(trace.steps)), example=examples.shown_example(trace))
         else:  # nothing on screen: the fields as they are
             url = make_link(base, prompt=prompt, mode=mode, system=system, temperature=temperature, top_k=top_k, top_p=top_p,
                             seed=seed, max_new_tokens=max_new)
-        action = {"copy": url, "n": time.time()}
-        if in_space:  # the Space's page shows this query in its address bar too (assets/links.js asks it)
+        action = {"copy": url}
+        if in_space:  # the Space's page shows this query in its address bar too (assets/link_actions.js asks it)
             action["parent"] = {"origin": SPACE_ORIGIN, "queryString": urlsplit(url).query}
-        return url, json.dumps(action)
+        return url, bridge.say("link", **action)
 
-    # the page's own address first (the server cannot know it behind a proxy), then the link, then the clipboard
-    C.copy_link.click(None, None, C.link_box, js="() => location.origin + location.pathname", **_QUIET).then(
-        copy, [C.link_box, *fields], [C.link_box, C.link_action], **_QUIET).then(None, C.link_action, None, js=LINKS_JS)
+    C.copy_link.click(None, js="() => window.LLMBridge.send('copy')", **_QUIET)
+    bridge.listen(C.bridge, "copy")(copy, outputs=[C.link_box, C.bridge], **_QUIET,
+                                    inputs_kwargs=dict(**{k: C[k] for k in FIELDS}, step=C.slider, trace=d.state))
 
 
-_QUIET = dict(show_progress="hidden", api_visibility="private")
+_QUIET = dict(show_progress="hidden")

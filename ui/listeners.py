@@ -23,12 +23,13 @@ from pipeline.records import Trace
 from viz import guess as guess_viz
 from viz import page
 from viz import tour as tour_viz
-from ui import links, model, session
+from ui import bridge, downloads, links, messages, model, model_match
 from ui import viewer_wiring as viewer
 from ui.layout import DOWNLOAD, DOWNLOAD_PAGE, Page
 from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged
 
-# a folder of our own (inside LLM_VIZ_DOWNLOAD_DIR when set), removed at exit
+# a folder of our own (inside LLM_VIZ_DOWNLOAD_DIR when set), removed at exit. Process-wide (docs/state.md): one folder
+# per browser session that downloaded, each holding one file, removed when its page closes (session_closed).
 DOWNLOADS = Path(tempfile.mkdtemp(prefix="llm-viz-traces-", dir=os.environ.get("LLM_VIZ_DOWNLOAD_DIR") or None))
 atexit.register(shutil.rmtree, DOWNLOADS, ignore_errors=True)
 
@@ -46,18 +47,18 @@ class Listeners:
             yield {C.download_file: None}
             return
         yield {C[button]: gr.Button(f"Preparing the {what} …", interactive=False), C.download_file: None}
-        folder = session.download_folder(DOWNLOADS, getattr(request, "session_hash", None))
+        folder = downloads.download_folder(DOWNLOADS, getattr(request, "session_hash", None))
         try:
             path = str(write(folder))
         except (OSError, SettingsError) as e:
-            gr.Warning(f"Could not write the {what}: {session.sentence(e)}")
+            gr.Warning(f"Could not write the {what}: {messages.sentence(e)}")
             path = None
         yield {C[button]: gr.Button(label, interactive=True), C.download_file: path}
 
     def download_click(self, trace: Trace | None, request: gr.Request = None):
         """The trace file (the logit lens of every step is computed here, not after every run)."""
         yield from self._download("download", DOWNLOAD, "trace file", trace, request,
-                                  lambda folder: session.write_download(model.loaded(), trace, folder))
+                                  lambda folder: downloads.write_download(model.loaded(), trace, folder))
 
     def download_page_click(self, trace: Trace | None, layer, head, metric, request: gr.Request = None):
         """The trace on screen as one web page that needs nothing else (viz.viewer_page), built from the
@@ -65,7 +66,7 @@ class Listeners:
         yield from self._download("download_page", DOWNLOAD_PAGE, "web page", trace, request,
                                   lambda folder: viewer.web_page(trace, layer, head, metric, folder))
 
-    def load_trace(self, file, layer, head, temperature, top_k, top_p, request: gr.Request = None):
+    def load_trace(self, file, request: gr.Request = None):
         """An uploaded trace file onto the page (or a Trace already read: a gallery one, shared by every session)."""
         C = self.C
         if file is None:
@@ -91,7 +92,7 @@ class Listeners:
             C.slider: slider(trace), C.layer: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
             C.head: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),
             C.temperature: s.temperature, C.top_k: s.top_k, C.top_p: s.top_p, C.seed: s.seed,
-            C.info: page.model_markdown(session.known_weights(trace.model, model.loaded()), loaded_from_file=True),
+            C.info: page.model_markdown(model_match.known_weights(trace.model, model.loaded()), loaded_from_file=True),
             C.download: gr.Button(DOWNLOAD, interactive=True), C.spec_summary: page.speculative_summary_html(trace),
         }
 
@@ -110,29 +111,29 @@ class Listeners:
         try:
             r = guessing.rate(model.same_model(trace), trace, s, guess)
         except guessing.GuessError as e:
-            return guess_viz.refused_html(session.sentence(e))
+            return guess_viz.refused_html(messages.sentence(e))
         return guess_viz.rating_html(r, s, trace.steps[s])
 
     def tour_show(self, trace, step, i):
         C = self.C
         if trace is None or not trace.steps:
             gr.Warning("Generate some text first: the tour walks through one step of it.")
-            return {C.tour_target: ""}
+            return {C.bridge: bridge.say("tour", target="")}
         s = clamp_index(step, len(trace.steps))
         stages = tour_viz.tour_stages(trace, s)
         if i is not None and int(i) >= len(stages):  # "Finish" on the last stage ends the tour
-            return {C.tour_group: gr.Group(visible=False), self.p.tour_i: 0, C.tour_target: ""}
+            return {C.tour_group: gr.Group(visible=False), self.p.tour_i: 0, C.bridge: bridge.say("tour", target="")}
         i = clamp_index(i, len(stages))
         last = i == len(stages) - 1
         return {C.tour_group: gr.Group(visible=True), C.tour_box: tour_viz.tour_html(trace, s, i), self.p.tour_i: i,
-                C.tour_target: stages[i].target, C.tour_next: gr.Button("Finish ✓" if last else "Next ›"),
+                C.bridge: bridge.say("tour", target=stages[i].target), C.tour_next: gr.Button("Finish ✓" if last else "Next ›"),
                 C.tour_back: gr.Button(interactive=i > 0)}
 
 
 def session_closed(request: gr.Request = None):
     """A page closed or reloaded (Gradio's unload, once its heartbeat stops): its session's download
     folder goes now rather than at exit, so a day of classes does not fill the Space's disk."""
-    session.remove_download_folder(DOWNLOADS, getattr(request, "session_hash", None))
+    downloads.remove_download_folder(DOWNLOADS, getattr(request, "session_hash", None))
 
 
 def status_tick():  # until the model has loaded (or failed), then the timer stops

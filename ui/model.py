@@ -1,4 +1,5 @@
-"""The model, the app's only global: loaded in the background, and how a click starts a run with it.
+"""The model, the global that matters (docs/state.md lists every process-wide object): loaded in the background, and
+how a click starts a run with it.
 
 Environment: LLM_VIZ_LOAD_GATE=PATH (for tests) holds the model's loading until that file exists;
 LLM_VIZ_MAX_PROMPT_TOKENS caps a prompt's length; LLM_VIZ_DRAFT_MODEL offers a smaller model as a draft.
@@ -11,7 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ui import session
+from ui import model_match
 from pipeline.errors import SettingsError
 from pipeline.records import Trace
 from viz import page
@@ -89,6 +90,7 @@ class ModelHolder:
                             "pointing at a working model")
 
 
+# Process-wide state (docs/state.md lists it all): HOLDER, the model, set once; DRAFTS below, the drafts made for it.
 HOLDER: ModelHolder | None = None  # set once by start() (app.py's main); None when only the page is built
 
 
@@ -112,10 +114,12 @@ def loaded():
 
 def same_model(trace: Trace | None):
     """The loaded model when it is the one that made `trace` (so its weights can answer for it)."""
-    return session.same_model(loaded(), trace)
+    return model_match.same_model(loaded(), trace)
 
 
-DRAFTS: dict = {}  # (target id, draft spec) -> Draft, made once (a model draft loads once)
+# (target id, draft spec) -> Draft, made once (a model draft loads once). Process-wide, no lock, and no bound: one entry per
+# distinct spec a run asks for (the Draft dropdown takes typed values), kept for the process's life (docs/state.md).
+DRAFTS: dict = {}
 DRAFT_MODEL = os.environ.get("LLM_VIZ_DRAFT_MODEL")  # a smaller model with the same tokenizer, offered as a draft
 SPEC_COST_FILE = ROOT / "assets" / "speculative_cost.json"  # `python -m pipeline bench --cost-curve --json` on this machine
 

@@ -12,6 +12,7 @@ import socket
 from urllib.parse import urlsplit
 
 LOCAL = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+# Process-wide (docs/state.md): set once by app.py before the server starts, then only read.
 SERVED_ON = {"host": "127.0.0.1"}  # where the server listens (app.py sets it): 0.0.0.0 reaches the school's network
 NOT_REACHABLE = ("This address is this computer's own: students' devices cannot open it. Start the app with "
                  "bash scripts/run.sh --host 0.0.0.0 and students on the same network can join.")

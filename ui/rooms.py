@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 from pipeline import guess as guessing
 from pipeline.records import Trace
-from ui.session import sentence
+from ui.messages import sentence
+from ui.model import same_model
 from viz.fmt import pct
 from viz.style import visible
 
@@ -33,7 +34,8 @@ IDLE_S = 3 * 3600  # a room ends after this long without the teacher's page
 PRESENT_S = 30  # a student counts as present while their page has asked within this long
 GUESS_GAP_S = 0.5  # a student's guesses at most this often
 TOP = 10  # the model's candidates shown beside the room's answers
-MODEL_THREAD = ThreadPoolExecutor(1, thread_name_prefix="rooms-model")  # the rooms' forward passes, one at a time
+# the rooms' forward passes, one at a time; process-wide, like ROOMS at the end of this file (docs/state.md)
+MODEL_THREAD = ThreadPoolExecutor(1, thread_name_prefix="rooms-model")
 
 
 class RoomError(Exception):
@@ -334,4 +336,9 @@ def _student(sid) -> str:
     return sid
 
 
-__all__ = ["Rooms", "Room", "RoomError", "Guess", "CODE_LETTERS", "MAX_ROOMS", "MAX_STUDENTS"]
+# Process-wide (docs/state.md): every class room of this server, read and written by the page (ui/class_room.py) and
+# the JSON API (ui/rooms_api.py), behind ROOMS.lock. At most MAX_ROOMS open; an ended or idle one is forgotten (at the
+# next create) once its teacher's page has been gone IDLE_S + 1 h.
+ROOMS = Rooms(model_of=same_model)
+
+__all__ = ["ROOMS", "Rooms", "Room", "RoomError", "Guess", "CODE_LETTERS", "MAX_ROOMS", "MAX_STUDENTS"]

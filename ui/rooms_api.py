@@ -16,11 +16,9 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from pipeline.errors import GalleryError
-from ui import model
-from ui.rooms import RoomError, Rooms
+from ui.rooms import ROOMS, RoomError
 
-ROOMS = Rooms(model_of=model.same_model)
-router = APIRouter(prefix="/api/rooms")
+router = APIRouter(prefix="/api/rooms")  # its routes, added at import (docs/state.md); the rooms: ui/rooms.py's ROOMS
 
 
 def _refused(e: RoomError) -> JSONResponse:
@@ -125,4 +123,4 @@ async def close(code: str, request: Request):
     return await _teacher(code, request, act)
 
 
-__all__ = ["ROOMS", "router"]
+__all__ = ["router"]

@@ -47,7 +47,7 @@ from ui.views import Components
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
-SCRIPTS = (PLOTLY_JS, *(ASSETS / f for f in VIEWER_SCRIPTS), ASSETS / "app_viewer.js", ASSETS / "guess.js", ASSETS / "room.js")
+SCRIPTS = (PLOTLY_JS, ASSETS / "link_actions.js", ASSETS / "branch_ask.js", ASSETS / "page_view.js", *(ASSETS / f for f in VIEWER_SCRIPTS), ASSETS / "app_viewer.js", ASSETS / "guess.js", ASSETS / "room.js")
 # drawn by the server for a whole trace, the page showing their steps; the panels the page draws from the
 # bundle (viz.panels: FIVE is an older name, from when there were five)
 LIGHT = panels.LIGHT_KEYS
@@ -70,7 +70,9 @@ def head_html(example: Trace | None = None) -> str:
     ids = json.dumps(list(panels.STEP_IDS))  # the step panels' element ids, for app_viewer.js (viz.panels)
     first = bundle_message(example, 0, "all") if example is not None and example.steps else None
     inbox = f"window.LLMAppInbox = [{json.dumps(first)}];" if first else ""
-    return "\n".join([f"<script>window.LLMAppPanels = {ids};{inbox}</script>",
+    from viz.text import head_script  # the page's words (locales/en.json), before assets/text.js reads them
+
+    return "\n".join([head_script(), f"<script>window.LLMAppPanels = {ids};{inbox}</script>",
                       *(f'<script src="gradio_api/file={p}?v={int(p.stat().st_mtime)}"></script>' for p in SCRIPTS)])
 
 

@@ -6,38 +6,29 @@ trace on screen ends with the open "inside the model" tab drawn anew.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import partial
 
 import gradio as gr
 
 from viz import page
-from ui import class_room, links
+from ui import bridge, class_room, links
 from ui import viewer_wiring as viewer
 from ui.generation import Generation
-from ui.inside import INSIDE, Inside, kv_compare_click, swap_click
+from ui.inside import Inside
 from ui.layout import Page
 from ui.listeners import Listeners, session_closed, status_tick
 from ui.views import Call, panels_of_values, slider
 
-FOCUS_JS = ("(t) => { document.querySelectorAll('.tour-focus').forEach(e => e.classList.remove('tour-focus')); "
-            # the card beside the page on a wide screen (assets/style.css): the page narrows, its plots take the new width
-            "const b = document.body.classList, was = b.contains('touring'), on = !!t && innerWidth >= 1300; "
-            "b.toggle('touring', on); if (on !== was) dispatchEvent(new Event('resize')); "
-            "const el = t ? document.getElementById(t) : null; "
-            "if (el) { el.classList.add('tour-focus'); el.scrollIntoView({behavior: 'smooth', block: 'center'}); } }")
-
-
-# for assets/room.js: the page's own first trace is in (a room's trace asked for after it is not overwritten by it), and
-# a room's trace joined (the viewer message it sent: its bundle's key, the trace the student's page then follows)
+# for assets/room.js: the page's own first trace is in (a room's trace asked for after it is not overwritten by it)
 OPENED_JS = "() => { window.LLMOpened = true; }"
-JOINED_JS = "(m) => { document.dispatchEvent(new CustomEvent('llmroom:joined', {detail: m})); }"
 
 
 @dataclass
 class Wires:
-    """The listeners and the input and output lists several events share. Each listener is taken
-    once: Gradio puts the events of one function object in one concurrency group."""
+    """The listeners and the named input groups several events share. Each listener is taken once: Gradio
+    puts the events of one function object in one concurrency group."""
     p: Page
     gen: Generation
     other: Listeners
@@ -55,9 +46,7 @@ class Wires:
     def of(cls, p: Page, example) -> "Wires":
         C, state = p.C, p.state
         gen = Generation(p)
-        cmp = {f"cmp_{x}{n}": C[f"cmp_{x}{n}"] for n in range(3) for x in "tkp"}  # the side-by-side sampler's three rows
-        inside_in = dict(tab=p.tab, trace=state, step=C.slider, **cmp, price_in=C.price_in, price_out=C.price_out, seed=C.seed)
-        inside_out = [C[k] for keys in INSIDE.values() for k in keys]
+        ins = Inside(p)  # (the tabs' registry: ui/inside_tabs.py)
         inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
         panels = [C[k] for k in page.PANEL_KEYS]
         drawn_in = dict(layer=C.layer, head=C.head, temperature=C.temperature, top_k=C.top_k, top_p=C.top_p)  # how a trace is drawn
@@ -65,25 +54,30 @@ class Wires:
         return cls(
             p=p, gen=gen, other=Listeners(p, example),
             finish=Call(gen.finish, dict(ran=C.ran, **view_in), [*panels, C.slider, C.download, C.bundle_req], dict(show_progress="hidden")),
-            inside=Call(Inside(p).inside_view, inside_in, inside_out, inside_kw),
-            send_bundle=Call(viewer.bundle_message, [state, C.layer, C.head, C.metric], C.viewer_data),
+            inside=Call(ins.inside_view, ins.inputs, ins.outputs, inside_kw),
+            send_bundle=Call(viewer.bundle_message, dict(trace=state, layer=C.layer, head=C.head, metric=C.metric), C.bridge),
             view_in=view_in, drawn_in=drawn_in,
             run_in=dict(prompt=C.prompt, system=C.system, mode=C.mode, temperature=C.temperature, top_k=C.top_k, top_p=C.top_p, seed=C.seed,
                         max_new=C.max_new, layer=C.layer, head=C.head, live=C.live, spec_on=C.spec_on, spec_k=C.spec_k,
                         spec_draft=C.spec_draft, shown=C.info, state=state),  # the model line as clicked: a click while it said "loading" starts no run
-            all_out=[C.ran, state, *panels, C.slider, C.download, C.spec_summary, C.info, C.layer, C.head, C.viewer_data,
+            all_out=[C.ran, state, *panels, C.slider, C.download, C.spec_summary, C.info, C.layer, C.head, C.bridge,
                      C.example, C.example_look],
             panels=panels,
             load_out=[C.ran, state, *panels, C.slider, C.layer, C.head, C.prompt, C.mode, C.system, C.temperature, C.top_k,
                       C.top_p, C.seed, C.max_new, C.info, C.download, C.spec_summary, C.example, C.example_look],
         )
 
+    def shown(self, ev, flag=None):
+        """After a trace is shown (`ev`): its viewer bundle sent to the page, then the open "inside" tab drawn; with
+        `flag` (a gr.State the listener set), only when it holds True (a refused file changed nothing)."""
+        if flag is None:
+            return self.inside.after(self.send_bundle.after(ev))
+        return self.inside.only_if(flag, {self.p.C.lens_html: gr.skip()}).after(self.send_bundle.only_if(flag, gr.skip()).after(ev))
+
 
 def wire(demo: gr.Blocks, p: Page, example) -> None:
     """Every event of the page, in the order the page has always had them."""
     w = Wires.of(p, example)
-    # the viewer's messages go to the page's script (assets/app_viewer.js)
-    p.C.viewer_data.change(None, p.C.viewer_data, None, js=viewer.INBOX_JS, api_visibility="private")
     events = _generation(w) + _branches(w)
     _tour(w)
     _stop_and_files(w, events)
@@ -116,47 +110,45 @@ def _generation(w: Wires) -> list:
 
 
 def _branches(w: Wires) -> list:
-    """A branch (a candidate bar clicked, or a rank typed), kept in the list; a kept branch shown."""
+    """A branch (a candidate bar clicked: the page's "branch" message; or a rank typed), kept in the list; a kept branch shown."""
     C, gen, p = w.p.C, w.gen, w.p
-    record = gen.record_branch
     branch_out = [*w.all_out, p.pending]
     events = []
-    for trigger, rank_in, fn in ((C.branch_go.click, {"req": C.branch_req}, gen.branch_click),
+    for trigger, rank_in, fn in ((bridge.listen(C.bridge, "branch"), {}, gen.branch_click),
                                  (C.branch_btn.click, {"rank": C.branch_rank}, gen.branch_typed)):
         ev = trigger(fn, outputs=branch_out, inputs_kwargs={**rank_in, "step": C.slider, **w.run_in}, concurrency_limit=4,
                      concurrency_id="generate", show_progress="hidden")
-        w.inside.after(w.finish.after(ev)).then(
-            record, [p.state, p.branches, p.pending], [p.branches, C.branches_html, C.branch_pick, p.pending], show_progress="hidden")
+        w.inside.after(w.finish.after(ev)).then(gen.record_branch, outputs=[p.branches, C.branches_html, C.branch_pick, p.pending],
+                                                inputs_kwargs=dict(trace=p.state, branches=p.branches, pend=p.pending), show_progress="hidden")
         events.append(ev)
-    shown = C.branch_pick.input(gen.show_branch, outputs=[p.state, *w.panels, C.slider, C.branches_html], show_progress="hidden",
-                                inputs_kwargs=dict(label=C.branch_pick, branches=p.branches, **w.drawn_in))
-    w.inside.after(w.send_bundle.after(shown))
+    w.shown(C.branch_pick.input(gen.show_branch, outputs=[p.state, *w.panels, C.slider, C.branches_html], show_progress="hidden",
+                                inputs_kwargs=dict(label=C.branch_pick, branches=p.branches, **w.drawn_in)))
     return events
 
 
 def _tour(w: Wires) -> None:
-    """The tour's buttons: start, next, back, end; the page then points at the stage's panel."""
+    """The tour's buttons: start, next, back, end; the page then points at the stage's panel (the bridge's "tour")."""
     C, p, tour_show = w.p.C, w.p, w.other.tour_show
-    tour_out = [C.tour_group, C.tour_box, p.tour_i, C.tour_target, C.tour_next, C.tour_back]
+    tour_out = [C.tour_group, C.tour_box, p.tour_i, C.bridge, C.tour_next, C.tour_back]
     for btn, delta in ((C.tour, None), (C.tour_next, 1), (C.tour_back, -1)):
-        fn = (lambda d: (lambda t, s, i: tour_show(t, s, 0 if d is None else i + d)))(delta)
-        btn.click(fn, [p.state, C.slider, p.tour_i], tour_out, show_progress="hidden").then(
-            None, [C.tour_target], None, js=FOCUS_JS)
-    C.tour_end.click(lambda: {C.tour_group: gr.Group(visible=False), C.tour_target: ""}, None, tour_out,
-                     show_progress="hidden").then(None, [C.tour_target], None, js=FOCUS_JS)
+        fn = (lambda d: (lambda trace, step, i: tour_show(trace, step, 0 if d is None else i + d)))(delta)
+        btn.click(fn, outputs=tour_out, inputs_kwargs=dict(trace=p.state, step=C.slider, i=p.tour_i), show_progress="hidden")
+    C.tour_end.click(lambda: {C.tour_group: gr.Group(visible=False), C.bridge: bridge.say("tour", target="")}, None, tour_out,
+                     show_progress="hidden")
 
 
 def _stop_and_files(w: Wires, events: list) -> None:
     """Stop (cancels every run), the bundle `finish` asks for, and the two downloads."""
-    C = w.p.C
+    C, p = w.p.C, w.p
     w.inside.after(w.finish.on(C.stop.click, cancels=events))
     # finish asks for the bundle through its own event: a run's chain (Generate, Stop) ends without
     # waiting for it, so Generate, whose click is ignored while its chain is pending, can be clicked again
-    w.send_bundle.on(C.bundle_req.change, show_progress="hidden", api_visibility="private")
-    C.download.click(w.other.download_click, w.p.state, [C.download, C.download_file], show_progress="hidden").then(
-        None, None, None, js="() => document.querySelector('#download-file')?.click()")  # (no file: a click does nothing)
-    C.download_page.click(w.other.download_page_click, [w.p.state, C.layer, C.head, C.metric], [C.download_page, C.download_file],
-                          show_progress="hidden").then(None, None, None, js="() => document.querySelector('#download-file')?.click()")
+    w.send_bundle.on(C.bundle_req.change, show_progress="hidden")
+    click_file = dict(fn=None, js="() => document.querySelector('#download-file')?.click()")  # (no file: a click does nothing)
+    C.download.click(w.other.download_click, outputs=[C.download, C.download_file], inputs_kwargs=dict(trace=p.state),
+                     show_progress="hidden").then(**click_file)
+    C.download_page.click(w.other.download_page_click, outputs=[C.download_page, C.download_file], show_progress="hidden",
+                          inputs_kwargs=dict(trace=p.state, layer=C.layer, head=C.head, metric=C.metric)).then(**click_file)
 
 
 def _inside_tabs(w: Wires) -> None:
@@ -168,71 +160,84 @@ def _inside_tabs(w: Wires) -> None:
     for key, tab in p.tabs.items():
         opened = tab.select((lambda k: lambda was: {p.tab: k, moved: k != was})(key), p.tab, {p.tab, moved}, show_progress="hidden")
         w.inside.only_if(moved, {C.lens_html: gr.skip()}).after(opened)
-    for trigger in (C.cmp_btn.click, C.price_in.input, C.price_out.input):
-        w.inside.on(trigger)
-    C.kvc_btn.click(kv_compare_click, [p.state, C.slider], [C.kvc_html, C.kvc_plot], show_progress="minimal")
-    C.swap_btn.click(swap_click, [p.state, C.swap_i, C.swap_j], [C.swap_plot, C.swap_i, C.swap_j], show_progress="minimal")
+    ins = Inside(p)
+    w.inside.on(gr.on, triggers=ins.redraws())
+    for trigger, fn, inputs, outputs in ins.actions():  # (a tab's own buttons: the KV cache's recompute, the swap)
+        trigger(fn, outputs=outputs, inputs_kwargs=inputs, show_progress="minimal")
 
 
 def _viewer_calls(w: Wires) -> None:
     """The server calls the page's step viewer still makes: one per change of layer, head or overview
-    metric, and one after the step slider settles (the open inside tab, when on screen); and the
-    text drawn with or without token boundaries."""
+    metric, and one after the step slider settles (the page's "settled": the open inside tab, when on
+    screen); and the text drawn with or without token boundaries."""
     C, state = w.p.C, w.p.state
-    for k in ("layer", "head"):
-        C[k].input(viewer.attention_message, [state, C.layer, C.head], C.viewer_data, show_progress="hidden",
-                   concurrency_limit=None, trigger_mode="always_last")
-    C.metric.input(viewer.overview_message, [state, C.metric], C.viewer_data, show_progress="hidden", concurrency_limit=None)
+    gr.on([C.layer.input, C.head.input], viewer.attention_message, outputs=C.bridge, show_progress="hidden", concurrency_limit=None,
+          trigger_mode="always_last", inputs_kwargs=dict(trace=state, layer=C.layer, head=C.head))
+    C.metric.input(viewer.overview_message, outputs=C.bridge, inputs_kwargs=dict(trace=state, metric=C.metric), show_progress="hidden",
+                   concurrency_limit=None)
     settle_out = [C[k] for k in viewer.FIVE]
     w.inside.after(Call(partial(viewer.settled_view, C), {**w.view_in, "metric": C.metric}, settle_out,
-                        dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")).on(C.settled.click))
+                        dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")).on(bridge.listen(C.bridge, "settled")))
     # the whole trace's text: the page's step viewer shows the step on screen
-    C.boundaries.input(lambda t, b: page.output_only(t, boundaries=b) if t else gr.skip(),
-                       [state, C.boundaries], C.output, show_progress="hidden")
+    C.boundaries.input(lambda t, b: page.output_only(t, boundaries=b) if t else gr.skip(), outputs=C.output,
+                       inputs_kwargs=dict(t=state, b=C.boundaries), show_progress="hidden")
 
 
 def _upload(w: Wires) -> None:
     """A trace file loaded from disk. A refused file (`ran` False) changed nothing, so its follow-ups do nothing:
     the Inside panel's would recompute what is on screen, waiting for the model if another person's run has it."""
     C = w.p.C
-    loaded = C.upload.upload(w.other.load_trace, outputs=w.load_out, inputs_kwargs=dict(file=C.upload, **w.drawn_in))
-    w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(w.send_bundle.only_if(C.ran, gr.skip()).after(loaded))
+    w.shown(C.upload.upload(w.other.load_trace, outputs=w.load_out, inputs_kwargs=dict(file=C.upload)), C.ran)
 
 
 def _guess(w: Wires) -> None:
     """Guess first: a guess sent (Reveal or Enter) is rated at the step on screen; the page shows the step once the
     rating is there (assets/guess.js). Not in the model's run queue: a rating is one short forward pass at most."""
     C = w.p.C
-    for trigger in (C.guess_btn.click, C.guess.submit):
-        trigger(w.other.rate_guess, outputs=C.guess_result, show_progress="hidden", concurrency_limit=8,
-                inputs_kwargs=dict(trace=w.p.state, step=C.slider, guess=C.guess))
+    gr.on([C.guess_btn.click, C.guess.submit], w.other.rate_guess, outputs=C.guess_result, show_progress="hidden", concurrency_limit=8,
+          inputs_kwargs=dict(trace=w.p.state, step=C.slider, guess=C.guess))
 
 
 def _class(w: Wires) -> None:
     """A class room: started from the trace on screen; the teacher's new trace sent to it; a student's page joining
-    one (its trace loaded as a file is). The room's step, guesses and reveal go through its JSON API (assets/room.js)."""
+    one (its trace loaded as a file is); a reloaded teacher's page getting its room back. The page asks through the
+    bridge (assets/room.js: its address with each message); the room's step, guesses and reveal go through its JSON API."""
     C, p, quiet = w.p.C, w.p, dict(show_progress="hidden")
-    C.class_start.click(None, None, C.class_addr, js="() => location.origin + location.pathname", **quiet).then(
-        class_room.start_class, [C.class_addr, p.state, C.slider, p.room], [C.class_info, p.room], **quiet)
-    C.class_sync.click(class_room.sync_class, [p.room, p.state, C.slider], None, **quiet)
-    joined = C.room_join_go.click(lambda code, *drawn: w.other.load_trace(class_room.join_trace(code), *drawn),
-                                  [C.room_join, *w.drawn_in.values()], w.load_out, **quiet)
-    sent = w.send_bundle.only_if(C.ran, gr.skip()).after(joined)
-    w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(sent)
-    sent.then(None, C.viewer_data, None, js=JOINED_JS, **quiet)
+    on = partial(bridge.listen, C.bridge)
+    C.class_start.click(None, js="() => window.LLMBridge.send('class_start')", **quiet)
 
-    def resumed(saved, address, *drawn):  # a reloaded teacher's page: its room's card, trace and step back
-        hit = class_room.resume_class(saved, address)
+    def started(room, trace, step, evt: gr.EventData):  # (the join link is made from the page's own address)
+        return class_room.start_class(bridge.data(evt).get("address"), trace, step, room)
+
+    on("class_start")(started, outputs=[C.class_info, p.room], inputs_kwargs=dict(room=p.room, trace=p.state, step=C.slider), **quiet)
+    on("class_sync")(class_room.sync_class, inputs_kwargs=dict(room=p.room, trace=p.state, step=C.slider), **quiet)
+
+    def joined(evt: gr.EventData):  # a student's page: the room's trace (None, said in a warning: nothing changes)
+        return w.other.load_trace(class_room.join_trace(bridge.data(evt).get("code")))
+
+    sent = Call(_marked(viewer.bundle_message, joined=True), w.send_bundle.inputs, C.bridge).only_if(C.ran, gr.skip()).after(
+        on("join")(joined, outputs=w.load_out, **quiet))
+    w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(sent)
+
+    def resumed(evt: gr.EventData):  # a reloaded teacher's page: its room's card, trace and step back
+        d = bridge.data(evt)
+        hit = class_room.resume_class(d.get("saved"), d.get("address"))
         if hit is None:
             return {C.ran: False}
         r, card, room = hit
         st = r.trace.settings
-        return {**w.other.load_trace(r.trace, *drawn), C.slider: slider(r.trace, r.step), C.class_info: card, p.room: room,
+        return {**w.other.load_trace(r.trace), C.slider: slider(r.trace, r.step), C.class_info: card, p.room: room,
                 **panels_of_values(C, r.trace, r.step, 0, "all", st.temperature, st.top_k, st.top_p, only=viewer.LIGHT)}
 
-    back = C.class_resume_go.click(None, None, C.class_addr, js="() => location.origin + location.pathname", **quiet).then(
-        resumed, [C.class_resume, C.class_addr, *w.drawn_in.values()], [*w.load_out, C.class_info, p.room], **quiet)
-    w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(w.send_bundle.only_if(C.ran, gr.skip()).after(back))
+    w.shown(on("resume")(resumed, outputs=[*w.load_out, C.class_info, p.room], **quiet), C.ran)
+
+
+def _marked(message, **marks):
+    """`message` (a listener that returns a message for the page, or gr.skip()) with `marks` added to what it says."""
+    def marked(**kw):
+        m = message(**kw)
+        return json.dumps({**json.loads(m), **marks}) if isinstance(m, str) else m
+    return marked
 
 
 def _page_open(demo: gr.Blocks, w: Wires) -> None:
@@ -241,8 +246,9 @@ def _page_open(demo: gr.Blocks, w: Wires) -> None:
     C, p = w.p.C, w.p
     # (the open "inside" tab is asked for by the page once that panel scrolls into view: assets/app_viewer.js)
     opened = w.send_bundle.after(demo.load(w.other.on_load, None, [p.state, C.info], show_progress="hidden"))
-    opened.then(None, None, None, js=OPENED_JS, show_progress="hidden")
-    links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside), opened, demo)
+    opened.then(None, js=OPENED_JS, show_progress="hidden")
+    links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside,
+                          w.shown), opened, demo)
     status_timer = gr.Timer(1.0)
     status_timer.tick(status_tick, None, [C.info, status_timer], show_progress="hidden")
     demo.unload(session_closed)  # the page closed: its session's download folder goes (ui/listeners.py)

@@ -20,11 +20,14 @@ from pipeline.records import Settings, StepRecord
 
 from . import fmt
 from .style import GEN_COLOR, MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
+from .text import pct, t, template, thousands
 
 # the title (position, entropies, up to two filtering stages) and the legend above the bars: the same
 # for any settings, so moving a sampling slider in the page never moves the bars
 TOP_MARGIN = 175
-TITLE = "Next token at step {step}<br><span style='font-size:13px'>position {position} in the context</span>"
+# the words are the catalogue's (dist.*, stage.*: locales/en.json); assets/viewer_frames.js writes the stages' lines
+# from it too, and fills this title's {step} and {position} (viz.panels.DIST_STYLE ships it)
+TITLE = f"{template('dist.title')}<br><span style='font-size:13px'>{template('dist.position')}</span>"
 SUBTITLE = "<br><span style='font-size:13px'>{}</span>"  # a title's second lines (plotly's <sup> is 10 px: unreadable)
 
 
@@ -138,30 +141,31 @@ def _ranged(raw: np.ndarray, rg: rest_bounds.Range) -> Reshaped:
 def kept_words(k: int, estimated: bool = False, span: tuple[int, int] | None = None) -> str:
     """How many tokens a stage keeps: '3,412 tokens', an estimate '≈3,412 tokens', a range '150 to 3,412 tokens'."""
     if span and span[0] != span[1]:
-        return f"{span[0]:,} to {fmt.tokens(span[1])}"
+        return t("common.range", lo=thousands(span[0]), hi=fmt.tokens(span[1]))
     return ("≈" if estimated else "") + fmt.tokens(k)
 
 
 def share_words(m: float, span: tuple[float, float] | None = None, digits: int = 1) -> str:
     """A probability as '90.0%', or the range it lies in, '88.1% to 90.0%' (when its ends read differently)."""
-    if span and f"{span[0]:.{digits}%}" != f"{span[1]:.{digits}%}":
-        return f"{span[0]:.{digits}%} to {span[1]:.{digits}%}"
-    return f"{m:.{digits}%}"
+    if span and pct(span[0], digits) != pct(span[1], digits):
+        return t("common.range", lo=pct(span[0], digits), hi=pct(span[1], digits))
+    return pct(m, digits)
 
 
 def bar_text(lo: float, hi: float) -> str:
     """A bar's label: '6%', or the range '2–6%' it lies in; nothing below half a percent."""
     if hi < 0.005:
         return ""
-    return f"{hi:.0%}" if f"{lo:.0%}" == f"{hi:.0%}" else f"{lo * 100:.0f}–{hi:.0%}"
+    return pct(hi, 0) if pct(lo, 0) == pct(hi, 0) else f"{lo * 100:.0f}–{pct(hi, 0)}"
 
 
 def entropy_words(r: Reshaped) -> str:
     """The sampled-from entropy: '6.22', an estimate '≈6.22', the range '5.10 to 7.30' it lies in, or '?'."""
     if not r.entropy_known:
         return "?"
-    if r.entropy_range and f"{r.entropy_range[0] + 0.0:.2f}" != f"{r.entropy_range[1] + 0.0:.2f}":
-        return f"{r.entropy_range[0] + 0.0:.2f} to {r.entropy_range[1] + 0.0:.2f}"
+    lo, hi = (f"{e + 0.0:.2f}" for e in r.entropy_range) if r.entropy_range else ("", "")
+    if lo != hi:
+        return t("common.range", lo=lo, hi=hi)
     return ("≈" if r.entropy_estimated else "") + f"{r.final_entropy + 0.0:.2f}"
 
 
@@ -172,15 +176,15 @@ def _cut_text(r: Reshaped) -> list[str]:
         est = bool(r.stage_estimated and r.stage_estimated[i])
         span, mspan = (r.stage_kept_range[i], r.stage_mass_range[i]) if r.stage_kept_range else (None, None)
         if name == "top_p":
-            parts.append(f"top-p {param:g} keeps {kept_words(k, est, span)} holding {share_words(m, mspan)} of the probability")
+            parts.append(t("stage.top_p", p=f"{param:g}", kept=kept_words(k, est, span), share=share_words(m, mspan)))
         elif name == "top_k":
-            parts.append(f"top-k {int(param)} keeps {kept_words(k, est, span)} ({share_words(m, mspan)})")
+            parts.append(t("stage.top_k", k=int(param), kept=kept_words(k, est, span), share=share_words(m, mspan)))
         elif name == "temperature" and param == 0:
-            parts.append("temperature 0: greedy, only the most likely token")
+            parts.append(t("stage.greedy"))
     return parts
 
 
-RAW_NAME, FINAL_NAME = "probability at temperature 1 (raw)", "probability sampled from (your settings)"
+RAW_NAME, FINAL_NAME = t("dist.raw_name"), t("dist.final_name")
 
 
 def _legend(forced: bool) -> list[dict]:
@@ -188,7 +192,7 @@ def _legend(forced: bool) -> list[dict]:
     legend shows a bar trace in its first bar's colour: the sampled token's red whenever it ranks first."""
     return [dict(type="scatter", x=[None], y=[None], mode="markers", name=name, hoverinfo="skip", marker=dict(symbol="square", size=12, color=colour))
             for name, colour in ((RAW_NAME, PROMPT_COLOR), (FINAL_NAME, GEN_COLOR),
-                                 ("the forced token" if forced else "the sampled token", NEW_COLOR))]
+                                 (t("dist.legend_forced" if forced else "dist.legend_sampled"), NEW_COLOR))]
 
 
 def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
@@ -204,28 +208,29 @@ def _bars(step: StepRecord, r: Reshaped, n: int, rank: int | None, vocab_size: i
     for k in range(n):
         lab = f"#{k + 1} {plot_piece(step.top_pieces[k], 14)}"
         if k == rank:
-            lab = f"<b>{lab} ◀ {'forced' if step.forced else 'sampled'}</b>"
+            lab = f"<b>{lab} {t('dist.mark_forced' if step.forced else 'dist.mark_sampled')}</b>"
         elif not r.kept[k]:
             lab = f"<span style='color:{MUTED_TEXT}'>{lab}</span>"
         labels.append(lab)
-    rest_label = f"rest of vocabulary ({vocab_size - n:,} tokens)" if vocab_size else "rest of vocabulary"
+    rest_label = t("dist.rest_n", tokens=fmt.tokens(vocab_size - n)) if vocab_size else t("dist.rest")
     labels.append(f"<i>{rest_label}</i>")
     raw.append(max(0.0, 1.0 - float(np.sum(r.raw_probs[:n]))))
     fin.append(max(0.0, 1.0 - float(np.sum(r.final_probs[:n]))))
     texts, exact_words = final_words(r, n)
 
-    hover = [f"{plot_piece(step.top_pieces[k], 40)} · id {int(ids[k])}<br>raw logit {float(step.top_logits[k]):.2f}"
+    hover = [t("dist.hover_token", piece=plot_piece(step.top_pieces[k], 40), id=int(ids[k])) + "<br>"
+             + t("dist.hover_logit", logit=f"{float(step.top_logits[k]):.2f}")
              + ("" if r.kept[k] else "<br><b>removed</b> by the sampling settings") for k in range(n)]
-    hover.append(f"{rest_label}: every token outside the top {n}")
+    hover.append(t("dist.rest_hover", rest=rest_label, n=n))
     raw_col = [PROMPT_COLOR if r.kept[k] else MUTED for k in range(n)] + ["#cbd5e0"]
     fin_col = [NEW_COLOR if k == rank else GEN_COLOR for k in range(n)] + ["#cbd5e0"]
     line_w = [2.5 if k == rank else 0 for k in range(n)] + [0]
     return [
         dict(type="bar", y=labels, x=raw, orientation="h", name=RAW_NAME, showlegend=False,
              marker=dict(color=raw_col, line=dict(width=line_w, color=NEW_COLOR)),
-             customdata=hover, hovertemplate="%{customdata}<br>raw probability %{x:.2%}<extra></extra>"),
+             customdata=hover, hovertemplate="%{customdata}<br>" + t("dist.hover_raw") + " %{x:.2%}<extra></extra>"),
         dict(type="bar", y=labels, x=fin, orientation="h", name=FINAL_NAME, marker=dict(color=fin_col), showlegend=False,
-             customdata=hover, hovertext=exact_words, hovertemplate="%{customdata}<br>sampling probability %{hovertext}<extra></extra>",
+             customdata=hover, hovertext=exact_words, hovertemplate="%{customdata}<br>" + t("dist.hover_final") + " %{hovertext}<extra></extra>",
              text=texts, textposition="outside", cliponaxis=False,
              constraintext="none", textfont=dict(size=13)),
         *_legend(step.forced),
@@ -241,20 +246,20 @@ def final_words(r: Reshaped, n: int) -> tuple[list[str], list[str]]:
     lo.append(min(rests))
     hi.append(max(rests))
     return ([bar_text(a, b) for a, b in zip(lo, hi)],
-            [f"{b:.2%}" if f"{a:.2%}" == f"{b:.2%}" else f"{a:.2%} to {b:.2%}" for a, b in zip(lo, hi)])
+            [pct(b, 2) if pct(a, 2) == pct(b, 2) else t("common.range", lo=pct(a, 2), hi=pct(b, 2)) for a, b in zip(lo, hi)])
 
 
 def _notes(step: StepRecord, r: Reshaped, n: int, rank: int | None) -> list[str]:
     """The lines below the x axis: where the chosen token is when the bars do not show it marked, and
     whether the reshaping is approximate."""
     N, notes = r.raw_probs.size, []
-    what = "forced token (a branch, not drawn by the model)" if step.forced else "sampled token"
+    what = t("dist.what_forced" if step.forced else "dist.what_sampled")
     if rank is None:
-        notes.append(f"{what} {plot_piece(step.piece)} is not among the top {N} (p={step.chosen_prob:.2e})")
+        notes.append(t("dist.not_top", what=what, piece=plot_piece(step.piece), n=N, p=f"{step.chosen_prob:.2e}"))
     elif rank >= n or step.forced:
-        notes.append(f"{what} {plot_piece(step.piece)} ranked #{rank + 1} (p={step.chosen_prob:.2%})")
+        notes.append(t("dist.ranked", what=what, piece=plot_piece(step.piece), rank=rank + 1, p=pct(step.chosen_prob, 2)))
     if r.source == "top-N":
-        notes.append(f"<b>approximate</b>: the trace holds only the top {N} logits, so these settings are applied to them alone")
+        notes.append(t("dist.approximate_note", approximate=f"<b>{t('dist.approximate')}</b>", n=N))
     return notes
 
 
@@ -262,8 +267,7 @@ def _ranges_note(step: StepRecord, vocab_size: int | None, penalty: float) -> li
     """Below the axis, for a step whose numbers may be ranges (whatever the settings: the page's sliders move them)."""
     if step.logits is not None or rest.usable(step.rest, penalty) or not vocab_size or penalty != 1.0:
         return []
-    return [f"this trace holds only the top {len(step.top_ids)} candidates of each step:",
-            "a number it cannot know is given as the range it lies in (?: no bound)"]
+    return [t("dist.ranges_note", n=len(step.top_ids)), t("dist.ranges_note_2")]
 
 
 def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
@@ -284,24 +288,24 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=r.cutoff - 0.5, y1=r.cutoff - 0.5,
                            line=dict(color=NEW_COLOR, width=1.5, dash="dash"), name="cut-off"))
         annotations.append(dict(xref="paper", x=1, xanchor="left", yref="y", y=r.cutoff - 0.5, yanchor="middle", showarrow=False,
-                                text="cut-off", font=dict(size=13, color=NEW_COLOR), name="cut-off"))
+                                text=t("dist.cut_off"), font=dict(size=13, color=NEW_COLOR), name="cut-off"))
     if r.cutoff >= n and cut:
-        cut[-1] += f" (more than the {n} shown)"
+        cut[-1] = t("stage.more_than_shown", line=cut[-1], n=n)
     notes = _notes(step, r, n, rank) + _ranges_note(step, vocab_size, repetition_penalty)
     if notes:  # below the x axis title
         annotations.append(dict(xref="paper", yref="paper", x=0, y=0, yshift=-48, xanchor="left", yanchor="top", showarrow=False,
                                 align="left", text="<br>".join(notes), font=dict(size=13, color="#4a5568"), name="notes"))
     # short lines: the panel is half the page wide, and a title line longer than the figure is cut off;
     # entropies are never negative: + 0.0 turns a -0.0 into 0.0 for display
-    lines = [f"entropy {step.entropy + 0.0:.2f} bits raw → {entropy_words(r)} bits sampled from"
-             + (" (approximate)" if r.source == "top-N" else ""), *cut]
+    lines = [t("stage.entropy_approx" if r.source == "top-N" else "stage.entropy", raw=f"{step.entropy + 0.0:.2f}", sampled=entropy_words(r)),
+             *cut]
     title = TITLE.format(step=step.index, position=step.position + 1) + "".join(SUBTITLE.format(line) for line in lines)
     layout = base_layout(title, height=max(420, 24 * (n + 1) + 200 + 18 * len(notes)),
                          margin=dict(l=160, r=60, t=TOP_MARGIN, b=60 + 18 * len(notes)),
                          barmode="group", bargap=0.25, bargroupgap=0.05,
                          legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", itemclick=False, itemdoubleclick=False),
                          shapes=shapes, annotations=annotations,
-                         xaxis=dict(range=[0, 1.08], autorange=False, tickformat=".0%", title=dict(text="probability"), fixedrange=True),
+                         xaxis=dict(range=[0, 1.08], autorange=False, tickformat=".0%", title=dict(text=t("dist.axis")), fixedrange=True),
                          yaxis=dict(type="category", autorange="reversed", fixedrange=True, tickfont=dict(size=14)))
     # the contract the page and its tests read: the settings these numbers were computed with (DESIGN.md)
     layout["meta"] = {"temperature": float(temperature), "top_k": int(top_k), "top_p": float(top_p)}

@@ -1,41 +1,34 @@
-"""Numbers in words, the same on every panel: counts ("1 token", "2,048 tokens") and percentages.
+"""Numbers in words, the same on every panel: counts ("1 token", "2,048 tokens") and percentages, written by
+viz.text (the one formatter of each kind, equal to assets/text.js's); these are the panels' short names for them.
 
 Plain text out (no HTML), so a caller escapes or embeds it as it would any other text.
 """
 from __future__ import annotations
 
+from . import text
+
 
 def count(n: int, word: str, plural: str | None = None) -> str:
-    """'1 token', '0 tokens', '2,048 tokens'; `plural` for words that add more than an s ('passes')."""
-    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+    """'1 byte', '0 bytes', '2,048 bytes'; `plural` for words that add more than an s ('passes'). (Tokens: tokens(),
+    from the catalogue.)"""
+    return f"{text.thousands(n)} {word if n == 1 else plural or word + 's'}"
 
 
 def tokens(n: int) -> str:
     """'1 token', '2,048 tokens'."""
-    return count(n, "token")
+    return text.count(n, "token")
 
 
 def pct(p: float) -> str:
     """A probability as a readable percentage, with the digits its size needs: 0.873 -> '87%',
-    0.023 -> '2.3%', 4e-6 -> '0.0004%'."""
-    p = float(p) * 100
-    if p >= 10:
-        return f"{p:.0f}%"
-    if p >= 1:
-        return f"{p:.1f}%"
-    if p >= 0.01:
-        return f"{p:.2f}%"
-    if p <= 0:
-        return "0%"
-    return f"{p:.1g}%" if p >= 1e-4 else "<0.0001%"
+    0.023 -> '2.3%', 4e-6 -> '0.0004%' (viz.text.pct with digits=None)."""
+    return text.pct(p, None)
 
 
 def pct_tenths(f: float) -> str:
     """A share to a tenth of a percent: '12.3%', '<0.1%' below that (never a share that rounds to
     0 but is not), '0.0%' for none, '–' when there is no share (NaN)."""
-    if f != f:
-        return "–"
-    return f"{f:.1%}" if f >= 0.001 or f == 0 else "<0.1%"
+    return text.pct(f, 1, floor=True)
 
 
 __all__ = ["count", "tokens", "pct", "pct_tenths"]

@@ -7,46 +7,46 @@ import html
 
 from pipeline.guess import GuessRating
 from pipeline.records import StepRecord
-from viz.fmt import pct
 from viz.style import html_piece
+from viz.text import pct, t_html, thousands
 
 
 def _q(text: str) -> str:
-    return "“" + html.escape(text) + "”"
+    return t_html("common.quote", text=html.escape(text))
 
 
 def _qp(piece: str) -> str:
     """A token's piece in quotes, its spaces marked as the distribution marks them ("·Paris")."""
-    return "“" + html_piece(piece) + "”"
+    return t_html("common.quote", text=html_piece(piece))
+
+
+def _p(cls: str, sentence: str) -> str:
+    return f"<p class='{cls}'>{sentence}</p>" if cls else f"<p>{sentence}</p>"
 
 
 def rating_html(r: GuessRating, s: int, step: StepRecord) -> str:
-    """The rating of a guess at step `s` (the trace's `s`-th step, `step`)."""
-    chosen = _qp(step.piece)
+    """The rating of a guess at step `s` (the trace's `s`-th step, `step`), in the catalogue's words (guess.*: the
+    offline page's assets/viewer_guess.js says the same)."""
+    chosen, wrote = _qp(step.piece), pct(step.chosen_prob, None)
     attrs = (f"data-step='{s}' data-rank='{r.rank if r.rank is not None else ''}' "
              f"data-prob='{r.prob if r.prob is not None else ''}' data-chosen='{int(r.chosen)}'")
     if r.prob is None:
-        body = (f"<p class='guess-head'>Your guess {_q(r.text)} is not among the model's {len(step.top_ids)} most likely next tokens: "
-                f"the model gave it less than {pct(r.below)}.</p><p>It wrote {chosen} ({pct(step.chosen_prob)}).</p>")
+        body = (_p("guess-head", t_html("guess.not_kept", guess=_q(r.text), n=thousands(len(step.top_ids)), bound=pct(r.below, None)))
+                + _p("", t_html("guess.it_wrote", token=chosen, prob=wrote)))
         return f"<div class='guess-result' {attrs}>{body}</div>"
     if r.tokenized or r.pieces == (r.text,):
-        as_tokens = "As this model's tokens: " + " + ".join(_qp(p) for p in r.pieces) + "."
+        as_tokens = t_html("guess.tokens", pieces=" + ".join(_qp(p) for p in r.pieces))
     else:  # (no tokenizer: the first token matched among the kept candidates, the rest not rated)
-        as_tokens = (f"Its first token as this model writes it: {_qp(r.pieces[0])}, one of the model's {len(step.top_ids):,} "
-                     "most likely next tokens, which your guess starts with before another word or sign (no tokenizer here to rate the rest).")
-    lines = [f"<p class='guess-head'>Your guess {_q(r.text)}: the model rated it <b>{pct(r.prob)}</b>, "
-             f"<b>rank {r.rank:,}</b> (1 = most likely).</p>",
-             f"<p>{as_tokens} In the distribution it sampled from (after temperature, top-k and top-p): "
-             f"{pct(r.final_prob)}.</p>"]
+        as_tokens = t_html("guess.first_token", piece=_qp(r.pieces[0]), n=thousands(len(step.top_ids)))
+    lines = [_p("guess-head", t_html("guess.rated", guess=_q(r.text), prob=f"<b>{pct(r.prob, None)}</b>",
+                                     rank=f"<b>{t_html('guess.rank', rank=thousands(r.rank))}</b>")),
+             _p("", as_tokens + " " + t_html("guess.final", prob=pct(r.final_prob, None)))]
     if r.seq_prob is not None:
-        lines.append(f"<p>The whole guess, token after token: {pct(r.seq_prob)}.</p>")
+        lines.append(_p("", t_html("guess.sequence", prob=pct(r.seq_prob, None))))
     if r.chosen:
-        lines.append(f"<p class='guess-match'>✓ The model wrote your guess here: {chosen}.</p>")
-    elif r.above_chosen:
-        lines.append(f"<p>The model wrote {chosen} ({pct(step.chosen_prob)}), yet it rated your guess higher: "
-                     "sampling does not always pick the most likely token.</p>")
+        lines.append(_p("guess-match", t_html("guess.match", token=chosen)))
     else:
-        lines.append(f"<p>The model wrote {chosen} ({pct(step.chosen_prob)}).</p>")
+        lines.append(_p("", t_html("guess.above" if r.above_chosen else "guess.wrote", token=chosen, prob=wrote)))
     return f"<div class='guess-result' {attrs}>{''.join(lines)}</div>"
 
 

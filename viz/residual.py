@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, block_label, depth_label, plot_piece, plot_text
+from .text import pct
 
 DEPTH_SCALE = "Viridis"
 
@@ -50,7 +51,7 @@ def residual_path_figure(resid_2d, resid_norm=None, update_norm=None, *, piece: 
         if un is not None and k >= 1:
             h += f"<br>{block_label(k - 1)} added an update of norm {un[k - 1]:.1f}"
             if rn is not None and rn[k - 1] > 0:
-                h += f" ({un[k - 1] / rn[k - 1]:.0%} of the stream before it)"
+                h += f" ({pct(un[k - 1] / rn[k - 1], 0)} of the stream before it)"
         hover.append(h)
     path = go.Scatter(
         x=xy[:, 0], y=xy[:, 1], mode="lines+markers", name="after each layer",
@@ -116,7 +117,7 @@ def contributions_figure(attn_out_norm, mlp_out_norm, resid_norm=None, update_no
         )
         finite = ratio[np.isfinite(ratio)]
         if finite.size:
-            notes.append(f"each block adds a median {np.median(finite):.0%} of the stream's size")
+            notes.append(f"each block adds a median {pct(np.median(finite), 0)} of the stream's size")
     more_attn = int(np.sum(a > m))
     notes.append(f"attention larger than feed-forward in {more_attn} of {L} blocks")
     tok = f" of {plot_piece(piece, 16)}" if piece else ""

@@ -5,12 +5,14 @@ data attribute of this card, on the teacher's page only; the join link never car
 The card is projected: what a class must not see before a step's reveal (the lesson's sentences for the teacher,
 which give the answers) sits folded in "Notes for the teacher", closed by default and never shown in presenter
 view (assets/style.css). In presenter view the controls come first, the code and the join address in the
-screen's corner."""
+screen's corner. Its words are the catalogue's (room.*: locales/en.json, viz.text)."""
 from __future__ import annotations
 
 import html
 
 import segno
+
+from .text import t_html
 
 
 def qr_svg(url: str) -> str:
@@ -27,35 +29,33 @@ def lesson_html(steps) -> str:
     opens it on the teacher's screen (and so the room's); the sentences for the teacher folded away below."""
     if not steps:
         return ""
-    items = "".join(
-        f"<li><button class='lesson-open' data-pick='{html.escape(f'{x.example}:{x.step}')}'>{html.escape(title)} · step {x.step}</button></li>"
-        for title, x in steps)
-    notes = "".join(f"<li><b>{html.escape(title)} · step {x.step}.</b> {html.escape(x.say)}</li>" for title, x in steps)
-    return (f"<div class='class-lesson'><p class='class-lead'>The lesson: {len(steps)} steps to guess, in this order "
-            f"(each opens on every screen)</p><ol id='class-lesson'>{items}</ol>"
-            "<details class='lesson-notes'><summary>Notes for the teacher: they give the answers away, so they stay folded "
-            f"on a projected screen (and are never shown in presenter view)</summary><ol>{notes}</ol></details></div>")
+    named = [(t_html("room.lesson_item", title=html.escape(title), step=x.step), x) for title, x in steps]
+    items = "".join(f"<li><button class='lesson-open' data-pick='{html.escape(f'{x.example}:{x.step}')}'>{name}</button></li>"
+                    for name, x in named)
+    notes = "".join(f"<li><b>{name}.</b> {html.escape(x.say)}</li>" for name, x in named)
+    return (f"<div class='class-lesson'><p class='class-lead'>{t_html('room.lesson_lead', n=len(steps))}</p><ol id='class-lesson'>{items}</ol>"
+            f"<details class='lesson-notes'><summary>{t_html('room.notes_summary')}</summary><ol>{notes}</ol></details></div>")
 
 
 def _join(code: str, join_url: str, note: str) -> str:
     c, u = html.escape(spaced(code)), html.escape(join_url)
     warn = f"<p class='class-note'>{html.escape(note)}</p>" if note else ""
-    return (f"<div class='class-join'><div class='class-qr' aria-label='QR code of the join link'>{qr_svg(join_url)}</div>"
-            f"<div class='class-where'><p class='class-lead'>Join the class: scan the code, or open</p>"
+    label = html.escape(t_html("room.qr_label"), quote=True)
+    return (f"<div class='class-join'><div class='class-qr' aria-label='{label}'>{qr_svg(join_url)}</div>"
+            f"<div class='class-where'><p class='class-lead'>{t_html('room.join_lead')}</p>"
             f"<p class='class-url'><a href='{u}' target='_blank' rel='noopener'>{u}</a></p>{warn}"
-            f"<p class='class-lead class-code-lead'>Class code</p><p id='class-code' class='class-code'>{c}</p>"
-            "<p class='class-qr-row'><button id='class-qr-show' class='class-qr-show'>QR code</button></p></div></div>")
+            f"<p class='class-lead class-code-lead'>{t_html('room.code_lead')}</p><p id='class-code' class='class-code'>{c}</p>"
+            f"<p class='class-qr-row'><button id='class-qr-show' class='class-qr-show'>{t_html('room.qr_button')}</button></p></div></div>")
 
 
 def class_card_html(code: str, key: str, join_url: str, lesson=(), note: str = "") -> str:
     """`note`: a sentence when students' devices cannot open the join link (ui/class_room.py's join_base). The
     controls a round needs (Reveal, Next step, Next in the lesson) and the count of guesses (#class-chart) first."""
-    nxt = ("<button id='lesson-next' class='lg secondary' data-n='{n}'>Next in the lesson ›</button> ".format(n=len(lesson))
-           if lesson else "")
+    nxt = f"<button id='lesson-next' class='lg secondary' data-n='{len(lesson)}'>{t_html('room.lesson_next')}</button> " if lesson else ""
     return (f"<div class='class-card' data-code='{html.escape(code)}' data-key='{html.escape(key)}'>"
-            "<div class='class-run'><p class='class-controls'><button id='class-reveal' class='lg primary'>Reveal</button> "
-            f"<button id='class-next' class='lg secondary'>Next step ›</button> {nxt}"
-            "<button id='class-close' class='lg secondary'>End the class</button></p>"
+            f"<div class='class-run'><p class='class-controls'><button id='class-reveal' class='lg primary'>{t_html('room.reveal')}</button> "
+            f"<button id='class-next' class='lg secondary'>{t_html('room.next_step')}</button> {nxt}"
+            f"<button id='class-close' class='lg secondary'>{t_html('room.close')}</button></p>"
             "<p id='lesson-where' class='lesson-where' aria-live='polite'></p>"
             "<div id='class-chart' class='class-chart' aria-live='polite'></div></div>"
             f"{_join(code, join_url, note)}{lesson_html(lesson)}</div>")
@@ -64,10 +64,11 @@ def class_card_html(code: str, key: str, join_url: str, lesson=(), note: str = "
 def join_box_html() -> str:
     """The start page's "Join a class" box: the code as the teacher's screen shows it (spaces and lower case are
     fine). assets/room.js checks it with the room's API and opens ?room=CODE, or says here why not."""
-    return ("<form class='join-form' id='join-form' autocomplete='off'><label for='join-code' class='join-label'>Join a class</label>"
+    return ("<form class='join-form' id='join-form' autocomplete='off'>"
+            f"<label for='join-code' class='join-label'>{t_html('room.join_label')}</label>"
             "<input id='join-code' name='code' type='text' inputmode='text' autocapitalize='characters' spellcheck='false' "
             "maxlength='16' placeholder='ABC DEF' aria-describedby='join-msg'>"
-            "<button id='join-go' type='submit'>Join</button></form><p id='join-msg' class='join-msg' role='alert'></p>")
+            f"<button id='join-go' type='submit'>{t_html('room.join_button')}</button></form><p id='join-msg' class='join-msg' role='alert'></p>")
 
 
 def no_class_html(sentence: str) -> str:

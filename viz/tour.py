@@ -1,5 +1,6 @@
 """A guided walk through one generation step: the stages in order, each pointing at its panel and
-told with this step's own numbers (pure: a trace and a step in, text out)."""
+told with this step's own numbers (pure: a trace and a step in, text out), in the catalogue's words (tour.*:
+locales/en.json, viz.text)."""
 from __future__ import annotations
 
 import html
@@ -13,6 +14,15 @@ from pipeline.records import RoundRecord, StepRecord, Trace
 from . import fmt
 from .speculative import round_of_step
 from .style import html_piece, human_bytes
+from .text import pct, t, t_html, thousands
+
+
+def _stage(n: int, name: str) -> str:
+    return f"{n} · {name}"
+
+
+def _code(piece: str) -> str:
+    return f"<code>{html_piece(piece)}</code>"
 
 
 @dataclass(frozen=True)
@@ -35,23 +45,19 @@ def _feed_words(st: StepRecord, rnd: RoundRecord | None, last: str) -> str:
     T = st.position + 1
     if rnd is not None:  # speculative: the token came from a round of draft and verify, not a pass of its own
         fed = rnd.target_tokens_fed
-        how = ("the draft had nothing to propose, so it was a plain step" if rnd.k == 0 else
-               f"the draft proposed {fmt.tokens(rnd.k)} and the model checked them")
-        return (f"This token came from speculative round {rnd.index}: {how}, in one pass of {fmt.tokens(fed)} "
-                f"fed; the round added {fmt.tokens(len(rnd.token_ids))}. The query at "
-                f"position {st.position} of that pass chose it.")
+        how = t_html("tour.round_plain") if rnd.k == 0 else t_html("tour.round_proposed", k=fmt.tokens(rnd.k))
+        return t_html("tour.round", round=rnd.index, how=how, fed=fmt.tokens(fed), added=fmt.tokens(len(rnd.token_ids)),
+                      position=st.position)
     if st.phase == "prefill":
-        return (f"This is the first step (prefill): all {T} tokens of the context go through the model in one pass, "
-                "in parallel, and the last one's output chooses the first new token.")
-    return (f"This is decode step {st.index}: only the newest token, {last}, goes through the model; the "
-            f"{T - 1} before it are remembered in the KV cache.")
+        return t_html("tour.prefill", n=T)
+    return t_html("tour.decode", step=st.index, last=last, before=T - 1)
 
 
 def _time_words(st: StepRecord, rnd: RoundRecord | None) -> str:
     if rnd is None:
-        return f"This step took {st.ms:.1f} ms on the machine that made this trace."
-    return (f"Round {rnd.index} took draft {rnd.draft_ms:.1f} ms + verify {rnd.target_ms:.1f} ms on the machine that made this trace, for "
-            f"{fmt.tokens(len(rnd.token_ids))}.")
+        return t_html("tour.time_step", ms=f"{st.ms:.1f}")
+    return t_html("tour.time_round", round=rnd.index, draft=f"{rnd.draft_ms:.1f}", verify=f"{rnd.target_ms:.1f}",
+                  tokens=fmt.tokens(len(rnd.token_ids)))
 
 
 def _attention_words(trace: Trace, step: int) -> str:
@@ -62,9 +68,8 @@ def _attention_words(trace: Trace, step: int) -> str:
     if key_pos == 0 and st.position > 0:  # the first token is a common resting place: name the runner-up too
         mean = np.asarray(st.attention, dtype=np.float64).mean(axis=(0, 1))
         k2 = int(np.argmax(mean[1:])) + 1
-        sink = (f" Many heads rest their attention on the first token when nothing else is relevant; after it came "
-                f"<code>{html_piece(st.context_pieces[k2])}</code> (position {k2}, {mean[k2]:.0%}).")
-    return f"<code>{html_piece(key_piece)}</code> (position {key_pos}, {key_w:.0%}).{sink}"
+        sink = " " + t_html("tour.sink", piece=_code(st.context_pieces[k2]), position=k2, weight=pct(mean[k2], 0))
+    return t_html("tour.top_key", piece=_code(key_piece), position=key_pos, weight=pct(key_w, 0)) + sink
 
 
 def _input_stages(trace: Trace, step: int, rnd: RoundRecord | None) -> list[TourStage]:
@@ -72,24 +77,15 @@ def _input_stages(trace: Trace, step: int, rnd: RoundRecord | None) -> list[Tour
     st, m = trace.steps[step], trace.model
     T = st.position + 1
     n_prompt = len(trace.prompt.token_ids)
-    last = f"<code>{html_piece(st.context_pieces[-1])}</code>"
+    last = _code(st.context_pieces[-1])
     return [
-        TourStage("1 · Tokens", (
-            f"The context is {T} tokens: {n_prompt} of the prompt (chat template included) and {T - n_prompt} generated so far. "
-            f"The model never sees letters, only these {T} id numbers. {_feed_words(st, rnd, last)}"), "panel-tokens"),
-        TourStage("2 · Embeddings", (
-            f"Each id picks one row of the embedding matrix ({m.vocab_size:,} rows of {m.d_model} numbers). The newest "
-            f"token {last} becomes a vector of {m.d_model} numbers: the start of its residual stream."), "panel-embeddings"),
-        TourStage("3 · Attention", (
-            f"In each of {m.n_layers} layers, {m.n_heads} heads let the query at position {st.position} read the "
-            f"{T} positions before and including it. Averaged over every layer and head, it put most weight on "
-            f"{_attention_words(trace, step)} Pick a layer and head to see each pattern."),
-            "panel-attention"),
-        TourStage("4 · Through the layers", (
-            f"Each layer adds an update to the residual stream: attention mixes in information from other tokens, the "
-            f"feed-forward block transforms it. After the last layer, the final norm and the LM head turn the stream into "
-            f"{m.vocab_size:,} scores (logits), one per token. The “Inside the model” tabs show this layer by layer."),
-            "panel-inside"),
+        TourStage(_stage(1, t("tour.stage.tokens")), t_html("tour.tokens", n=T, prompt=n_prompt, generated=T - n_prompt) + " "
+                  + _feed_words(st, rnd, last), "panel-tokens"),
+        TourStage(_stage(2, t("tour.stage.embeddings")), t_html("tour.embeddings", rows=thousands(m.vocab_size), d=m.d_model, last=last),
+                  "panel-embeddings"),
+        TourStage(_stage(3, t("tour.stage.attention")), t_html("tour.attention", layers=m.n_layers, heads=m.n_heads, position=st.position, n=T,
+                                                 where=_attention_words(trace, step)), "panel-attention"),
+        TourStage(_stage(4, t("tour.stage.layers")), t_html("tour.layers", n=thousands(m.vocab_size)), "panel-inside"),
     ]
 
 
@@ -100,47 +96,42 @@ def _settings_words(st: StepRecord) -> tuple[str, str, bool]:
     param = {g.name: g.param for g in st.stages}
     greedy = param.get("temperature") == 0
     kept = [g for g in st.stages if g.name in ("top_k", "top_p")]
-    top_k = f"{int(param['top_k'])}" if "top_k" in param else "off"
-    top_p = f"{param['top_p']:g}" if "top_p" in param else "off"
-    used = f"Temperature {param.get('temperature', 1.0):g}" + ("" if greedy else f", top-k {top_k}, top-p {top_p}")
-    kept_txt = ("temperature 0 is greedy: only the most likely token can be chosen (top-k and top-p change nothing)" if greedy else
-                "; ".join(f"{g.name.replace('_', '-')} kept {fmt.tokens(g.kept)}" for g in kept) or "no filter was on")
+    top_k = f"{int(param['top_k'])}" if "top_k" in param else t_html("common.off")
+    top_p = f"{param['top_p']:g}" if "top_p" in param else t_html("common.off")
+    temp = f"{param.get('temperature', 1.0):g}"
+    used = t_html("tour.used", t=temp) if greedy else t_html("tour.used_filters", t=temp, k=top_k, p=top_p)
+    kept_txt = (t_html("tour.greedy") if greedy else
+                "; ".join(t_html("tour.kept", filter=g.name.replace("_", "-"), tokens=fmt.tokens(g.kept)) for g in kept)
+                or t_html("tour.no_filter"))
     return used, kept_txt, greedy
 
 
 def _chosen_words(st: StepRecord, piece: str, greedy: bool) -> str:
     """How the token was chosen: forced by a branch, taken greedily, or drawn at random."""
-    if st.forced:
-        return (f"The token {piece} was not drawn here: it was forced (a branch), in place of the model's own choice. It had "
-                f"probability {st.chosen_final_prob:.1%} under these settings and {st.chosen_prob:.1%} before sampling reshaped it.")
-    if greedy:
-        return (f"So the token {piece} was taken, with no randomness; the model gave it {st.chosen_prob:.1%} before "
-                f"sampling reshaped the distribution.")
-    return (f"From that distribution the token {piece} was drawn at random; it had probability "
-            f"{st.chosen_final_prob:.1%} there and {st.chosen_prob:.1%} before sampling reshaped it.")
+    return t_html("tour.forced" if st.forced else "tour.taken" if greedy else "tour.drawn", piece=piece, final=pct(st.chosen_final_prob),
+                  raw=pct(st.chosen_prob))
 
 
 def _output_stages(st: StepRecord, rnd: RoundRecord | None) -> list[TourStage]:
     """Stages 5-8: from the logits to the chosen token, the cache and the text."""
     T = st.position + 1
     fed = rnd.target_tokens_fed if rnd is not None else T if st.phase == "prefill" else 1
-    piece = f"<code>{html_piece(st.piece)}</code>"
-    top = [f"<code>{html_piece(p)}</code> {float(pr):.1%}" for p, pr in zip(st.top_pieces[:3], st.top_probs[:3])]
+    piece = _code(st.piece)
+    top = [f"{_code(p)} {pct(pr)}" for p, pr in zip(st.top_pieces[:3], st.top_probs[:3])]
     used, kept_txt, greedy = _settings_words(st)
-    rolled = f" (but the {rnd.target_rollback} of rejected proposals, cut back after the test)" if rnd is not None and rnd.target_rollback else ""
-    text = (f" and its text <code>{html_piece(st.text)}</code> appears in the output. " if st.text else
-            " but releases no text yet (it ends the reply, or holds part of a character whose other bytes come next). ")
-    then = ("The next step starts again at 1 with one more token." if st.stop_reason is None else
-            f"Generation stopped here ({html.escape(st.stop_reason.replace('_', ' '))}).")
+    cache = dict(fed=fmt.tokens(fed), n=thousands(T), bytes=html.escape(human_bytes(st.kv_cache_bytes)))
+    kv = (t_html("tour.kv_rolled", rolled=rnd.target_rollback, **cache) if rnd is not None and rnd.target_rollback else
+          t_html("tour.kv", **cache))
+    text = t_html("tour.output_text", piece=piece, text=_code(st.text)) if st.text else t_html("tour.output_none", piece=piece)
+    then = (t_html("tour.next") if st.stop_reason is None else
+            t_html("tour.stopped", reason=html.escape(st.stop_reason.replace("_", " "))))
     return [
-        TourStage("5 · Next-token distribution", (
-            f"Softmax turns the logits into probabilities. The three most likely next tokens were {', '.join(top)}; "
-            f"the entropy was {st.entropy:.2f} bits (0 would mean certain)."), "panel-distribution"),
-        TourStage("6 · Sampling", f"{used}: {kept_txt}. " + _chosen_words(st, piece, greedy), "panel-distribution"),
-        TourStage("7 · KV cache and time", (
-            f"The keys and values of the {fmt.tokens(fed)} fed in are kept{rolled}: the cache now holds {T:,} "
-            f"positions, {human_bytes(st.kv_cache_bytes)}. {_time_words(st, rnd)}"), "panel-kv"),
-        TourStage("8 · Output", f"The chosen token {piece} is appended to the context" + text + then, "output"),
+        TourStage(_stage(5, t("tour.stage.distribution")), t_html("tour.distribution", top=", ".join(top), entropy=f"{st.entropy:.2f}"),
+                  "panel-distribution"),
+        TourStage(_stage(6, t("tour.stage.sampling")), t_html("tour.sampling", used=used, kept=kept_txt) + " " + _chosen_words(st, piece, greedy),
+                  "panel-distribution"),
+        TourStage(_stage(7, t("tour.stage.kv")), kv + " " + _time_words(st, rnd), "panel-kv"),
+        TourStage(_stage(8, t("tour.stage.output")), text + " " + then, "output"),
     ]
 
 
@@ -155,5 +146,5 @@ def tour_html(trace: Trace, step: int, stage: int) -> str:
     stages = tour_stages(trace, step)
     i = clamp_index(stage, len(stages))
     s = stages[i]
-    return (f"<div class='tour-box'><div class='tour-head'>Step {trace.steps[step].index} · stage {i + 1} of {len(stages)}: "
-            f"<b>{html.escape(s.title.split('·', 1)[-1].strip())}</b></div><p>{s.html}</p></div>")
+    head = t_html("tour.head", step=trace.steps[step].index, i=i + 1, n=len(stages), title=f"<b>{html.escape(s.title.split('·', 1)[-1].strip())}</b>")
+    return f"<div class='tour-box'><div class='tour-head'>{head}</div><p>{s.html}</p></div>"

@@ -1,7 +1,7 @@
 """One self-contained HTML file per trace: the page template (assets/viewer.html) with Plotly.js,
-the viewer bundle (viz/viewer.py) and the page's scripts (VIEWER_SCRIPTS, in assets/)
-inlined, and the page's own "Guess first" (its data from viz/viewer_guess.py, its script
-assets/viewer_guess.js: the app has its own). It makes no request of any kind."""
+the viewer bundle (viz/viewer.py) and the page's scripts (VIEWER_SCRIPTS, in assets/) inlined, the
+page's words before them (viz.text's catalogue), and the page's own "Guess first" (its data from
+viz/viewer_guess.py, its script assets/viewer_guess.js: the app has its own). It makes no request of any kind."""
 from __future__ import annotations
 
 import html
@@ -14,15 +14,17 @@ from . import page, panels
 from .captions import CAPTIONS
 from .output import STOP_WORDS
 from .style import html_piece, visible
+from .text import catalogue_js
 from .viewer import MAX_FRAMES, bundle_json, viewer_bundle
 from .viewer_guess import guess_json
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TEMPLATE = ASSETS / "viewer.html"
 SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
-# the viewer's scripts in assets/, in the order they load, after Plotly.js (each needs those before it);
-# the offline page inlines them, the app loads them by URL (ui/viewer_wiring.py), the browser tests too
-VIEWER_SCRIPTS = ("viewer_plot.js", "viewer_text.js", "viewer_sampling.js", "viewer_frames.js", "viewer.js")
+# the viewer's scripts in assets/, in the order they load, after Plotly.js and the text catalogue (viz.text.head_script;
+# each needs those before it): text.js (the page's words and numbers) first; the offline page inlines them, the app
+# loads them by URL (ui/viewer_wiring.py), the browser tests too
+VIEWER_SCRIPTS = ("text.js", "viewer_plot.js", "viewer_text.js", "viewer_sampling.js", "viewer_frames.js", "viewer.js")
 # the offline page's Guess first, after them (its own slot: not one of the scripts the app loads)
 GUESS_SCRIPT = "viewer_guess.js"
 # the sampling sliders (assets/viewer.js reads them), between the distribution's caption and its plot
@@ -156,7 +158,7 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
         "CAPTION_OUTPUT": html.escape(CAPTIONS["output"]),
         "STEP_SECTIONS": step_sections(trace, bundle),
         "BUNDLE": bundle_json(bundle),
-        "VIEWER_JS": "\n".join(_inline_script(f) for f in VIEWER_SCRIPTS),
+        "VIEWER_JS": "\n".join([catalogue_js(), *(_inline_script(f) for f in VIEWER_SCRIPTS)]),  # the words first (viz.text)
         "GUESS_TOP_N": top_n_words(trace, n),
         "GUESS_DATA": guess_json(trace, bundle),
         "GUESS_JS": _inline_script(GUESS_SCRIPT),

@@ -40,12 +40,12 @@ def _impatient_generate(page, prompt: str, n: int):
 def _same_run_with_logits(saved):
     """The page's greedy run made again by the pipeline in this process, with every step's full-vocabulary
     logits (a downloaded trace holds only the top candidates); the same tokens, checked."""
-    from ui import session
+    from ui import run_inputs
     from pipeline.generate import start
     from pipeline.loading import load_model
 
     st = saved.settings
-    settings = session.settings_from_inputs("Raw text", "", 0, 0, st.top_p, st.seed, len(saved.steps))
+    settings = run_inputs.settings_from_inputs("Raw text", "", 0, 0, st.top_p, st.seed, len(saved.steps))
     gen = start(load_model(None), saved.prompt.text, settings)
     for _ in gen:
         pass

@@ -8,7 +8,7 @@ those positions to come are labelled "k ?" (no token of theirs named), so the he
 import numpy as np
 import pytest
 
-from ui.session import sentence
+from ui.messages import sentence
 
 from pipeline import gallery
 from pipeline.errors import GuessError

@@ -8,6 +8,7 @@ import numpy as np
 
 from pipeline import sampling
 from pipeline.records import StepRecord
+from viz.text import catalogue_js
 from viz.viewer_page import VIEWER_SCRIPTS
 
 from .harness import ROOT
@@ -25,6 +26,7 @@ def js_page(browser):
     page.on("console", lambda m: page.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.route("**/*", lambda route: (page.requests.append(route.request.url), route.abort()))
     page.set_content("<!doctype html><meta charset='utf-8'><body></body>")
+    page.add_script_tag(content=catalogue_js())  # the page's words, before assets/text.js (viz.text)
     for js in VIEWER_JS:
         page.add_script_tag(content=js.read_text(encoding="utf-8"))
     return page

@@ -1,5 +1,5 @@
-"""ui/session.py: one folder of downloads per browser session, removed when its page closes."""
-from ui.session import download_folder, remove_download_folder
+"""ui/downloads.py: one folder of downloads per browser session, removed when its page closes."""
+from ui.downloads import download_folder, remove_download_folder
 
 
 def test_a_session_gets_a_folder_of_its_own(tmp_path):

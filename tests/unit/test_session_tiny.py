@@ -1,5 +1,6 @@
-"""ui.session on tiny random models: what the page does besides drawing (the lens cache, the
-download file, the speed measurement, the swap demo's default, the page's fields as Settings)."""
+"""What the page does besides drawing, on tiny random models: the lens cache (ui/lens_cache.py), the
+download file (ui/downloads.py), the speed measurement (ui/speed.py), the swap demo's default (ui/inside_data.py),
+the page's fields as Settings (ui/run_inputs.py), an error as a sentence (ui/messages.py), known weights (ui/model_match.py)."""
 from dataclasses import replace
 
 import numpy as np
@@ -11,7 +12,8 @@ from pipeline.generate import start
 from pipeline.records import Settings
 from tests.helpers import records_equal
 from pipeline.speculative import start_speculative
-from ui import session
+from ui import downloads, inside_data, lens_cache, messages, model_match, run_inputs
+from ui.speed import speed_against_plain
 from tests import tiny
 
 PROMPT = "The quick brown fox"
@@ -36,7 +38,7 @@ def other_model(trace):
 
 # -- the lens cache ------------------------------------------------------------------------------
 def test_the_lens_is_the_models_own_and_computed_once_per_step(lm, trace):
-    cache = session.LensCache()
+    cache = lens_cache.LensCache()
     st = trace.steps[2]
     rec = cache.get(lm, trace, st)
     assert records_equal(rec, inside.logit_lens(lm, st))
@@ -46,14 +48,14 @@ def test_the_lens_is_the_models_own_and_computed_once_per_step(lm, trace):
 
 
 def test_the_lens_of_a_trace_that_carries_it_is_read_not_computed(lm, trace):
-    cache = session.LensCache()
+    cache = lens_cache.LensCache()
     mark = replace(inside.logit_lens(lm, trace.steps[1]), top_pieces=(("MARK",),))
     t = replace(trace, lens=(mark,))
     assert cache.get(lm, t, trace.steps[1]) is mark and cache.computed == 0
 
 
 def test_no_lens_without_the_model_that_made_the_trace_or_its_hidden_states(lm, trace):
-    cache = session.LensCache()
+    cache = lens_cache.LensCache()
     assert cache.get(lm, other_model(trace), trace.steps[0]) is None
     assert cache.get(None, trace, trace.steps[0]) is None
     assert cache.get(lm, trace, replace(trace.steps[0], hidden=None)) is None
@@ -61,7 +63,7 @@ def test_no_lens_without_the_model_that_made_the_trace_or_its_hidden_states(lm, 
 
 
 def test_the_lens_cache_keeps_the_last_few(lm, trace):
-    cache = session.LensCache(size=2)
+    cache = lens_cache.LensCache(size=2)
     for st in trace.steps:
         cache.get(lm, trace, st)
     assert len(cache) == 2 and cache.computed == len(trace.steps)
@@ -76,8 +78,8 @@ def _read(path):
 
 
 def test_the_download_carries_the_lens_of_every_step_and_replaces_the_last_file(lm, trace, tmp_path):
-    cache = session.LensCache()
-    first = session.write_download(lm, trace, tmp_path, cache)
+    cache = lens_cache.LensCache()
+    first = downloads.write_download(lm, trace, tmp_path, cache)
     assert first.name.startswith("trace-") and first.name.endswith(".json.gz")
     back = _read(first)
     assert [r.step for r in back.lens] == [s.index for s in trace.steps]
@@ -85,33 +87,33 @@ def test_the_download_carries_the_lens_of_every_step_and_replaces_the_last_file(
     assert np.allclose(back.lens[-1].chosen_probs, inside.logit_lens(lm, trace.steps[-1]).chosen_probs)
     assert cache.computed == len(trace.steps)
     (tmp_path / "trace-old.json").write_text("{}")
-    second = session.write_download(lm, trace, tmp_path, cache)
+    second = downloads.write_download(lm, trace, tmp_path, cache)
     assert list(tmp_path.iterdir()) == [second]  # one file per session folder
     assert cache.computed == len(trace.steps)  # the lens came from the cache the second time
 
 
 def test_a_trace_of_another_model_downloads_as_it_is(lm, trace, tmp_path):
     other = other_model(trace)
-    back = _read(session.write_download(lm, other, tmp_path))
+    back = _read(downloads.write_download(lm, other, tmp_path))
     assert back.lens == () and back.model.id == "another-model" and back.text == trace.text
 
 
 def test_nothing_to_download_is_a_settings_error(lm, trace, tmp_path):
     with pytest.raises(SettingsError, match="Generate first"):
-        session.write_download(lm, replace(trace, steps=()), tmp_path)
+        downloads.write_download(lm, replace(trace, steps=()), tmp_path)
 
 
 # -- the other views -----------------------------------------------------------------------------
 def test_accounting_and_position_come_from_the_trace_or_the_model_that_made_it(lm, trace):
-    recs, machine, params = session.accounting_for(lm, trace)
+    recs, machine, params = inside_data.accounting_for(lm, trace)
     assert len(recs) == len(trace.steps) and params == trace.params
     bare = replace(other_model(trace), params=None, position=None)
-    assert session.accounting_for(lm, bare) is None and session.position_for(lm, bare) is None
-    assert records_equal(session.position_for(lm, replace(trace, position=None)), inside.position_info(lm))
+    assert inside_data.accounting_for(lm, bare) is None and inside_data.position_for(lm, bare) is None
+    assert records_equal(inside_data.position_for(lm, replace(trace, position=None)), inside.position_info(lm))
 
 
 def test_the_default_swap_is_the_first_and_last_word_the_person_typed(lm, trace):
-    i, j = session.default_swap(trace)
+    i, j = inside_data.default_swap(trace)
     p = trace.prompt
     typed = [piece.strip() for piece in p.text_pieces if piece.strip().isalpha()]  # the typed text's word tokens
     assert p.pieces[i].strip() == typed[0] == "The" and p.pieces[j].strip() == typed[-1] and i < j
@@ -119,7 +121,7 @@ def test_the_default_swap_is_the_first_and_last_word_the_person_typed(lm, trace)
     gen = start(lm, "42", Settings(temperature=0, max_new_tokens=1))
     one = replace(trace, prompt=gen.prompt)
     with pytest.raises(SettingsError, match="two word tokens"):
-        session.default_swap(one)
+        inside_data.default_swap(one)
 
 
 def test_speed_against_plain_times_both_runs_alike(lm):
@@ -127,45 +129,45 @@ def test_speed_against_plain_times_both_runs_alike(lm):
     for _ in gen:
         pass
     t = gen.trace()
-    speed = session.speed_against_plain(lm, t)
+    speed = speed_against_plain(lm, t)
     assert speed["speculative_tok_s"] == pytest.approx(len(t.steps) / (sum(r.ms for r in t.rounds) / 1000))
     assert speed["plain_tok_s"] > 0
 
 
 def test_the_pages_fields_become_settings_or_a_clear_error():
-    s = session.settings_from_inputs("Raw text", "be brief", 0.7, 40.0, 0.9, 3.0, 16)
+    s = run_inputs.settings_from_inputs("Raw text", "be brief", 0.7, 40.0, 0.9, 3.0, 16)
     assert s == Settings(temperature=0.7, top_k=40, top_p=0.9, seed=3, max_new_tokens=16, chat=False, system_prompt=None)
-    assert session.settings_from_inputs("Chat", "  ", 1, 0, 1, 0, 8).system_prompt is None
-    assert session.settings_from_inputs("Chat", "be brief", 1, 0, 1, 0, 8).system_prompt == "be brief"
+    assert run_inputs.settings_from_inputs("Chat", "  ", 1, 0, 1, 0, 8).system_prompt is None
+    assert run_inputs.settings_from_inputs("Chat", "be brief", 1, 0, 1, 0, 8).system_prompt == "be brief"
     with pytest.raises(SettingsError, match="not a number"):
-        session.settings_from_inputs("Chat", "", 1, 0, 1, None, 8)
+        run_inputs.settings_from_inputs("Chat", "", 1, 0, 1, None, 8)
 
 
 def test_sentence():
-    assert session.sentence(ValueError("the seed is odd")) == "The seed is odd."
-    assert session.sentence(ValueError("really?")) == "Really?"
+    assert messages.sentence(ValueError("the seed is odd")) == "The seed is odd."
+    assert messages.sentence(ValueError("really?")) == "Really?"
 
 
 def test_an_old_trace_of_the_embedded_model_is_named_with_the_loaded_files_precision(lm):
     q4 = "GGUF: matrix weights Q4_1, embedding Q8_0, norms F32; computed in float32 (dequantised at load)"
     emb = replace(lm, info=replace(lm.info, id="SmolLM2-135M-Instruct", source="embedded", weights=q4))
     old = replace(emb.info, weights="")  # a trace written before the weights were recorded
-    assert session.known_weights(old, emb).weights == q4
+    assert model_match.known_weights(old, emb).weights == q4
     # never a guess: another model, another source, no model loaded, or a trace that says it itself
-    assert session.known_weights(replace(old, id="other"), emb).weights == ""
-    assert session.known_weights(old, replace(emb, info=replace(emb.info, source="hub"))).weights == ""
-    assert session.known_weights(replace(old, source="hub"), emb).weights == ""
-    assert session.known_weights(old, None).weights == ""
-    assert session.known_weights(replace(old, weights="float32 safetensors"), emb).weights == "float32 safetensors"
+    assert model_match.known_weights(replace(old, id="other"), emb).weights == ""
+    assert model_match.known_weights(old, replace(emb, info=replace(emb.info, source="hub"))).weights == ""
+    assert model_match.known_weights(replace(old, source="hub"), emb).weights == ""
+    assert model_match.known_weights(old, None).weights == ""
+    assert model_match.known_weights(replace(old, weights="float32 safetensors"), emb).weights == "float32 safetensors"
 
 
 def test_a_resample_or_branch_fills_the_answer_up_to_max_new_tokens(trace):
     n = len(trace.steps)  # 4
-    assert session.tokens_to_make(trace, None, 10) == 10  # Generate
-    assert session.tokens_to_make(trace, {"start_step": None}, 10) == 10  # +1 token passes its own count
-    assert session.tokens_to_make(trace, {"start_step": 2}, 10) == 8  # re-sample from step 2: steps 0, 1 kept
-    assert session.tokens_to_make(trace, {"start_step": 99}, 10) == 10 - n  # (a step past the end: all kept)
-    assert session.tokens_to_make(trace, {"start_step": 2, "force_rank": 1}, 10) == 7  # steps 0, 1 and the forced 2
-    assert session.tokens_to_make(trace, {"start_step": 3}, 2) == 1  # at least one after the fork
+    assert run_inputs.tokens_to_make(trace, None, 10) == 10  # Generate
+    assert run_inputs.tokens_to_make(trace, {"start_step": None}, 10) == 10  # +1 token passes its own count
+    assert run_inputs.tokens_to_make(trace, {"start_step": 2}, 10) == 8  # re-sample from step 2: steps 0, 1 kept
+    assert run_inputs.tokens_to_make(trace, {"start_step": 99}, 10) == 10 - n  # (a step past the end: all kept)
+    assert run_inputs.tokens_to_make(trace, {"start_step": 2, "force_rank": 1}, 10) == 7  # steps 0, 1 and the forced 2
+    assert run_inputs.tokens_to_make(trace, {"start_step": 3}, 2) == 1  # at least one after the fork
     with pytest.raises(SettingsError, match="pick a step"):
-        session.tokens_to_make(trace, {"start_step": "x"}, 10)
+        run_inputs.tokens_to_make(trace, {"start_step": "x"}, 10)

@@ -23,7 +23,10 @@ MAX_FUNCTION_LINES = 60
 # viz/viewer <-> viz/viewer_attention cycle were listed here; they are fixed, so the lists are empty.)
 LONG_MODULES: set[str] = set()  # "viz/x.py"
 LONG_FUNCTIONS: set[str] = set()  # "viz/x.py:function"
-IMPORT_CYCLES: set[frozenset[str]] = set()  # frozenset({"viz.a", "viz.b"}): the modules of one cycle
+IMPORT_CYCLES: set[frozenset[str]] = set()
+LONG_JS_FILES: set[str] = set()  # "assets/x.js"
+# (assets/page.js and assets/links.js were one anonymous function each, of 110 and 215 lines: split by action)
+LONG_JS_FUNCTIONS: set[str] = set()  # "assets/x.js:name" (no @line)
 # (scripts/trace_size.py was listed here for the /1 writer; that writer now lives in scripts/.)
 SCRIPTS_IMPORTING_TESTS: set[str] = set()
 
@@ -119,7 +122,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_import_graph_is_read():
     assert {"pipeline.records", "pipeline.errors"} <= GRAPH["pipeline.trace_io"]
     assert "pipeline.records" in GRAPH["viz.page"] and "viz.page" in GRAPH["ui.views"]
-    assert "pipeline.inside" in GRAPH["ui.session"]  # imported inside functions: counted too
+    assert "pipeline.inside" in GRAPH["ui.lens_cache"]  # imported inside functions: counted too
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -193,12 +196,15 @@ def test_no_module_over_400_lines_and_no_function_over_60():
 # text and regex literals (keeping newlines, and the code inside `${...}`), and a function's extent
 # is found by matching brackets on what is left: from the line that names it to the line of its
 # closing brace (or, for an arrow with an expression body, the end of that expression).
-# Counted: function declarations and expressions (`function name(`, `function (`) and arrows assigned
-# to a name (`const name = (...) =>`). Not counted: anonymous arrow callbacks (`.forEach((e) => {`),
-# and the whole-file wrapper `(function (root) { ... })(window)` that each viewer file is wrapped in:
-# that is the file's module scope, not a function, and the file's own limit covers it. Exactly that
-# outermost wrapper is exempt (an anonymous `function` that opens the file's code and whose closing
-# brace is the file's last), nothing nested in it.
+# Counted: function declarations and expressions (`function name(`, `function (`), arrows assigned
+# to a name (`const name = (...) =>`), and every anonymous function at the file's top level (inside no
+# brace or bracket: a file that is one `(text, ...values) => { ... }` snippet, a `(function () { ... })()`
+# IIFE), named '<top-level>'. Not counted: anonymous arrow callbacks inside a function or the module
+# scope (`.forEach((e) => {`), and the module wrapper `(function (root) { ... })(window)` that each
+# viewer file is wrapped in: that is the file's module scope, not a function, and the file's own limit
+# covers it. Exactly that outermost wrapper is exempt (an anonymous `function` of one parameter that
+# opens the file's code, whose closing brace is the file's last, called with the global object:
+# `window` or `globalThis`), nothing nested in it.
 
 _JS_FUNCTION = re.compile(
     r"\bfunction\b\s*\*?\s*(?P<fn>[A-Za-z_$][\w$]*)?\s*\("  # function name( / function (
@@ -305,20 +311,84 @@ def _js_function_end(code: str, m: re.Match) -> int:
     return j - 1
 
 
-def js_function_sizes(path: Path) -> dict[str, int]:
-    """'name@line' -> lines, for every counted function of one JS file (the module wrapper exempt)."""
-    code = _js_code(path.read_text(encoding="utf-8"))
-    last_brace = code.rfind("}")
+def _top_level(code: str) -> list[bool]:
+    """For each index of `code`: whether it is inside no brace or bracket (parentheses aside): the file's own scope."""
+    out, opened = [], []
+    for c in code:
+        if c in "([{":
+            opened.append(c)
+        elif c in ")]}" and opened:
+            opened.pop()
+        out.append(all(o == "(" for o in opened))
+    return out
+
+
+def _module_wrapper(code: str, m: re.Match, end: int) -> bool:
+    """Whether the anonymous `function` that `m` found is the file's module wrapper: `(function (root) { ... })(window)`,
+    opening the file's code, closing at its last brace, of one parameter, called with the global object."""
     first_code = len(code) - len(code.lstrip())
+    params = code[m.end():_closing(code, m.end() - 1)].strip()
+    call = re.fullmatch(r"\s*\)\s*\((?P<args>[^;]*)\)\s*;?\s*", code[end + 1:])
+    return (m.group("fn") is None and end == code.rfind("}") and code[first_code] == "("
+            and code[first_code + 1:m.start()].strip() == "" and re.fullmatch(r"[A-Za-z_$][\w$]*", params) is not None
+            and call is not None and re.search(r"\b(?:window|globalThis)\b", call["args"]) is not None)
+
+
+def _top_level_arrows(code: str, top: list[bool]):
+    """(start, end) of every anonymous arrow function at the file's top level (one assigned to a name is counted by name)."""
+    for a in re.finditer(r"=>", code):
+        if not top[a.start()]:
+            continue
+        i = a.start() - 1
+        while i >= 0 and code[i].isspace():
+            i -= 1
+        if i >= 0 and code[i] == ")":
+            depth, j = 0, i
+            for j in range(i, -1, -1):
+                depth += code[j] == ")"
+                depth -= code[j] == "("
+                if depth == 0:
+                    break
+            start = j
+        else:
+            start = i
+            while start > 0 and re.match(r"[\w$]", code[start - 1]):
+                start -= 1
+        before = code[:start].rstrip()
+        before = before[:-5].rstrip() if before.endswith("async") else before
+        if re.search(r"\b(?:const|let|var)\s+[A-Za-z_$][\w$]*\s*=$", before):
+            continue
+        k = a.end()
+        while k < len(code) and code[k].isspace():
+            k += 1
+        if k < len(code) and code[k] == "{":
+            yield start, _closing(code, k)
+        else:
+            j = k
+            while j < len(code) and code[j] not in ";,)]}":
+                j = _closing(code, j) + 1 if code[j] in "([{" else j + 1
+            yield start, j - 1
+
+
+def js_function_sizes(path: Path) -> dict[str, int]:
+    """'name@line' -> lines, for every counted function of one JS file (the module wrapper exempt); an anonymous
+    function at the file's top level is '<top-level>@line'."""
+    code = _js_code(path.read_text(encoding="utf-8"))
+    top = _top_level(code)
     out = {}
+
+    def count(name: str, start: int, end: int):
+        line = code.count("\n", 0, start) + 1
+        out[f"{name}@{line}"] = code.count("\n", start, end) + 1
+
     for m in _JS_FUNCTION.finditer(code):
         end = _js_function_end(code, m)
         name = m.group("fn") or m.group("arrow")
-        wrapper = (name is None and end == last_brace and code[first_code] == "("
-                   and code[first_code + 1:m.start()].strip() == "")
-        if not wrapper:
-            line = code.count("\n", 0, m.start()) + 1
-            out[f"{name or '<anonymous>'}@{line}"] = code.count("\n", m.start(), end) + 1
+        if name is None and _module_wrapper(code, m, end):
+            continue
+        count(name or ("<top-level>" if top[m.start()] else "<anonymous>"), m.start(), end)
+    for start, end in _top_level_arrows(code, top):
+        count("<top-level>", start, end)
     return out
 
 
@@ -347,16 +417,39 @@ def test_the_js_scanner_measures_functions_by_their_braces(tmp_path):
     (tmp_path / "a.js").write_text(src)
     assert js_function_sizes(tmp_path / "a.js") == {"sixty@4": 60, "re@65": 1, "arrow@66": 61, "<anonymous>@127": 1}
     (tmp_path / "b.js").write_text("(text) => {\n  function g() {\n  }\n};\n")  # a gr js= snippet: an anonymous arrow
-    assert js_function_sizes(tmp_path / "b.js") == {"g@2": 2}
+    assert js_function_sizes(tmp_path / "b.js") == {"<top-level>@1": 4, "g@2": 2}
+
+
+def test_the_js_scanner_counts_a_files_top_level_anonymous_functions(tmp_path):
+    """A file that is one anonymous function (a gr js= snippet, an IIFE) is measured as a function; the module wrapper
+    of one parameter called with the global object is the file's scope and is not; a named arrow keeps its name."""
+    body = "\n".join(f"  x += {i};" for i in range(3))
+    cases = {
+        "(text, ...values) => {\n" + body + "\n}\n": {"<top-level>@1": 5},
+        "async (a) => {\n" + body + "\n};\n": {"<top-level>@1": 5},
+        "x => x + 1;\n": {"<top-level>@1": 1},
+        "(function () {\n" + body + "\n})();\n": {"<top-level>@1": 5},
+        "(function (root) {\n" + body + "\n})();\n": {"<top-level>@1": 5},  # not called with the global object
+        "(function (root) {\n" + body + "\n})(document);\n": {"<top-level>@1": 5},
+        "(function (root) {\n  'use strict';\n  const f = (e) => {\n  };\n})(typeof window !== 'undefined' ? window : globalThis);\n": {"f@3": 2},
+        "(function (root) {\n  root.on('x', () => {\n  });\n})(window);\n": {},  # a callback in the module scope
+        "const f = () => {\n" + body + "\n};\nf();\n": {"f@1": 5},
+        "document.addEventListener('x', (e) => {\n" + body + "\n});\n": {"<top-level>@1": 5},
+    }
+    for i, (src, want) in enumerate(cases.items()):
+        (tmp_path / f"c{i}.js").write_text(src)
+        assert js_function_sizes(tmp_path / f"c{i}.js") == want, src
 
 
 def test_no_js_file_over_400_lines_and_no_js_function_over_60():
     files, functions = js_sizes(ROOT / "assets")
     assert len(files) >= 8 and len(functions) >= 50  # every viewer file, so the check below covers them
-    long_m = sorted((k, v) for k, v in files.items() if v > MAX_MODULE_LINES)
-    long_f = sorted((k, v) for k, v in functions.items() if v > MAX_FUNCTION_LINES)
-    assert not long_m, f"over {MAX_MODULE_LINES} lines: {long_m}; split by concept"
-    assert not long_f, f"over {MAX_FUNCTION_LINES} lines: {long_f}"
+    long_m = {k for k, v in files.items() if v > MAX_MODULE_LINES}
+    long_f = {k.rpartition("@")[0] for k, v in functions.items() if v > MAX_FUNCTION_LINES}  # (by name: lines move)
+    assert long_m <= LONG_JS_FILES, f"over {MAX_MODULE_LINES} lines: {sorted((k, files[k]) for k in long_m - LONG_JS_FILES)}; split by concept"
+    assert long_f <= LONG_JS_FUNCTIONS, f"over {MAX_FUNCTION_LINES} lines: {sorted(long_f - LONG_JS_FUNCTIONS)}"
+    assert LONG_JS_FILES <= long_m and LONG_JS_FUNCTIONS <= long_f, (
+        f"fixed, take them off the lists: {sorted((LONG_JS_FILES - long_m) | (LONG_JS_FUNCTIONS - long_f))}")
 
 
 def test_one_project_error_type():

@@ -1,0 +1,97 @@
+/* How the page behaves beyond Gradio's own (from the page's head; start() runs once Gradio has drawn it: assets/page.js):
+ * a tap shows what a hover shows, the presenter view, figures drawn when first seen, the text box keeping its end in
+ * view, the prompt focused once, the tour pointing at its stage's panel.
+ */
+(function (root) {
+  'use strict';
+
+  // A tap (or click) on a piece of the text, a token chip or a glossary word shows what its hover shows: a phone has no hover.
+  function tapTip(e) {
+    let tip = document.getElementById('piece-tip');
+    const el = e.target.closest && e.target.closest('#output [data-step][title], #tokens-html .tok[title], abbr.term[title]');
+    if (!el) { if (tip) tip.hidden = true; return; }
+    if (!tip) {
+      tip = document.createElement('div');
+      tip.id = 'piece-tip';
+      tip.setAttribute('role', 'tooltip');
+      document.body.appendChild(tip);
+    }
+    tip.textContent = el.getAttribute('title');
+    const r = el.getBoundingClientRect();
+    tip.style.left = Math.max(4, Math.min(r.left, innerWidth - 324)) + 'px';
+    tip.style.top = (r.bottom + 6) + 'px';
+    tip.hidden = false;
+  }
+
+  // The presenter view (?view=present, or the button): the lesson alone, large (assets/style.css; the figures are
+  // enlarged by assets/viewer_plot.js).
+  function present(on) {
+    document.body.classList.toggle('present', on);
+    const b = document.getElementById('present-toggle');
+    if (b) b.textContent = on ? '✕ Leave presenter view' : '📽 Presenter view';
+    const url = new URL(root.location.href);
+    if (on) url.searchParams.set('view', 'present'); else url.searchParams.delete('view');
+    history.replaceState(history.state, '', url);
+  }
+
+  // Figures no event redraws (ui/layout.py's static figures: the cost curve of speculative decoding), drawn once with the
+  // viewer's Plotly.js (assets/viewer_plot.js) when they first scroll into view: a gr.Plot would make Gradio load its own
+  // copy as the page opens, and drawn at once they would hold back the first screen's.
+  function staticFigures() {
+    const drawn = new IntersectionObserver((entries) => entries.forEach((e) => {
+      if (!e.isIntersecting || !root.LLMViewer || !root.LLMViewer.plotly()) return; // (looked at again below)
+      drawn.unobserve(e.target);
+      root.LLMViewer.react(e.target, JSON.parse(e.target.dataset.figure));
+    }));
+    setInterval(() => document.querySelectorAll('.static-figure:not(.js-plotly-plot)').forEach((el) => { drawn.unobserve(el); drawn.observe(el); }), 1000);
+  }
+
+  // The text box keeps its end (the step on screen, the newest token) in view when its text outgrows it (style.css).
+  // Only the box is watched: watching the whole page, every node Plotly touched read the box's height, a layout of the
+  // page forced again and again at each step move (12 ms of a 1440x1800 move).
+  function keepEnd() {
+    const watch = new MutationObserver(() => {
+      const o = document.getElementById('output');
+      if (o && o.scrollHeight > o.clientHeight + 2) o.scrollTop = o.scrollHeight;
+    });
+    let endOf = null;
+    setInterval(() => {
+      const o = document.getElementById('output');
+      if (o && o !== endOf) { watch.disconnect(); watch.observe((endOf = o), { subtree: true, childList: true, attributes: true, attributeFilter: ['hidden'] }); }
+    }, 250);
+  }
+
+  // The prompt box takes the focus once, when the page opens. (Gradio's own autofocus focuses it again whenever the
+  // box redraws, which could pull keystrokes meant for another field into it.)
+  function focusPrompt(tries) {
+    const box = root.LLMValues.box('prompt');
+    if (box) { if (!document.activeElement || document.activeElement === document.body) box.focus(); }
+    else if (tries > 0) setTimeout(() => focusPrompt(tries - 1), 200);
+  }
+
+  // The tour points at its stage's panel (the bridge's "tour": ui/listeners.py): the card beside the page on a wide
+  // screen (assets/style.css), the page narrowed and its plots taking the new width
+  function tourFocus(m) {
+    document.querySelectorAll('.tour-focus').forEach((e) => e.classList.remove('tour-focus'));
+    const b = document.body.classList, was = b.contains('touring'), on = !!m.target && innerWidth >= 1300;
+    b.toggle('touring', on);
+    if (on !== was) dispatchEvent(new Event('resize'));
+    const el = m.target ? document.getElementById(m.target) : null;
+    if (el) { el.classList.add('tour-focus'); el.scrollIntoView({ behavior: 'smooth', block: 'center' }); }
+  }
+
+  function start() {
+    document.addEventListener('click', tapTip);
+    document.addEventListener('scroll', () => { const tip = document.getElementById('piece-tip'); if (tip) tip.hidden = true; }, { capture: true, passive: true });
+    if (new URLSearchParams(root.location.search).get('view') === 'present') present(true);
+    document.addEventListener('click', (e) => {
+      if (e.target.closest && e.target.closest('#present-toggle')) present(!document.body.classList.contains('present'));
+    }, true);
+    staticFigures();
+    keepEnd();
+    focusPrompt(50);
+    root.LLMBridge.on('tour', tourFocus);
+  }
+
+  root.LLMPageView = { start, present };
+})(window);

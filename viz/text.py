@@ -1,0 +1,147 @@
+"""The page's words, one source: every sentence a person reads lives once, in locales/en.json, read here and shipped
+to the page's scripts (head_script, read by assets/text.js); and the one way each side writes a percentage and a
+count (pct, thousands, count), tested equal to assets/text.js's on the same numbers (tests/unit/test_text_catalogue.py).
+
+The catalogue: nested JSON objects by area (guess, stage, tour, caption, room, ...), looked up by dotted key
+("guess.rated"). A sentence's placeholders are named, `{prob}`, as Python's str.format writes them, and both sides
+fill them the same plain way (no format specs, no attribute access: a number is formatted by pct, thousands or the
+caller before it goes in). A sentence is plain text: markup (a <b>, a <code>) rides in a placeholder's value, never in
+the catalogue (t_html escapes the sentence's own text, never the values). Counts: `unit.<name>.one` and
+`unit.<name>.other` ("{n} token", "{n} tokens"), picked by count().
+
+Languages: catalogue(locale) reads locales/<locale>.json over the English one, so a sentence not yet translated
+falls back to English (a locale with no file is English). Only English exists today; numbers are written the English
+way whatever the locale.
+
+A key that is not in the catalogue raises KeyError, as does a placeholder given no value: never a half-written
+sentence on a class's screen. The tests prove that every key the code names (in Python and in assets/*.js) exists
+and every placeholder is given, so neither can happen on a page. (`locale` is not a placeholder name: t takes it.)
+"""
+from __future__ import annotations
+
+import functools
+import html
+import json
+import math
+import numbers
+import re
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+LOCALES = Path(__file__).resolve().parents[1] / "locales"
+DEFAULT = "en"
+PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")  # {name}: the one placeholder syntax (assets/text.js's too)
+_LOCALE_NAME = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})?")  # "en", "pt-BR": a file name, never a path
+
+
+def _flat(tree: dict, prefix: str = "") -> dict[str, str]:
+    """{"guess": {"rated": "..."}} -> {"guess.rated": "..."}; every leaf a string."""
+    out: dict[str, str] = {}
+    for k, v in tree.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out |= _flat(v, key + ".")
+        elif isinstance(v, str):
+            out[key] = v
+        else:
+            raise TypeError(f"locales: {key} is a {type(v).__name__}, not a sentence")
+    return out
+
+
+def _read(locale: str) -> dict[str, str]:
+    path = LOCALES / f"{locale}.json"
+    return _flat(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else {}
+
+
+@functools.cache
+def catalogue(locale: str = DEFAULT) -> Mapping[str, str]:
+    """Every sentence by dotted key, in `locale` where it has the sentence, else in English (read once)."""
+    en = _read(DEFAULT)
+    own = _read(locale) if locale != DEFAULT and _LOCALE_NAME.fullmatch(locale) else {}
+    return MappingProxyType(en | {k: v for k, v in own.items() if k in en})
+
+
+def _fill(text: str, key: str, vars: Mapping[str, object], value=str) -> str:
+    def one(m: re.Match) -> str:
+        if m.group(1) not in vars:
+            raise KeyError(f"{key}: no value for {{{m.group(1)}}}")
+        return value(vars[m.group(1)])
+    return PLACEHOLDER.sub(one, text)
+
+
+def t(key: str, /, locale: str = DEFAULT, **vars) -> str:
+    """The sentence `key`, its placeholders filled with `vars` (each as str() writes it). Plain text."""
+    return _fill(catalogue(locale)[key], key, vars)
+
+
+def template(key: str, /, locale: str = DEFAULT) -> str:
+    """The sentence `key` unfilled, its placeholders as they are: a template that another side fills (the
+    distribution's title, filled by Python and by assets/viewer_frames.js)."""
+    return catalogue(locale)[key]
+
+
+def t_html(key: str, /, locale: str = DEFAULT, **vars) -> str:
+    """The sentence `key` as HTML: its own text escaped, the values put in as they are (the caller's markup,
+    already escaped: a guess, a token's piece)."""
+    parts = PLACEHOLDER.split(catalogue(locale)[key])  # literal, name, literal, name, ..., literal
+    return "".join(html.escape(p, quote=False) if i % 2 == 0 else _fill(f"{{{p}}}", key, vars) for i, p in enumerate(parts))
+
+
+def thousands(n) -> str:
+    """A whole number with its thousands marked, as f"{n:,}" writes it: 2048 -> '2,048' (a fraction is rounded
+    half to even first, as Python's round does)."""
+    return f"{int(n) if isinstance(n, numbers.Integral) else round(float(n)):,}"
+
+
+def count(n: int, unit: str, locale: str = DEFAULT) -> str:
+    """'1 token', '2,048 tokens': the catalogue's unit.<unit>.one or .other with n."""
+    return t(f"unit.{unit}.{'one' if n == 1 else 'other'}", locale, n=thousands(n))
+
+
+def _pct_auto(p: float) -> str:
+    """The digits a probability's size needs: 0.873 -> '87%', 0.023 -> '2.3%', 4e-6 -> '0.0004%'."""
+    p *= 100
+    if p >= 10:
+        return f"{p:.0f}%"
+    if p >= 1:
+        return f"{p:.1f}%"
+    if p >= 0.01:
+        return f"{p:.2f}%"
+    if p <= 0:
+        return "0%"
+    return f"{p:.1g}%" if p >= 1e-4 else "<0.0001%"
+
+
+def pct(x, digits: int | None = 1, floor: bool = False) -> str:
+    """The one way to write a share or a probability as a percentage.
+
+    digits: that many decimals, as f"{x:.{digits}%}" writes it (0.1234 -> '12.3%'); None: the digits its size
+    needs (0.873 -> '87%', 0.023 -> '2.3%', 0.00123 -> '0.12%', 4e-6 -> '0.0004%', below that '<0.0001%').
+    floor: a share above 0 that would read as 0 reads '<0.1%' instead (at digits 1; '<1%' at 0). No number
+    (NaN) reads '–'."""
+    x = float(x) + 0.0  # (-0.0 reads as 0.0, as in assets/text.js)
+    if math.isnan(x):
+        return "–"
+    if digits is None:
+        return _pct_auto(x)
+    unit = 10.0 ** -digits / 100
+    if floor and 0 < x < unit:
+        return f"<{unit:.{digits}%}"
+    return f"{x:.{digits}%}"
+
+
+def catalogue_js(locale: str = DEFAULT) -> str:
+    """The catalogue as a script's statement, `window.LLMTextCatalogue = {...};`: compact JSON with no '<' at all
+    (so nothing in it ends a <script> element early, nor opens a comment)."""
+    body = json.dumps(dict(catalogue(locale)), ensure_ascii=False, separators=(",", ":"), sort_keys=True).replace("<", "\\u003c")
+    return f"window.LLMTextCatalogue = {body};"
+
+
+def head_script(locale: str = DEFAULT) -> str:
+    """A <script> element defining window.LLMTextCatalogue, for a page's head, before assets/text.js is used."""
+    return f"<script>{catalogue_js(locale)}</script>"
+
+
+__all__ = ["DEFAULT", "LOCALES", "PLACEHOLDER", "catalogue", "catalogue_js", "count", "head_script", "pct", "t", "t_html",
+           "template", "thousands"]
