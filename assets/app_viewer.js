@@ -43,8 +43,7 @@
   }
 
   function numberOf(id, fallback) {
-    const box = document.querySelector(`#${id} input[type=number]`) || document.querySelector(`#${id} input[type=range]`);
-    const v = box && box.value.trim() !== '' ? Number(box.value) : NaN; // (a box emptied to type anew: not 0)
+    const v = root.LLMValues.number(id);
     return Number.isFinite(v) ? v : fallback;
   }
 
@@ -268,23 +267,13 @@
     render();
   }
 
-  function setStep(s) { // as a drag would: Gradio's slider keeps the value, the viewer draws it
-    const r = document.querySelector('#step-slider input[type=range]');
-    if (!r) return;
-    r.value = s;
-    const ev = new Event('input', { bubbles: true });
-    ev.llmPlay = true;
-    r.dispatchEvent(ev);
-  }
+  // as a drag would: Gradio's slider keeps the value, the viewer draws it
+  const setStep = (s) => root.LLMValues.setStep(s, { release: false, play: true });
 
   // While playing, the slider's thumb and number move without Gradio's slider hearing of each step (its
   // update is slow enough to hold Play back); setStep tells it once Play stops.
   function showStep(s) {
-    const box = document.getElementById('step-slider');
-    if (!box) return;
-    box.querySelectorAll('input').forEach((el) => { el.value = s; });
-    const r = box.querySelector('input[type=range]'), lo = Number(r?.min), hi = Number(r?.max);
-    if (r && hi > lo) r.style.setProperty('--range_progress', `${((s - lo) / (hi - lo)) * 100}%`); // the track's fill, as Gradio draws it
+    if (!root.LLMValues.showStep(s)) return;
     st.step = s;
     render();
   }
@@ -301,7 +290,7 @@
 
   // The speed control beside Play (ui/layout.py): steps per second, read at every step (a change applies at once)
   const SPEEDS = { slow: 1, normal: 4, fast: 12 };
-  const playSpeed = () => SPEEDS[(document.querySelector('#play-speed input') || {}).value] || SPEEDS.normal;
+  const playSpeed = () => SPEEDS[root.LLMValues.read('play-speed')] || SPEEDS.normal;
 
   function togglePlay() {
     if (playing()) return stopPlay();

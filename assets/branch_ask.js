@@ -12,8 +12,9 @@
     q = document.createElement('div');
     q.id = 'branch-confirm';
     q.setAttribute('role', 'dialog');
-    q.innerHTML = '<p></p><button id="branch-confirm-yes" class="lg primary">Branch here</button>'
-      + '<button id="branch-confirm-no" class="lg secondary">Cancel</button>';
+    q.innerHTML = '<p></p><button id="branch-confirm-yes" class="lg primary"></button><button id="branch-confirm-no" class="lg secondary"></button>';
+    q.querySelector('#branch-confirm-yes').textContent = root.LLMText.t('button.branch_yes');
+    q.querySelector('#branch-confirm-no').textContent = root.LLMText.t('button.branch_no');
     document.body.appendChild(q);
     q.querySelector('#branch-confirm-no').addEventListener('click', () => { q.hidden = true; });
     q.querySelector('#branch-confirm-yes').addEventListener('click', () => { q.hidden = true; branch(q.dataset.rank); });
@@ -23,9 +24,7 @@
   function ask(rank, label, own) {
     const q = dialog(), step = root.LLMValues.step();
     q.dataset.rank = rank;
-    q.querySelector('p').textContent = own
-      ? `${label} is the model's own pick at step ${step}. Keep it and let the model write on from there again?`
-      : `Make the model take ${label} at step ${step} instead of its own pick, and write on from there?`;
+    q.querySelector('p').textContent = root.LLMText.t(own ? 'branch.own' : 'branch.other', { token: label, step });
     q.hidden = false;
     q.querySelector('#branch-confirm-yes').focus();
   }
@@ -46,7 +45,7 @@
     if (!row) return;
     const own = /◀ (sampled|forced)/.test(row.label);
     const label = row.label.replace(/<[^>]*>/g, '').replace(/\s*◀.*$/, '').replace(/^#\d+\s*/, '');
-    ask(row.i, `“${label}” (rank ${row.i + 1})`, own);
+    ask(row.i, root.LLMText.t('branch.candidate', { token: root.LLMText.t('common.quote', { text: label }), rank: row.i + 1 }), own);
   }
 
   // (one listener on the page: the chart is drawn anew by Gradio and by the viewer, never unhooked nor hooked late)

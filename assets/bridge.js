@@ -4,13 +4,14 @@
  *                                with `data` and the page's own address (queued until Gradio has drawn the bridge)
  *   LLMBridge.on(kind, fn)       fn(message, text) for each message of `kind` the server sends (kind: a name or a list)
  *   LLMBridge.last(kind)         the last message of `kind` (or null)
+ *   LLMBridge.whenDrawn(fn)      fn() once Gradio has drawn the page (the bridge, its last component, is there)
  *
  * A server message is the bridge's value, JSON with a `kind`; the #bridge component's own script calls attach().
  */
 (function (root) {
   'use strict';
 
-  const handlers = {}, last = {}, queue = [];
+  const handlers = {}, last = {}, queue = [], drawn = [];
   let fire = null, kinds = [];
 
   function deliver(text) {
@@ -37,7 +38,12 @@
     kinds = names || [];
     watch('value', () => deliver(props.value));
     queue.splice(0).forEach(([k, m]) => send(k, m));
+    requestAnimationFrame(() => drawn.splice(0).forEach((fn) => fn()));
   }
 
-  root.LLMBridge = { send, on, attach, last: (kind) => last[kind] || null, ready: () => fire !== null };
+  function whenDrawn(fn) {
+    if (fire) requestAnimationFrame(fn); else drawn.push(fn);
+  }
+
+  root.LLMBridge = { send, on, attach, whenDrawn, last: (kind) => last[kind] || null, ready: () => fire !== null };
 })(window);

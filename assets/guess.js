@@ -11,7 +11,7 @@
   const opened = new Set(); // steps shown without a guess of this page's (a class's reveal: assets/room.js)
   let key = null, linked = new URLSearchParams(root.location.search).get('guess') === '1';
 
-  const box = () => document.querySelector('#guess-toggle input[type=checkbox]');
+  const box = () => root.LLMValues.checkbox('guess-toggle');
   const on = () => { const b = box(); return !!(b && b.checked); };
   const app = () => root.LLMApp && root.LLMApp.state && root.LLMApp.state.bundle ? root.LLMApp : null;
 
@@ -48,13 +48,11 @@
     update();
   }
 
-  const watch = new MutationObserver(rated);
-  let watched = null;
-  setInterval(() => { // (Gradio may re-create the result's block; a link's guess=1 waits for the box)
-    const res = document.getElementById('guess-result');
-    if (res && res !== watched) { watch.disconnect(); watch.observe((watched = res), { childList: true, subtree: true }); }
-    if (linked && box()) { linked = false; if (!on()) box().click(); }
-  }, 250);
+  root.LLMBridge.on('rated', () => requestAnimationFrame(rated)); // (the bridge's "rated": ui/wiring.py)
+  const linkOn = (tries) => { // a link's guess=1: Guess first on, once its box is drawn
+    if (linked && box()) { linked = false; if (!on()) box().click(); } else if (linked && tries > 0) setTimeout(() => linkOn(tries - 1), 100);
+  };
+  root.LLMBridge.whenDrawn(() => linkOn(300));
 
   // for assets/room.js: Guess first on or off (as a click on its box would), a step shown without a guess
   root.LLMGuess = {

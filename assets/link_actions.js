@@ -20,7 +20,6 @@
     return true;
   };
   const key = () => (root.LLMApp && root.LLMApp.mounted() ? root.LLMApp.state.key : null);
-  const loading = () => /still loading/i.test(Array.from(document.querySelectorAll('.toast-body')).map((t) => t.innerText).join(' '));
   const modelReady = () => { const t = document.querySelector('#model-info')?.innerText || ''; return t.startsWith('Model:') || t.includes('failed'); };
 
   function say(btn, words) { // the button's own words for a moment ("Copied"), then its label again
@@ -48,13 +47,15 @@
     }
     let copied = false;
     try { await navigator.clipboard.writeText(own.length ? url.toString() : a.copy); copied = true; } catch (err) { /* denied: the box shows the link */ }
-    say(btn, copied ? '✓ Copied' : 'Copy it from the box');
+    say(btn, root.LLMText.t(copied ? 'button.copy_link_done' : 'button.copy_link_failed'));
     if (box) { box.focus(); box.select(); }
   }
 
   async function generate() { // Generate clicked as a person would; true once its trace is on screen
     await until(() => key() !== null, 15000); // the trace on screen first, so its bundle is not taken for this run's
-    const before = key();
+    const before = key(), refused = root.LLMBridge.last('refused'), was = refused ? refused.n : null;
+    // (a run refused while the model loads: the server says so, the bridge's "refused", ui/generation.py)
+    const loading = () => { const m = root.LLMBridge.last('refused'); return !!(m && m.n !== was && m.loading); };
     document.getElementById('generate')?.click();
     // the model still loading: the app warns; this run goes once the model is there, once
     const done = () => key() !== null && key() !== before;

@@ -28,7 +28,7 @@
   function present(on) {
     document.body.classList.toggle('present', on);
     const b = document.getElementById('present-toggle');
-    if (b) b.textContent = on ? '✕ Leave presenter view' : '📽 Presenter view';
+    if (b) b.textContent = root.LLMText.t(on ? 'button.present_leave' : 'button.present');
     const url = new URL(root.location.href);
     if (on) url.searchParams.set('view', 'present'); else url.searchParams.delete('view');
     history.replaceState(history.state, '', url);

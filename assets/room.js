@@ -31,7 +31,7 @@
   })();
 
   const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
-  const shown = (piece) => `“${piece}”`;
+  const shown = (piece) => root.LLMText.t('common.quote', { text: piece }); // (the page's words: locales/en.json, room.*)
   const app = () => (root.LLMApp && root.LLMApp.mounted() ? root.LLMApp : null);
 
   // the step slider moved as a drag would (assets/app_viewer.js draws it); again when the slider shows another step
@@ -68,27 +68,26 @@
       bar.style.width = `${Math.min(100, share(r) * 100)}%`; // (a share of 100%; the stylesheet keeps a sliver visible)
       track.append(bar);
       row.append(track, el('span', 'room-value', value(r)));
-      if (hide) { const b = el('button', 'room-hide', '✕'); b.title = 'Hide this answer from the chart'; b.onclick = () => hide(r); row.append(b); }
+      if (hide) { const b = el('button', 'room-hide', '✕'); b.title = root.LLMText.t('room.hide_answer'); b.onclick = () => hide(r); row.append(b); }
       box.append(row);
     });
     return box;
   }
 
-  const listed = (xs) => (xs.length < 2 ? xs.join('') : `${xs.slice(0, -1).join(', ')} and ${xs[xs.length - 1]}`);
+  const listed = (xs) => (xs.length < 2 ? xs.join('') : root.LLMText.t('room.list_and', { items: xs.slice(0, -1).join(', '), last: xs[xs.length - 1] }));
   // (the number is the model's for an answer's first token: said so when the answer is more than that token)
   const beyond = (f) => f.piece && f.piece.trim() !== f.text.trim();
   function favourite(favs) {
     const f = favs[0];
     if (favs.length === 1) {
-      return beyond(f) ? `the room's favourite ${shown(f.text)} begins with the model's token ${shown(f.label)}, which it gave ${f.pct}.`
-        : `the model gave the room's favourite ${shown(f.text)} ${f.pct}.`;
+      return root.LLMText.t(beyond(f) ? 'room.favourite_token' : 'room.favourite', { text: shown(f.text), token: shown(f.label), pct: f.pct });
     }
-    const tied = `the room's favourites are tied at ${f.count} ${f.count === 1 ? 'guess' : 'guesses'} each: `;
+    const tied = (rest) => root.LLMText.t('room.tied', { guesses: root.LLMText.count(f.count, 'guess'), rest });
     if (favs.every((g) => beyond(g) && g.token_id === f.token_id)) { // (emoji that begin with the same bytes)
-      return tied + `${listed(favs.map((g) => shown(g.text)))}, each beginning with the model's token ${shown(f.label)}, which it gave ${f.pct}.`;
+      return tied(root.LLMText.t('room.tied_token', { texts: listed(favs.map((g) => shown(g.text))), token: shown(f.label), pct: f.pct }));
     }
-    const each = favs.map((g) => (beyond(g) ? `${shown(g.text)} (its first token ${shown(g.label)}) ${g.pct}` : `${shown(g.text)} ${g.pct}`));
-    return tied + `the model gave ${listed(each)}.`;
+    const each = favs.map((g) => root.LLMText.t(beyond(g) ? 'room.each_token' : 'room.each', { text: shown(g.text), token: shown(g.label), pct: g.pct }));
+    return tied(root.LLMText.t('room.tied_model', { each: listed(each) }));
   }
   const BYTES = /<0x[0-9A-F]{2}>/;
 
@@ -96,21 +95,20 @@
     if (!box) return;
     box.replaceChildren();
     if (s.phase !== 'revealed') {
-      box.append(el('p', 'room-count', `${s.guesses} of ${s.students} ${s.students === 1 ? 'student has' : 'students have'} guessed step ${s.step}.`));
+      box.append(el('p', 'room-count', root.LLMText.t(s.students === 1 ? 'room.count_one' : 'room.count_other', { guesses: s.guesses, students: s.students, step: s.step })));
       return;
     }
     const n = s.room.reduce((a, r) => a + r.count, 0), top = s.model[0];
-    box.append(el('p', 'room-summary', n ? `${root.LLMText.pct(s.top_share, 0)} of the room guessed the model's most likely token ${shown(top.label)}; `
-      + favourite(s.favourites) + ` It wrote ${shown(s.sampled.label)}.` : 'No guesses at this step.'));
+    box.append(el('p', 'room-summary', n ? root.LLMText.t('room.summary', { share: root.LLMText.pct(s.top_share, 0), token: shown(top.label),
+      favourite: favourite(s.favourites), sampled: shown(s.sampled.label) }) : root.LLMText.t('room.no_guesses')));
     const cols = el('div', 'room-cols'), hideRow = hide && ((r) => hide(r.by_text ? Object.assign({}, r, { token_id: null }) : r));
-    cols.append(bars(`The room (${n} ${n === 1 ? 'guess' : 'guesses'}), out of 100%`, s.room.map((r) => Object.assign({ mark: r.token_id === top.token_id }, r)),
+    cols.append(bars(root.LLMText.t('room.col_room', { guesses: root.LLMText.count(n, 'guess') }), s.room.map((r) => Object.assign({ mark: r.token_id === top.token_id }, r)),
       (r) => r.text, (r) => String(r.count), (r) => r.count / n, hideRow),
-    bars('The model (temperature 1), out of 100%', s.model.map((m) => Object.assign({ mark: m.token_id === s.sampled.token_id }, m)),
+    bars(root.LLMText.t('room.col_model'), s.model.map((m) => Object.assign({ mark: m.token_id === s.sampled.token_id }, m)),
       (m) => m.label, (m) => m.pct, (m) => m.prob));
     box.append(cols);
     if ([...s.model, s.sampled].some((m) => BYTES.test(m.label))) {
-      box.append(el('p', 'room-bytes', '“<0xF0>” is one byte of a character the model writes in pieces: an emoji\'s 4 bytes may come in '
-        + '2 or 3 tokens, and its first bytes are the same for many emoji.'));
+      box.append(el('p', 'room-bytes', root.LLMText.t('room.bytes_note')));
     }
   }
 
@@ -138,13 +136,13 @@
       if (!T || r.status === 304) return;
       if (r.status !== 200) { if (r.status === 404 || r.status === 410) keepRoom(null); drawEnded(document.getElementById('class-chart'), r.body); return; }
       T.etag = r.etag; T.state = r.body;
-      if (r.body.closed) { keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: 'This class has ended.' }); return; }
+      if (r.body.closed) { keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: root.LLMText.t('room.ended') }); return; }
       if (r.body.phase === 'revealed' && a && a.state.step === r.body.step) root.LLMGuess && root.LLMGuess.reveal(r.body.step);
       drawChart(document.getElementById('class-chart'), r.body, (row) => post(`${T.code}/hide`, row.token_id !== null ? { token_id: row.token_id } : { text: row.text }, T.key));
     }).catch(() => {});
   }
 
-  function drawEnded(box, body) { if (box) box.replaceChildren(el('p', 'room-ended', (body && body.error) || 'The class cannot be reached.')); }
+  function drawEnded(box, body) { if (box) box.replaceChildren(el('p', 'room-ended', (body && body.error) || root.LLMText.t('room.unreachable'))); }
 
   // -- the teacher's tab keeps its room (code and key) and the lesson's step: a reloaded page gets them back --------
   const kept = (k) => { try { return sessionStorage.getItem(k); } catch (err) { return null; } };
@@ -172,11 +170,11 @@
     const items = [...document.querySelectorAll('#class-lesson li')], next = document.getElementById('lesson-next');
     const where = document.getElementById('lesson-where'), over = items.length > 0 && i >= items.length - 1;
     items.forEach((li, k) => li.classList.toggle('lesson-now', k === i));
-    if (next) { next.disabled = over; next.textContent = over ? 'The lesson is over' : 'Next in the lesson ›'; }
+    if (next) { next.disabled = over; next.textContent = root.LLMText.t(over ? 'room.lesson_over' : 'room.lesson_next'); }
     const title = items[i] ? items[i].querySelector('.lesson-open').textContent : '';
     if (where) {
-      where.textContent = !items.length ? '' : i < 0 ? `The lesson has ${items.length} steps: “Next in the lesson” opens the first.`
-        : `Lesson step ${i + 1} of ${items.length}${over ? ', its last' : ''}: ${title}`;
+      where.textContent = !items.length ? '' : i < 0 ? root.LLMText.t('room.lesson_has', { n: items.length })
+        : root.LLMText.t(over ? 'room.lesson_at_last' : 'room.lesson_at', { i: i + 1, n: items.length, title });
     }
     return items;
   }
@@ -195,7 +193,7 @@
     const q = e.target.closest && e.target.closest('#class-qr-show, .qr-big .class-qr'), card = q && q.closest('.class-card');
     if (card) { // (presenter view: the join QR, large, in the screen's corner; a click on it folds it again)
       const big = card.classList.toggle('qr-big');
-      card.querySelector('#class-qr-show').textContent = big ? 'Hide the QR code' : 'QR code';
+      card.querySelector('#class-qr-show').textContent = root.LLMText.t(big ? 'room.qr_hide' : 'room.qr_button');
       return;
     }
     const b = e.target.closest && e.target.closest('#class-reveal, #class-next, #class-close');
@@ -214,7 +212,7 @@
     want: null, at: null, refusal: null };
   const mine = (step) => { try { return localStorage.getItem(`llmviz-guess-${code}-${S.joined}-${step}`); } catch (err) { return null; } };
   const keep = (step, text) => { try { localStorage.setItem(`llmviz-guess-${code}-${S.joined}-${step}`, text); } catch (err) { /* private mode */ } };
-  const guessBox = () => document.querySelector('#guess-input textarea, #guess-input input');
+  const guessBox = () => root.LLMValues.box('guess-input');
 
   function bar() {
     const host = document.getElementById('room-bar');
@@ -239,11 +237,11 @@
   // the guess box's label and its button name one act: Reveal alone (the page's own words), Send to the class, Rate after
   let alone = null;
   function words(act) {
-    const btn = document.getElementById('guess-submit'), lab = document.querySelector('#guess-input [data-testid="block-info"]');
+    const btn = document.getElementById('guess-submit'), lab = root.LLMValues.label('guess-input');
     if (!btn || !lab) return;
     alone = alone || [lab.textContent, btn.textContent];
-    const [label, button] = act === 'send' ? ['What comes next? Type your guess, then Send it to the class', 'Send']
-      : act === 'rate' ? ['Revealed: type any other guess, then Rate it against the model', 'Rate'] : alone;
+    const [label, button] = act === 'send' ? [root.LLMText.t('label.guess_send'), root.LLMText.t('button.guess_send')]
+      : act === 'rate' ? [root.LLMText.t('label.guess_rate'), root.LLMText.t('button.guess_rate')] : alone;
     if (btn.textContent !== button) btn.textContent = button;
     if (lab.textContent !== label) lab.textContent = label;
   }
@@ -251,14 +249,14 @@
     const b = bar();
     if (!b) return;
     if (text !== undefined) b.querySelector('.room-status').textContent = text;
-    b.querySelector('#room-follow').textContent = S.following ? 'Explore on my own' : 'Follow the teacher';
+    b.querySelector('#room-follow').textContent = root.LLMText.t(S.following ? 'room.explore' : 'room.follow');
     b.querySelector('#room-follow').hidden = S.ended;
     document.body.classList.toggle('room-following', S.following && !S.ended);
-    if (!S.following || S.ended) { words('alone'); headline(`Class ${spacedCode} · ${S.ended ? 'ended' : 'exploring on my own'}`); } // (a guess rated here)
+    if (!S.following || S.ended) { words('alone'); headline(root.LLMText.t(S.ended ? 'room.head_ended' : 'room.head_exploring', { code: spacedCode })); } // (a guess rated here)
   }
   const note = (text) => { const b = bar(); if (b) b.querySelector('.room-note').textContent = text; };
-  const FOLLOWING = 'You are following the teacher: the step and the reveal come from their screen.';
-  const sentNote = (text, phase) => (phase === 'guessing' ? `Sent: ${shown(text)}. You can change it until the teacher reveals.` : `Your guess: ${shown(text)}.`);
+  const following = () => root.LLMText.t('room.following');
+  const sentNote = (text, phase) => root.LLMText.t(phase === 'guessing' ? 'room.sent' : 'room.your_guess', { guess: shown(text) });
 
   const join = () => ask('join', { code });
 
@@ -266,27 +264,27 @@
     if (S.ended || !S.following) return;
     call(`${code}?student=${encodeURIComponent(me)}`, { headers: S.etag ? { 'If-None-Match': S.etag } : {} }).then((r) => {
       if (r.status === 304) { rejoin(); return follow(); }
-      if (r.status !== 200) { S.ended = true; if (S.joined === null && (r.status === 404 || r.status === 410)) S.refusal = r; else status((r.body && r.body.error) || 'The class cannot be reached.'); return; }
+      if (r.status !== 200) { S.ended = true; if (S.joined === null && (r.status === 404 || r.status === 410)) S.refusal = r; else status((r.body && r.body.error) || root.LLMText.t('room.unreachable')); return; }
       S.etag = r.etag; S.state = r.body;
-      if (r.body.closed) { S.ended = true; status('This class has ended: the text stays here to explore.'); return; }
+      if (r.body.closed) { S.ended = true; status(root.LLMText.t('room.ended_explore')); return; }
       rejoin();
-      status(FOLLOWING);
+      status(following());
       follow();
-    }).catch(() => status('The class cannot be reached just now: trying again.'));
+    }).catch(() => status(root.LLMText.t('room.unreachable_retrying')));
   }
 
   function rejoin() { // the room's trace onto this page, once the page's own first trace is in (else that would come after it)
-    const t = S.state && S.state.trace, opened = root.LLMOpened || Date.now() - T0 > 15000;
+    const t = S.state && S.state.trace, opened = S.opened || Date.now() - T0 > 15000;
     if (t && t !== S.joined && opened && Date.now() - S.asked > 5000 && join()) { S.joined = t; S.asked = Date.now(); S.revealed = null; S.want = null; }
   }
   // the join's trace (its viewer bundle's key, ui/wiring.py) is the one the page follows, once on screen
-  root.LLMBridge.on('bundle', (m) => { if (m.joined) S.want = m.key; });
+  root.LLMBridge.on('bundle', (m) => { if (m.joined) S.want = m.key; if (m.opened) S.opened = true; });
 
   function joining() { // every 200 ms until the room's trace is on screen (Gradio draws the page after this script runs)
     if (S.refusal) return refused(S.refusal);
     if (S.ended) { document.documentElement.classList.remove('room-joining'); return true; }
-    headline(`Joining class ${spacedCode}…`);
-    if (S.state) status(FOLLOWING); // (the first answer may come before Gradio has drawn the bar)
+    headline(root.LLMText.t('room.joining', { code: spacedCode }));
+    if (S.state) status(following()); // (the first answer may come before Gradio has drawn the bar)
     rejoin();
     const a = app();
     if (!(a && S.want && a.state.key === S.want) && Date.now() - T0 < 30000) return false;
@@ -299,7 +297,7 @@
     if (!box || !msg) return false;
     document.documentElement.classList.remove('room-joining');
     box.value = spacedCode;
-    msg.textContent = r.status === 404 ? noClass(spacedCode) : (r.body && r.body.error) || 'That class has ended.';
+    msg.textContent = r.status === 404 ? noClass(spacedCode) : (r.body && r.body.error) || root.LLMText.t('room.that_ended');
     return true;
   }
 
@@ -310,7 +308,7 @@
     if (a.state.key !== S.want) return;
     root.LLMGuess && root.LLMGuess.setOn(true);
     setStep(s.step);
-    headline(`Class ${spacedCode} · step ${s.step} · ${s.phase === 'revealed' ? 'revealed' : 'What comes next?'}`);
+    headline(root.LLMText.t(s.phase === 'revealed' ? 'room.head_revealed' : 'room.head_guessing', { code: spacedCode, step: s.step }));
     words(s.phase === 'guessing' ? 'send' : 'rate');
     fresh(s);
     const at = `${s.trace}|${s.step}`, was = mine(s.step), box = guessBox();
@@ -338,28 +336,28 @@
     const box = guessBox(), text = box ? box.value : '';
     const step = S.state.step;
     post(`${code}/guesses`, { student: me, text }).then((r) => {
-      if (r.status === 200) { keep(step, text); note(sentNote(r.body.text, 'guessing')); } else note((r.body && r.body.error) || 'Not sent.');
-    }).catch(() => note('Not sent: the class cannot be reached just now.'));
+      if (r.status === 200) { keep(step, text); note(sentNote(r.body.text, 'guessing')); } else note((r.body && r.body.error) || root.LLMText.t('room.not_sent'));
+    }).catch(() => note(root.LLMText.t('room.not_sent_unreachable')));
   }
   document.addEventListener('click', (e) => { if (e.target.closest && e.target.closest('#guess-submit')) send(e); }, true);
   document.addEventListener('keydown', (e) => { if (e.key === 'Enter' && e.target.closest && e.target.closest('#guess-input')) send(e); }, true);
 
   // -- the start page's "Join a class" box (viz/room.py join_box_html): the code checked, then ?room=CODE opened ----
-  const noClass = (c) => `There is no class with the code ${c}: check it against the teacher's screen and type it again.`;
+  const noClass = (c) => root.LLMText.t('room.no_class', { code: c });
   async function joinTyped(e) {
     if (e) e.preventDefault();
     root.LLMJoinAsked = false;
     const box = document.getElementById('join-code'), msg = document.getElementById('join-msg');
     const c = String(box.value).toUpperCase().replace(/[^A-Z0-9]/g, ''), nice = `${c.slice(0, 3)} ${c.slice(3)}`;
     const say = (t) => { msg.textContent = t; box.focus(); };
-    if (c.length !== 6) return say(`A class code has 6 letters and digits, like ABC DEF${c ? ` (this one has ${c.length})` : ''}: type it as the teacher's screen shows it.`);
+    if (c.length !== 6) return say(root.LLMText.t(c ? 'room.code_length_n' : 'room.code_length', { n: c.length }));
     const r = await call(c).catch(() => ({ status: 0 }));
     if (r.status === 200 && !r.body.closed) { // (the class's link: the page's theme kept, nothing else of this page's link)
       const u = new URL(root.location.href), theme = u.searchParams.get('__theme');
       u.search = `?room=${c}${theme ? `&__theme=${encodeURIComponent(theme)}` : ''}`; u.hash = ''; root.location.assign(u.href); return;
     }
-    say(r.status === 404 ? noClass(nice) : r.status === 410 || (r.body && r.body.closed) ? `The class ${nice} has ended.`
-      : (r.body && r.body.error) || 'The class cannot be reached just now: try again.');
+    say(r.status === 404 ? noClass(nice) : r.status === 410 || (r.body && r.body.closed) ? root.LLMText.t('room.class_ended', { code: nice })
+      : (r.body && r.body.error) || root.LLMText.t('room.unreachable_try'));
   }
   document.addEventListener('submit', (e) => { if (e.target && e.target.id === 'join-form') joinTyped(e); }, true);
   if (!code && root.LLMJoinAsked) joinTyped(); // (a code typed before this script was there: ui/layout.py keeps it asked)
@@ -367,7 +365,6 @@
   // (a student's page every 2 s: a room of 500 costs the server 250 requests a second, most of them a 304)
   setInterval(() => { if (code) studentTick(); else teacherTick(); }, code ? STUDENT_POLL_MS : POLL_MS);
   // the teacher's card shows the moment the server sends it (the room's state follows at the next poll)
-  const cardWatch = new MutationObserver(() => { const c = document.body.classList.contains('class-shown'); if (!c && document.querySelector('#class-info .class-card')) teacherTick(); });
-  const watchCard = () => { const i = document.getElementById('class-info'); if (i) cardWatch.observe(i, { childList: true, subtree: true }); else setTimeout(watchCard, 500); };
-  if (!code) { watchCard(); resume(); } else { studentTick(); const j = setInterval(() => { if (joining()) clearInterval(j); }, 200); }
+  root.LLMBridge.on('class_card', () => requestAnimationFrame(() => teacherTick())); // (the bridge's "class_card": ui/wiring.py)
+  if (!code) resume(); else { studentTick(); const j = setInterval(() => { if (joining()) clearInterval(j); }, 200); }
 })(window);

@@ -3,22 +3,29 @@
 The page's own events (a slider moved, a tab opened, Generate) stay callable by the page, which
 calls them by number through the queue; with api_visibility "private" they are left out of
 /gradio_api/info, the page's "Use via API" and gradio_client's view_api (Gradio 6 checks the
-setting only there). /trace runs a generation with the loaded model, in the same concurrency group
-as the page's Generate (so it waits for a slot like a click does), and returns its trace file.
+setting only there). /trace is a `gr.api` endpoint (no Textbox, Number or File of its own: its
+parameters come from the type hints of its function, held by gr.api's placeholders, gr.Api, which
+nothing draws); it runs a generation with the loaded model,
+in the same concurrency group as the page's Generate (so it waits for a slot like a click does),
+and returns its trace file as a `gr.FileData`, which Gradio serves as a file (gradio_client
+downloads it and returns the local path).
 
     from gradio_client import Client
     path = Client("http://127.0.0.1:7860/").predict(prompt="Why is the sky blue?", temperature=0, api_name="/trace")
     trace = trace_io.loads(open(path, "rb").read())  # from pipeline import trace_io
 """
-from __future__ import annotations
-
+# (No `from __future__ import annotations` here: gr.api reads the return annotation of /trace's
+# function as written, and only the class FileData itself, not its name, makes the result a file.)
+import inspect
+import math
 import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 import gradio as gr
+from gradio import FileData
 
 from ui import downloads, messages, run_inputs
 from pipeline.errors import SettingsError
@@ -58,9 +65,9 @@ def run_trace(start_run: Callable, folder: Path, prompt, mode, system_prompt, te
     """One generation to its end, written as a trace file into `folder`; SettingsError (with the
     reason) for bad input or a model not loaded. `start_run(prompt, settings, prev, cont, n_new,
     spec)` is ui/model.py's start_run: the page's own checks and limits."""
-    page_mode = MODES.get(str(mode or "").strip().lower())
-    if page_mode is None:
-        raise SettingsError(f"mode must be \"chat\" or \"raw\", not {mode!r}")
+    page_mode = MODES.get(mode) if isinstance(mode, str) else None
+    if page_mode is None:  # (the words of the gr.Dropdown /trace had before, which clients may look for)
+        raise SettingsError(f"mode must be \"chat\" or \"raw\": {mode} is not in the list of choices: {list(MODES)}")
     if not isinstance(prompt, str) or not prompt.strip():
         raise SettingsError("the prompt is empty: give some text for the model to continue")
     for name, text in (("prompt", prompt), ("system prompt", system_prompt or "")):
@@ -74,33 +81,56 @@ def run_trace(start_run: Callable, folder: Path, prompt, mode, system_prompt, te
     return downloads.write_download(lm, gen.trace(), folder)
 
 
-def add_trace_endpoint(demo: gr.Blocks, start_run: Callable, folder: Path, max_new_tokens: int):
-    """Add /trace to `demo` (hidden inputs named as its parameters, a file out)."""
+def labels(max_new_tokens: int) -> dict[str, str]:
+    """/trace's parameters as /gradio_api/info and "Use via API" describe them (each one's label)."""
+    return {"prompt": "prompt (the text the model continues)", "mode": "mode (chat or raw)",
+            "system_prompt": "system_prompt (chat mode; empty: the template's own)",
+            "temperature": "temperature (0 = greedy, up to 2)", "top_k": "top_k (0 = off)", "top_p": "top_p (1 = off)",
+            "seed": "seed", "max_new_tokens": f"max_new_tokens (1 to {max_new_tokens})"}
 
-    def trace(prompt: str, mode: str = "chat", system_prompt: str = "", temperature: float = 0.7, top_k: int = 0,
-              top_p: float = 0.9, seed: int = 0, max_new_tokens: int = 64):
+
+RETURN_LABEL = "trace file (.json.gz)"
+
+
+def as_text(x):
+    """A text parameter as a gr.Textbox hands it on (None stays None; anything else as its str)."""
+    return None if x is None else str(x)
+
+
+def as_whole(x):
+    """A whole-number parameter as a gr.Number(precision=0) hands it on: a finite number rounded
+    (2.6 -> 3); anything else as it came, for run_trace to refuse with its reason."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+        return int(round(x))
+    return x
+
+
+def add_trace_endpoint(demo: gr.Blocks, start_run: Callable, folder: Path, max_new_tokens: int):
+    """Add /trace to `demo` with gr.api: its parameters are `trace`'s (names, type hints, defaults),
+    described by `labels`; it returns the trace file. `max_new_tokens`: the page's limit (start_run
+    refuses more, with the reason)."""
+    described = labels(max_new_tokens)
+
+    def trace(prompt: str, mode: Literal["chat", "raw"] = "chat", system_prompt: str = "", temperature: float = 0.7,
+              top_k: int = 0, top_p: float = 0.9, seed: int = 0, max_new_tokens: int = 64) -> FileData:
         """Generate text from `prompt` with the app's loaded model and return the trace file (.json.gz,
         format llm-pipeline-trace/2: every step's token, candidates, attention and inside-the-model data;
         read it with pipeline.trace_io.loads). mode: "chat" (the chat template, with system_prompt; empty: the
         template's own) or "raw" (the text as it is). temperature 0 is greedy; top_k 0 and top_p 1 are off;
         seed fixes the sampling. Waits for a free generation slot, like the page's Generate."""
         try:
-            return str(run_trace(start_run, call_folder(folder / "api"), prompt, mode, system_prompt, temperature, top_k, top_p, seed, max_new_tokens))
+            path = run_trace(start_run, call_folder(folder / "api"), as_text(prompt), mode, as_text(system_prompt),
+                             temperature, as_whole(top_k), top_p, as_whole(seed), as_whole(max_new_tokens))
         except SettingsError as e:
             raise gr.Error(messages.sentence(e)) from e
+        return FileData(path=str(path), orig_name=path.name)  # (Gradio copies it to its cache and serves it)
 
     with demo:
-        ins = [gr.Textbox(label="prompt (the text the model continues)", visible=False),
-               gr.Dropdown(list(MODES), value="chat", label="mode (chat or raw)", visible=False),
-               gr.Textbox(value="", label="system_prompt (chat mode; empty: the template's own)", visible=False),
-               gr.Number(value=0.7, label="temperature (0 = greedy, up to 2)", visible=False),
-               gr.Number(value=0, precision=0, label="top_k (0 = off)", visible=False),
-               gr.Number(value=0.9, label="top_p (1 = off)", visible=False),
-               gr.Number(value=0, precision=0, label="seed", visible=False),
-               gr.Number(value=64, precision=0, label=f"max_new_tokens (1 to {max_new_tokens})", visible=False)]
-        out = gr.File(label="trace file (.json.gz)", visible=False)
-        go = gr.Button(visible=False)
-        go.click(trace, ins, out, api_name=API_NAME, show_progress="hidden", **GENERATE_GROUP)
+        dep = gr.api(trace, api_name=API_NAME, **GENERATE_GROUP)
+    # gr.api labels its parameters "1st", "2nd"...: each one's description instead, as the info shows it
+    for block_id, name in zip(dep["inputs"], inspect.signature(trace).parameters, strict=True):
+        demo.blocks[block_id].label = described[name]
+    demo.blocks[dep["outputs"][0]].label = RETURN_LABEL
     return demo
 
 

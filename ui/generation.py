@@ -6,6 +6,7 @@ events call (ui/wiring.py), with the values of their inputs in order.
 """
 from __future__ import annotations
 
+import html
 import os
 import threading
 import time
@@ -17,10 +18,12 @@ from pipeline.errors import SettingsError
 from pipeline.records import Trace
 from viz import branches as branches_viz
 from viz import page
+from viz.text import t
 from ui import bridge, messages, model, run_inputs
 from ui.speed import speed_against_plain
 from ui import viewer_wiring as viewer
-from ui.layout import DOWNLOAD, Page
+from ui.layout import DOWNLOAD
+from ui.page import Page
 from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged
 
 # While streaming, the figures refresh at most this often (seconds): the distribution, and the
@@ -134,8 +137,7 @@ class Generation:
         finally:
             RUNS.end(key, n)
         if trace.speculative and trace.steps:
-            yield {C.spec_summary: page.speculative_summary_html(trace) + "<p><i>Measuring plain decoding of the same prompt and "
-                   "settings, for the speed-up …</i></p>"}
+            yield {C.spec_summary: page.speculative_summary_html(trace) + f"<p><i>{html.escape(t('note.spec_measuring'))}</i></p>"}
             speed = speed_against_plain(lm, trace)
             yield {C.spec_summary: page.speculative_summary_html(trace, speed)}
 
@@ -144,7 +146,8 @@ class Generation:
         line, when the model was the reason). (A generator that yields nothing makes Gradio set every
         output to None: an empty step slider.)"""
         gr.Warning(messages.sentence(e))
-        return {self.C.ran: False, **({self.C.info: model.HOLDER.status} if isinstance(e, model.ModelNotReady) else {})}
+        loading = isinstance(e, model.ModelNotReady)  # (the page's script may wait for the model: assets/link_actions.js)
+        return {self.C.ran: False, self.C.bridge: bridge.say("refused", loading=loading), **({self.C.info: model.HOLDER.status} if loading else {})}
 
     def finish(self, ran, trace, step, layer, head, temperature, top_k, top_p):
         """After streaming ends or is stopped: every panel for the last step. Nothing when the run was refused."""
@@ -184,7 +187,7 @@ class Generation:
         try:
             k, s = int(rank), int(step)
         except (TypeError, ValueError):
-            yield self._refused(SettingsError("pick a candidate to branch: click its bar in the distribution, or type its rank"))
+            yield self._refused(SettingsError(t("error.branch_pick")))
             return
         pend = None
         if prev is not None and 0 <= s < len(prev.steps) and 0 <= k < len(prev.steps[s].top_ids):

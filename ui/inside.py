@@ -10,7 +10,7 @@ import gradio as gr
 from pipeline.errors import SettingsError
 from pipeline.indices import clamp_index
 from ui.inside_tabs import ACTIONS, BY_ID, INPUTS, INSIDE, OUTPUTS, PAGE_NAMES, REDRAW, TabView, kv_compare_click, swap_click
-from ui.layout import Page
+from ui.page import Page
 from ui.messages import sentence
 
 __all__ = ["INSIDE", "Inside", "kv_compare_click", "swap_click"]

@@ -33,6 +33,7 @@ from ui.inside_data import accounting_for, default_swap, position_for
 from ui.lens_cache import LENS
 from ui.messages import sentence
 from viz import branches as branches_viz
+from viz import text
 
 SAMPLING_ROWS = ((1.0, 0, 1.0), (0.7, 0, 0.9), (0.3, 0, 1.0))  # temperature, top-k, top-p of the side-by-side columns
 CMP_KEYS = tuple(f"cmp_{x}{n}" for n in range(len(SAMPLING_ROWS)) for x in "tkp")  # their fields
@@ -146,13 +147,10 @@ def _no_lens(trace: Trace) -> str:
     """Why the logit lens of a step cannot be shown, and what to do."""
     lm = model.loaded()
     if lm is not None and model.same_model(trace) is None:
-        return (f"This trace was made by {trace.model.id}, not by the loaded model ({lm.info.id}), and was saved without its "
-                "logit lens: the lens needs the final norm and LM head of the model that made it. Start the app with that "
-                "model (--model) to see it, or generate with this one.")
+        return text.t("inside.lens_other_model", trace_model=trace.model.id, loaded_model=lm.info.id)
     if lm is None and not trace.lens:
-        return "The logit lens runs the model's final norm and LM head: it appears here once the model has loaded."
-    return ("The logit lens needs this step's hidden states. They are captured while the model generates, and a trace "
-            "downloaded from this page carries the lens of every step: generate with the model, or load such a trace.")
+        return text.t("inside.lens_loading")
+    return text.t("inside.lens_no_states")
 
 
 def _lens(v: TabView) -> dict:
@@ -176,7 +174,7 @@ def _residual(v: TabView) -> dict:
            "contrib_plot": residual.contributions_figure(st.attn_out_norm, st.mlp_out_norm, st.resid_norm, st.update_norm,
                                                          piece=piece, step=st.index)}
     if st.resid_2d is None:
-        gr.Info(f"This trace has no residual path for step {st.index} (it was saved before the path was recorded): generate again to see it.")
+        gr.Info(text.t("inside.no_residual", step=st.index))
     return out
 
 
@@ -192,13 +190,10 @@ def _accounting(v: TabView) -> dict:
 
     t = v.trace
     if t.speculative:  # its steps came k + 1 at a time from rounds of draft and verify passes
-        return {"acc_html": _note("This generation was speculative: its tokens came from rounds of draft passes and one verify "
-                                  "pass each (section 7), not one pass per token, so a per-step account of one pass would not "
-                                  "be true of it. Generate without speculative decoding to see it."), "acc_plot": None}
+        return {"acc_html": _note(text.t("inside.speculative_compute")), "acc_plot": None}
     acc = accounting_for(model.loaded(), t)
     if acc is None:
-        return {"acc_html": _note("This trace holds no parameter counts and was made by another model: load that model to see "
-                                  "its compute and memory accounting."), "acc_plot": None}
+        return {"acc_html": _note(text.t("inside.no_param_counts")), "acc_plot": None}
     recs, machine, params = acc
     return {"acc_html": compute.accounting_html(recs[v.s], machine, params, t.model), "acc_plot": compute.accounting_figure(recs, v.s)}
 
@@ -243,7 +238,7 @@ def kv_compare_click(trace, step):
     if trace is None or not trace.steps:
         return gr.skip(), gr.skip()
     if lm is None:
-        gr.Warning("Recomputing a step needs the model that made this trace; it is not the one loaded (or it is still loading).")
+        gr.Warning(text.t("inside.recompute_needs_model"))
         return gr.skip(), gr.skip()
     s = clamp_index(step or 0, len(trace.steps))
     kvc = inside.kv_compare(lm, trace, trace.steps[s].index)
@@ -257,7 +252,7 @@ def swap_click(trace, i, j):
 
     lm = model.same_model(trace)
     if trace is None or lm is None:
-        gr.Warning("Swapping tokens runs the model: it must be the model that made this trace, and loaded.")
+        gr.Warning(text.t("inside.swap_needs_model"))
         return gr.skip(), gr.skip(), gr.skip()
     try:
         if i in (None, "") or j in (None, "") or int(i) == int(j):  # two words of what the person typed
@@ -273,44 +268,44 @@ def swap_click(trace, i, j):
 
 def _sampler_column(n: int, t: float, k: int, p: float) -> Box:
     """One column of the side-by-side sampler: its temperature, top-k and top-p."""
-    return Box("group", (_number(f"cmp_t{n}", f"cmp-t{n}", f"{n + 1}: temperature", value=t, step=0.05),
-                         _number(f"cmp_k{n}", f"cmp-k{n}", "top-k", value=k, precision=0),
-                         _number(f"cmp_p{n}", f"cmp-p{n}", "top-p", value=p, step=0.01)))
+    return Box("group", (_number(f"cmp_t{n}", f"cmp-t{n}", text.t("label.cmp_t", n=n + 1), value=t, step=0.05),
+                         _number(f"cmp_k{n}", f"cmp-k{n}", text.t("label.cmp_k"), value=k, precision=0),
+                         _number(f"cmp_p{n}", f"cmp-p{n}", text.t("label.cmp_p"), value=p, step=0.01)))
 
 
 TABS: tuple[Tab, ...] = (
-    Tab("lens", "Logit lens", "lens", (_html("lens_html", "lens-summary"), _plot("lens_plot", "lens-plot")),
+    Tab("lens", text.t("tab.lens"), "lens", (_html("lens_html", "lens-summary"), _plot("lens_plot", "lens-plot")),
         _lens, ("lens_html", "lens_plot")),
-    Tab("residual", "Residual", "residual",
+    Tab("residual", text.t("tab.residual"), "residual",
         (_plot("resid_plot", "residual-plot"), _caption("contributions"), _plot("contrib_plot", "contributions-plot")),
         _residual, ("resid_plot", "contrib_plot")),
-    Tab("position", "Position", "position",
+    Tab("position", text.t("tab.position"), "position",
         (_plot("pos_plot", "position-plot"),
-         _row(_number("swap_i", "swap-i", "Swap prompt position (equal: two of your words)", value=None, precision=0, minimum=0, scale=1),
-              _number("swap_j", "swap-j", "with position", value=None, precision=0, minimum=0, scale=1),
-              _button("swap_btn", "swap-button", "Swap them and compare attention", scale=2), equal_height=True),
+         _row(_number("swap_i", "swap-i", text.t("label.swap_i"), value=None, precision=0, minimum=0, scale=1),
+              _number("swap_j", "swap-j", text.t("label.swap_j"), value=None, precision=0, minimum=0, scale=1),
+              _button("swap_btn", "swap-button", text.t("button.swap"), scale=2), equal_height=True),
          _plot("swap_plot", "swap-plot")),
         _position, ("pos_plot",),
         actions=(Action("swap_btn", swap_click, ("trace", "swap_i", "swap_j"), ("swap_plot", "swap_i", "swap_j")),)),
-    Tab("kvc", "KV cache", "kv_compare",
-        (_button("kvc_btn", "kvc-button", "Recompute the step on screen without the cache"), _html("kvc_html", "kvc-summary"),
+    Tab("kvc", text.t("tab.kvc"), "kv_compare",
+        (_button("kvc_btn", "kvc-button", text.t("button.kvc")), _html("kvc_html", "kvc-summary"),
          _plot("kvc_plot", "kvc-plot")),
         actions=(Action("kvc_btn", kv_compare_click, ("trace", "step"), ("kvc_html", "kvc_plot")),)),
-    Tab("accounting", "Compute", "accounting", (_html("acc_html", "accounting-summary"), _plot("acc_plot", "accounting-plot")),
+    Tab("accounting", text.t("tab.accounting"), "accounting", (_html("acc_html", "accounting-summary"), _plot("acc_plot", "accounting-plot")),
         _accounting, ("acc_html", "acc_plot")),
-    Tab("sampling", "Sampling ×3", "sampling_compare",
+    Tab("sampling", text.t("tab.sampling"), "sampling_compare",
         (_row(*(_sampler_column(n, *row) for n, row in enumerate(SAMPLING_ROWS))),
-         _button("cmp_btn", "sampling-button", "Draw 1,000 tokens from each"), _plot("cmp_plot", "sampling-plot")),
+         _button("cmp_btn", "sampling-button", text.t("button.cmp")), _plot("cmp_plot", "sampling-plot")),
         _sampling, ("cmp_plot",), inputs=(*CMP_KEYS, "seed"), redraw=(("cmp_btn", "click"),)),
-    Tab("branches", "Branches", "branching",  # (filled by ui/generation.py: a branch made, a branch shown)
+    Tab("branches", text.t("tab.branches"), "branching",  # (filled by ui/generation.py: a branch made, a branch shown)
         (_html("branches_html", "branches", value=branches_viz.branches_html([], None)),
-         _row(Part("radio", "branch_pick", "branch-pick", {"choices": [], "label": "Show branch", "scale": 3}),
-              _number("branch_rank", "branch-rank", "Candidate rank to force", value=2, precision=0, minimum=1, maximum=100, scale=1),
-              _button("branch_btn", "branch-button", "Force it at the step on screen, generate on", scale=2), equal_height=True))),
-    Tab("bytes", "Bytes", "bytes", (_html("bytes_html", "bytes-html"),), _bytes, ("bytes_html",)),
-    Tab("context", "Context", "context",
-        (_row(_number("price_in", "price-in", "Price per million input tokens ($)", value=None, minimum=0),
-              _number("price_out", "price-out", "Price per million output tokens ($)", value=None, minimum=0)),
+         _row(Part("radio", "branch_pick", "branch-pick", {"choices": [], "label": text.t("label.branch_pick"), "scale": 3}),
+              _number("branch_rank", "branch-rank", text.t("label.branch_rank"), value=2, precision=0, minimum=1, maximum=100, scale=1),
+              _button("branch_btn", "branch-button", text.t("button.branch"), scale=2), equal_height=True))),
+    Tab("bytes", text.t("tab.bytes"), "bytes", (_html("bytes_html", "bytes-html"),), _bytes, ("bytes_html",)),
+    Tab("context", text.t("tab.context"), "context",
+        (_row(_number("price_in", "price-in", text.t("label.price_in"), value=None, minimum=0),
+              _number("price_out", "price-out", text.t("label.price_out"), value=None, minimum=0)),
          _html("ctx_html", "context-summary"), _plot("ctx_plot", "context-plot")),
         _context, ("ctx_html", "ctx_plot"), inputs=("price_in", "price_out"), redraw=(("price_in", "input"), ("price_out", "input"))),
 )

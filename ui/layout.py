@@ -1,13 +1,13 @@
 """Where each panel is laid out: every component of the page, by name, and nothing about events.
 
-layout() runs inside the page's gr.Blocks and returns a Page: `C` (name -> component, the names
+layout() runs inside the page's gr.Blocks and returns a Page (ui/page.py): `C` (name -> component, the names
 the listeners and ui/links.py use), the session's trace (`state`), the "Inside the model" tabs and
 the few per-session values the events keep. The events are in ui/wiring.py.
 """
 from __future__ import annotations
 
 import html
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from itertools import groupby
 
 import gradio as gr
@@ -17,33 +17,21 @@ from viz import page, panels
 from viz import room as room_viz
 from viz.captions import CAPTIONS
 from viz.glossary import gloss
+from viz.text import t
 from ui import bridge, examples, inside_tabs, links
 from ui.model import DRAFT_MODEL, MAX_NEW_TOKENS
 from ui.step_slider import StepSlider
+from ui.page import Page
 from ui.views import Components, ViewOptions, slider_props
 
-DOWNLOAD = "Download trace"  # the download buttons' labels (they read otherwise while the file is made)
-DOWNLOAD_PAGE = "Download as web page"
+DOWNLOAD = t("button.download")  # the download buttons' labels (they read otherwise while the file is made)
+DOWNLOAD_PAGE = t("button.download_page")
 # (assets/room.js loads after the page is drawn) a class's join link (?room=CODE) shows none of the page's own example:
 # from the page's first paint (the join box is drawn before the text) until the room's trace is on screen, only "Joining
 # class ..."; a code typed before room.js is there is kept for it (the form never submits itself: the page stays)
 JOINING_JS = ("if (/[?&]room=/.test(location.search)) document.documentElement.classList.add('room-joining');"
               "element.querySelector('form')?.addEventListener('submit', (e) => { e.preventDefault(); window.LLMJoinAsked = true; });")
-GUESS_LABEL = "What comes next? Type your guess, then Reveal"  # (the button's word: one act, one name)
-
-
-@dataclass
-class Page:
-    """The page's components. `state`: each session's trace; `branches`, `pending`, `tour_i`, `tab`:
-    the branches made, a branch being run, the tour's stage, the open "inside" tab."""
-    C: Components = field(default_factory=Components)
-    tabs: dict = field(default_factory=dict)
-    state: gr.State | None = None
-    branches: gr.State | None = None
-    pending: gr.State | None = None
-    tour_i: gr.State | None = None
-    tab: gr.State | None = None
-    room: gr.State | None = None  # the class room this page started: {"code", "key"} (ui/class_room.py)
+GUESS_LABEL = t("label.guess")  # (the button's word: one act, one name)
 
 
 def layout(example: Trace | None, status: str, spec_cost) -> Page:
@@ -58,7 +46,7 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     # otherwise deep-copy the example per session and re-serialise it on every update.
     p.state = gr.State(None)
     C.ran = gr.State(False)  # whether the last Generate (or +1, re-sample, branch) ran, or was refused
-    gr.Markdown("# Watch a language model write, one token at a time", elem_id="intro")
+    gr.Markdown("# " + t("title.page"), elem_id="intro")
     C.info = gr.Markdown(status, elem_id="model-info")
     # a student types the class code the teacher's screen shows (assets/room.js opens ?room=CODE, or says why not): in the
     # title's line on a wide screen, under it on a phone (assets/style.css)
@@ -74,7 +62,7 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     _settings(C, example)
     _step_cards(C, example, first)
     with gr.Column(elem_id="panel-inside"):
-        gr.Markdown(f"### {INSIDE_NUMBER} · Inside the model\n" + _caption("inside"), elem_classes="caption")
+        gr.Markdown(f"### {INSIDE_NUMBER} · {t('title.inside')}\n" + _caption("inside"), elem_classes="caption")
         with gr.Tabs(elem_id="inside-tabs"):
             _inside_tabs(C, p.tabs)
     _speculative(C, spec_cost, first, example)
@@ -101,25 +89,26 @@ INSIDE_NUMBER = 5  # "Inside the model": after the step cards (viz.panels.CARDS)
 def _prompt(C: Components) -> None:
     """The top of the left column: an example to try, the prompt, and the buttons that run the model."""
     with gr.Row(equal_height=True, elem_id="example-row"):
-        C.example = gr.Dropdown(examples.example_choices(), value=None, label="Try an example", elem_id="example-traces",
+        C.example = gr.Dropdown(examples.example_choices(), value=None, label=t("label.example"), elem_id="example-traces",
                                 scale=1, min_width=150)
-        C.mode = gr.Radio(["Chat", "Raw text"], value="Chat", label="Mode", elem_id="mode", scale=1, min_width=150)
+        C.mode = gr.Radio([(t("choice.mode.chat"), links.MODES["chat"]), (t("choice.mode.raw"), links.MODES["raw"])],
+                          value=links.MODES["chat"], label=t("label.mode"), elem_id="mode", scale=1, min_width=150)
     C.example_look = gr.Markdown(elem_id="example-look")  # the example's one sentence (ui/links.py)
     # one line that grows as text is pasted in: Enter generates (Gradio's multi-line boxes take Enter as a newline)
-    C.prompt = gr.Textbox(label="Prompt (Enter generates)", value="Why is the sky blue?", lines=1, max_lines=12, elem_id="prompt",
-                          placeholder="Type a prompt and press Enter")
+    C.prompt = gr.Textbox(label=t("label.prompt"), value="Why is the sky blue?", lines=1, max_lines=12, elem_id="prompt",
+                          placeholder=t("placeholder.prompt"))
     with gr.Row(elem_id="run-buttons"):
-        C.generate = gr.Button("Generate", variant="primary", elem_id="generate", min_width=100)
-        C.step = gr.Button("+1 token", elem_id="step", min_width=80)
-        C.stop = gr.Button("Stop", variant="stop", elem_id="stop", min_width=70)
+        C.generate = gr.Button(t("button.generate"), variant="primary", elem_id="generate", min_width=100)
+        C.step = gr.Button(t("button.step"), elem_id="step", min_width=80)
+        C.stop = gr.Button(t("button.stop"), variant="stop", elem_id="stop", min_width=70)
 
 
 def _sampling(C: Components) -> None:
     """Temperature, top-k, top-p: above the distribution they reshape (what-if, no model needed)."""
     with gr.Row(elem_id="sampling-sliders"):
-        C.temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature", min_width=150)
-        C.top_k = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k", min_width=150)
-        C.top_p = gr.Slider(0.01, 1, value=0.9, step=0.01, label="Top-p (1 = off)", elem_id="top-p", min_width=150)
+        C.temperature = gr.Slider(0, 2, value=0.7, step=0.05, label=t("label.temperature"), elem_id="temperature", min_width=150)
+        C.top_k = gr.Slider(0, 200, value=0, step=1, label=t("label.top_k"), elem_id="top-k", min_width=150)
+        C.top_p = gr.Slider(0.01, 1, value=0.9, step=0.01, label=t("label.top_p"), elem_id="top-p", min_width=150)
 
 
 def _settings(C: Components, example: Trace | None) -> None:
@@ -128,29 +117,25 @@ def _settings(C: Components, example: Trace | None) -> None:
 
     with gr.Row(equal_height=False, elem_id="run-settings"):
         with gr.Column(scale=5, min_width=320):
-            C.system = gr.Textbox(label="System prompt (chat mode; empty: the template's own default)", lines=2, elem_id="system-prompt")
+            C.system = gr.Textbox(label=t("label.system"), lines=2, elem_id="system-prompt")
             with gr.Row():
                 # no minimum: a negative seed gets the pipeline's warning, which says what to type (Gradio's own
                 # check would be an error toast that names no field)
-                C.seed = gr.Number(value=0, precision=0, label="Seed", elem_id="seed")
-                C.max_new = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label="Max new tokens",
+                C.seed = gr.Number(value=0, precision=0, label=t("label.seed"), elem_id="seed")
+                C.max_new = gr.Number(value=64, precision=0, minimum=1, maximum=MAX_NEW_TOKENS, label=t("label.max_new"),
                                       elem_id="max-new-tokens")
-            C.live = gr.Checkbox(value=True, label="Redraw the figures while generating (off: text only until the end, fastest)",
-                                 elem_id="live-figures")
+            C.live = gr.Checkbox(value=True, label=t("label.live"), elem_id="live-figures")
         with gr.Column(scale=6, min_width=320):
-            with gr.Accordion("Speculative decoding", open=False, elem_id="speculative-settings"):
-                C.spec_on = gr.Checkbox(value=False, label="Speculative decoding: a cheap draft proposes, the model checks",
-                                        elem_id="speculative")
-                C.spec_k = gr.Slider(1, 8, value=4, step=1, label="k: draft proposals per round", elem_id="spec-k")
+            with gr.Accordion(t("label.speculative_settings"), open=False, elem_id="speculative-settings"):
+                C.spec_on = gr.Checkbox(value=False, label=t("label.spec_on"), elem_id="speculative")
+                C.spec_k = gr.Slider(1, 8, value=4, step=1, label=t("label.spec_k"), elem_id="spec-k")
                 C.spec_draft = gr.Dropdown(draft_choices(example.model.n_layers if example else 30, DRAFT_MODEL), value=DEFAULT_DRAFT,
-                                           allow_custom_value=True, label="Draft", elem_id="spec-draft",
-                                              info="ngram = copy from earlier in the text (no model: wins on this machine); "
-                                                   "layers:N = this model's own first N layers; or the Hub id / local directory of a "
-                                                   "smaller model with the same tokenizer")
+                                           allow_custom_value=True, label=t("label.spec_draft"), elem_id="spec-draft",
+                                           info=t("info.spec_draft"))
             with gr.Row():
                 C.download = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
                 C.download_page = gr.Button(DOWNLOAD_PAGE, elem_id="download-page", size="sm")  # one file that works offline
-                C.upload = gr.UploadButton("Load trace", file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
+                C.upload = gr.UploadButton(t("button.upload"), file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
             links.copy_row(C)  # "Copy link" and the link (ui/links.py)
 
 
@@ -158,23 +143,24 @@ def _text(C: Components, first: dict, example: Trace | None) -> None:
     """The text being written, the step slider with Play, the tour."""
     _panel(C, panels.BY_KEY["output"], first)
     with gr.Row(equal_height=True):
-        C.slider = StepSlider(**slider_props(example), label="Step on screen", elem_id="step-slider", scale=5)
-        C.play = gr.Button("▶ Play", elem_id="play", scale=1, size="sm", min_width=80)  # played in the page (assets/app_viewer.js)
-        C.play_speed = gr.Dropdown(["slow", "normal", "fast"], value="normal", label="Speed", elem_id="play-speed", scale=2,
+        C.slider = StepSlider(**slider_props(example), label=t("label.slider"), elem_id="step-slider", scale=5)
+        C.play = gr.Button(t("button.play"), elem_id="play", scale=1, size="sm", min_width=80)  # played in the page (assets/app_viewer.js)
+        C.play_speed = gr.Dropdown([(t("choice.speed.slow"), "slow"), (t("choice.speed.normal"), "normal"), (t("choice.speed.fast"), "fast")],
+                                   value="normal", label=t("label.play_speed"), elem_id="play-speed", scale=2,
                                    interactive=True, min_width=140)  # (read by the page's script: 1, 4 or 12 steps a second)
     with gr.Row(equal_height=True, elem_id="step-tools"):
-        C.resample = gr.Button("Re-sample from the step on screen", elem_id="resample", size="sm", scale=2, min_width=100)
-        C.tour = gr.Button("🧭 Walk me through this step", elem_id="tour", scale=2, size="sm", min_width=100)
-        C.present = gr.Button("📽 Presenter view", elem_id="present-toggle", size="sm", scale=1, min_width=100)  # (assets/page.js)
-        C.boundaries = gr.Checkbox(value=True, label="Token boundaries", elem_id="boundaries", scale=1, min_width=150)
-        C.guess_on = gr.Checkbox(value=False, label="Guess first", elem_id="guess-toggle", scale=1, min_width=130)  # (assets/guess.js)
+        C.resample = gr.Button(t("button.resample"), elem_id="resample", size="sm", scale=2, min_width=100)
+        C.tour = gr.Button(t("button.tour"), elem_id="tour", scale=2, size="sm", min_width=100)
+        C.present = gr.Button(t("button.present"), elem_id="present-toggle", size="sm", scale=1, min_width=100)  # (assets/page.js)
+        C.boundaries = gr.Checkbox(value=True, label=t("label.boundaries"), elem_id="boundaries", scale=1, min_width=150)
+        C.guess_on = gr.Checkbox(value=False, label=t("label.guess_on"), elem_id="guess-toggle", scale=1, min_width=130)  # (assets/guess.js)
     _guess(C)
     with gr.Group(visible=False, elem_id="tour-panel") as C.tour_group:
         C.tour_box = gr.HTML(elem_id="tour-box")
         with gr.Row():
-            C.tour_back = gr.Button("‹ Back", elem_id="tour-back", size="sm")
-            C.tour_next = gr.Button("Next ›", elem_id="tour-next", size="sm", variant="primary")
-            C.tour_end = gr.Button("End the tour", elem_id="tour-end", size="sm")
+            C.tour_back = gr.Button(t("button.tour_back"), elem_id="tour-back", size="sm")
+            C.tour_next = gr.Button(t("button.tour_next"), elem_id="tour-next", size="sm", variant="primary")
+            C.tour_end = gr.Button(t("button.tour_end"), elem_id="tour-end", size="sm")
 
 
 def _guess(C: Components) -> None:
@@ -184,12 +170,12 @@ def _guess(C: Components) -> None:
     with gr.Group(elem_id="guess-box"):
         with gr.Row(equal_height=True):  # (the label and the button name the same act: room.js words them for a class)
             C.guess = gr.Textbox(label=GUESS_LABEL, max_length=40, lines=1,
-                                 placeholder="a word, or a piece of one", elem_id="guess-input", scale=4)
-            C.guess_btn = gr.Button("Reveal", elem_id="guess-submit", variant="primary", scale=1, min_width=100)
+                                 placeholder=t("placeholder.guess"), elem_id="guess-input", scale=4)
+            C.guess_btn = gr.Button(t("button.guess"), elem_id="guess-submit", variant="primary", scale=1, min_width=100)
         C.guess_result = gr.HTML(elem_id="guess-result")
     gr.HTML("", elem_id="room-bar")  # a student's page in a class: following the teacher, their guess sent (assets/room.js)
     with gr.Row(elem_id="class-row"):
-        C.class_start = gr.Button("👩‍🏫 Start a class", elem_id="class-start", size="sm", scale=0, min_width=170)
+        C.class_start = gr.Button(t("button.class_start"), elem_id="class-start", size="sm", scale=0, min_width=170)
     C.class_info = gr.HTML(elem_id="class-info")  # the room's code, QR and controls (viz/room.py)
 
 
@@ -216,9 +202,10 @@ def _panel(C: Components, p: panels.Panel, first: dict) -> None:
 def _attention_controls(C: Components, example: Trace | None) -> None:
     """Panel 3's layer, head and overview metric (above its plots)."""
     with gr.Row():
-        C.layer = gr.Dropdown(choices=list(range(example.model.n_layers if example else 1)), value=0, label="Layer", elem_id="layer", scale=1)
-        C.head = gr.Dropdown(choices=["all"] + list(range(example.model.n_heads if example else 1)), value="all", label="Head", elem_id="head", scale=1)
-        C.metric = gr.Radio(["entropy", "newest", "first"], value="entropy", label="Overview: per head", elem_id="overview-metric", scale=2)
+        C.layer = gr.Dropdown(choices=list(range(example.model.n_layers if example else 1)), value=0, label=t("label.layer"), elem_id="layer", scale=1)
+        C.head = gr.Dropdown(choices=[(t("choice.head.all"), "all")] + list(range(example.model.n_heads if example else 1)), value="all", label=t("label.head"), elem_id="head", scale=1)
+        C.metric = gr.Radio([(t("choice.metric.entropy"), "entropy"), (t("choice.metric.newest"), "newest"), (t("choice.metric.first"), "first")],
+                           value="entropy", label=t("label.metric"), elem_id="overview-metric", scale=2)
 
 
 CONTROLS = {"panel-attention": _attention_controls, "panel-distribution": lambda C, example: _sampling(C)}  # a card's own controls, between its heading and its panels

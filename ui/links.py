@@ -39,6 +39,7 @@ from ui import bridge, examples, network
 from ui.network import SPACE_ORIGIN, link_base, space_page  # noqa: F401 (this module's names for them too)
 from ui.views import Call, Components
 from ui.viewer_wiring import LIGHT
+from viz.text import t
 
 LINK_FIELDS_JS = (Path(__file__).resolve().parents[1] / "assets" / "link_fields.js").read_text(encoding="utf-8")
 MODES = {"chat": "Chat", "raw": "Raw text"}
@@ -133,7 +134,7 @@ def parse_link(params: Mapping[str, str], example_names=()) -> Link:
 
 
 def warning_text(link: Link) -> str:
-    return "This link's settings were not all used: " + "; ".join(link.warnings) + ". The page keeps its defaults for those."
+    return t("warn.link_unused", problems="; ".join(link.warnings))
 
 
 def _plain(v):
@@ -226,8 +227,8 @@ def copy_row(C: Components) -> None:
     global EARLY
     EARLY = tables(C)
     with gr.Row(equal_height=True):
-        C.copy_link = gr.Button("🔗 Copy link", elem_id="copy-link", size="sm", scale=1)
-        C.link_box = gr.Textbox(show_label=False, placeholder="a link to this page as it is", elem_id="link-box", scale=3,
+        C.copy_link = gr.Button(t("button.copy_link"), elem_id="copy-link", size="sm", scale=1)
+        C.link_box = gr.Textbox(show_label=False, placeholder=t("placeholder.link_box"), elem_id="link-box", scale=3,
                                 lines=1, max_lines=1, interactive=True)
 
 
@@ -239,7 +240,7 @@ def open_example(d: Deps, name, step=None) -> dict:
         e = gallery.entry(name)
         out = d.load_trace(examples.gallery_trace(name))
     except (GalleryError, OSError, EOFError, TraceFormatError) as err:
-        gr.Warning(f"Could not open that example: {err}")
+        gr.Warning(t("error.example_open", error=err))
         return {C.example_look: gr.skip()}
     trace = out.get(d.state)
     if trace is None:  # load_trace said why
@@ -256,8 +257,9 @@ def open_example(d: Deps, name, step=None) -> dict:
 def fields_line(trace, what: str = "example") -> str:
     """The one line that says the fields now hold the example's (or trace file's) prompt, mode and settings."""
     f = trace_fields(trace)
-    return (f"*The fields now hold this {what}'s prompt, mode ({f['mode']}) and settings: temperature {_plain(f['temperature'])}, "
-            f"top-k {_plain(f['top_k'])}, top-p {_plain(f['top_p'])}, seed {_plain(f['seed'])}.*")
+    mode = t("choice.mode.raw" if f["mode"] == MODES["raw"] else "choice.mode.chat")  # (the mode as the page names it)
+    return "*" + t("note.fields_trace" if what == "trace" else "note.fields_example", mode=mode, temperature=_plain(f["temperature"]),
+                   top_k=_plain(f["top_k"]), top_p=_plain(f["top_p"]), seed=_plain(f["seed"])) + "*"
 
 
 def wire(d: Deps, opened, demo=None) -> None:

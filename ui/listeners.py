@@ -23,9 +23,11 @@ from pipeline.records import Trace
 from viz import guess as guess_viz
 from viz import page
 from viz import tour as tour_viz
+from viz.text import t
 from ui import bridge, downloads, links, messages, model, model_match
 from ui import viewer_wiring as viewer
-from ui.layout import DOWNLOAD, DOWNLOAD_PAGE, Page
+from ui.layout import DOWNLOAD, DOWNLOAD_PAGE
+from ui.page import Page
 from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged
 
 # a folder of our own (inside LLM_VIZ_DOWNLOAD_DIR when set), removed at exit. Process-wide (docs/state.md): one folder
@@ -43,27 +45,27 @@ class Listeners:
         the page's script then clicks; `button` reads "Preparing …" meanwhile."""
         C = self.C
         if not trace or not trace.steps:
-            gr.Warning("There is no generation on screen to save: press Generate first.")
+            gr.Warning(t("warn.no_download"))
             yield {C.download_file: None}
             return
-        yield {C[button]: gr.Button(f"Preparing the {what} …", interactive=False), C.download_file: None}
+        yield {C[button]: gr.Button(t("button.preparing", what=what), interactive=False), C.download_file: None}
         folder = downloads.download_folder(DOWNLOADS, getattr(request, "session_hash", None))
         try:
             path = str(write(folder))
         except (OSError, SettingsError) as e:
-            gr.Warning(f"Could not write the {what}: {messages.sentence(e)}")
+            gr.Warning(t("error.download_write", what=what, reason=messages.sentence(e)))
             path = None
         yield {C[button]: gr.Button(label, interactive=True), C.download_file: path}
 
     def download_click(self, trace: Trace | None, request: gr.Request = None):
         """The trace file (the logit lens of every step is computed here, not after every run)."""
-        yield from self._download("download", DOWNLOAD, "trace file", trace, request,
+        yield from self._download("download", DOWNLOAD, t("common.trace_file"), trace, request,
                                   lambda folder: downloads.write_download(model.loaded(), trace, folder))
 
     def download_page_click(self, trace: Trace | None, layer, head, metric, request: gr.Request = None):
         """The trace on screen as one web page that needs nothing else (viz.viewer_page), built from the
         viewer bundle the page holds."""
-        yield from self._download("download_page", DOWNLOAD_PAGE, "web page", trace, request,
+        yield from self._download("download_page", DOWNLOAD_PAGE, t("common.web_page"), trace, request,
                                   lambda folder: viewer.web_page(trace, layer, head, metric, folder))
 
     def load_trace(self, file, request: gr.Request = None):
@@ -77,10 +79,10 @@ class Listeners:
             try:
                 trace = trace_io.load(file if isinstance(file, str) else getattr(file, "name", str(file)))  # .json(.gz), /1 or /2
             except (OSError, EOFError, TraceFormatError) as e:
-                gr.Warning(f"Could not read that trace: {e}")
+                gr.Warning(t("error.trace_read", error=e))
                 return {**unchanged(C), C.ran: False}  # (`ran` False: the load's follow-ups do nothing, ui/wiring.py)
         if not trace.steps:
-            gr.Warning("That trace holds no generated steps.")
+            gr.Warning(t("error.trace_empty"))
             return {**unchanged(C), C.ran: False}
         L, H = layer_head_choices(trace)
         s = trace.settings
@@ -90,7 +92,7 @@ class Listeners:
         return {**from_disk, C.ran: True, **{C[k]: v for k, v in links.trace_fields(trace).items()},
             self.p.state: trace, **panels(C, trace, len(trace.steps) - 1, ViewOptions.of(trace)),
             C.slider: slider(trace), C.layer: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
-            C.head: gr.Dropdown(choices=["all"] + list(range(trace.model.n_heads)), value="all"),
+            C.head: gr.Dropdown(choices=[(t("choice.head.all"), "all")] + list(range(trace.model.n_heads)), value="all"),
             C.temperature: s.temperature, C.top_k: s.top_k, C.top_p: s.top_p, C.seed: s.seed,
             C.info: page.model_markdown(model_match.known_weights(trace.model, model.loaded()), loaded_from_file=True),
             C.download: gr.Button(DOWNLOAD, interactive=True), C.spec_summary: page.speculative_summary_html(trace),
@@ -106,7 +108,7 @@ class Listeners:
         """A person's guess at the step on screen, rated by the model that made the trace when it is loaded (every
         number exact over the whole vocabulary), otherwise from what the trace kept (pipeline/guess.py)."""
         if trace is None or not trace.steps:
-            return guess_viz.refused_html("There is no text to guess in yet: pick an example or generate some.")
+            return guess_viz.refused_html(t("error.guess_no_text"))
         s = clamp_index(step, len(trace.steps))
         try:
             r = guessing.rate(model.same_model(trace), trace, s, guess)
@@ -117,7 +119,7 @@ class Listeners:
     def tour_show(self, trace, step, i):
         C = self.C
         if trace is None or not trace.steps:
-            gr.Warning("Generate some text first: the tour walks through one step of it.")
+            gr.Warning(t("warn.no_tour"))
             return {C.bridge: bridge.say("tour", target="")}
         s = clamp_index(step, len(trace.steps))
         stages = tour_viz.tour_stages(trace, s)
@@ -126,7 +128,7 @@ class Listeners:
         i = clamp_index(i, len(stages))
         last = i == len(stages) - 1
         return {C.tour_group: gr.Group(visible=True), C.tour_box: tour_viz.tour_html(trace, s, i), self.p.tour_i: i,
-                C.bridge: bridge.say("tour", target=stages[i].target), C.tour_next: gr.Button("Finish ✓" if last else "Next ›"),
+                C.bridge: bridge.say("tour", target=stages[i].target), C.tour_next: gr.Button(t("button.tour_finish" if last else "button.tour_next")),
                 C.tour_back: gr.Button(interactive=i > 0)}
 
 

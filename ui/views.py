@@ -13,6 +13,7 @@ import gradio as gr
 from pipeline.indices import clamp_index
 from pipeline.records import Trace
 from viz import page
+from viz.text import t
 
 
 class Components(SimpleNamespace):
@@ -111,4 +112,4 @@ def slider(trace: Trace | None, value=None, *, keep_value: bool = False):
 def layer_head_choices(trace: Trace | None):
     L = trace.model.n_layers if trace else 1
     H = trace.model.n_heads if trace else 1
-    return gr.Dropdown(choices=list(range(L))), gr.Dropdown(choices=["all"] + list(range(H)))
+    return gr.Dropdown(choices=list(range(L))), gr.Dropdown(choices=[(t("choice.head.all"), "all")] + list(range(H)))

@@ -17,13 +17,9 @@ from ui import bridge, class_room, links
 from ui import viewer_wiring as viewer
 from ui.generation import Generation
 from ui.inside import Inside
-from ui.layout import Page
+from ui.page import Page
 from ui.listeners import Listeners, session_closed, status_tick
 from ui.views import Call, panels_of_values, slider
-
-# for assets/room.js: the page's own first trace is in (a room's trace asked for after it is not overwritten by it)
-OPENED_JS = "() => { window.LLMOpened = true; }"
-
 
 @dataclass
 class Wires:
@@ -35,8 +31,8 @@ class Wires:
     finish: Call  # every panel of the last step once a run ends (or is stopped); asks for the bundle
     inside: Call  # the open "inside the model" tab, drawn anew
     send_bundle: Call  # the viewer bundle of the trace on screen, for the page
-    view_in: dict  # the step on screen and how it is drawn, by the names the listeners take
-    drawn_in: dict  # how it is drawn: the layer and head, the sampling settings
+    view_in: dict  # the page's named input groups (ui/page.py): the step on screen and how it is drawn,
+    drawn_in: dict  # how it is drawn (the layer and head, the sampling settings),
     run_in: dict  # what a run reads (Generation.stream's parameters)
     all_out: list
     panels: list
@@ -48,18 +44,13 @@ class Wires:
         gen = Generation(p)
         ins = Inside(p)  # (the tabs' registry: ui/inside_tabs.py)
         inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
-        panels = [C[k] for k in page.PANEL_KEYS]
-        drawn_in = dict(layer=C.layer, head=C.head, temperature=C.temperature, top_k=C.top_k, top_p=C.top_p)  # how a trace is drawn
-        view_in = dict(trace=state, step=C.slider, **drawn_in)
+        panels = list(p.step_panels.values())
         return cls(
             p=p, gen=gen, other=Listeners(p, example),
-            finish=Call(gen.finish, dict(ran=C.ran, **view_in), [*panels, C.slider, C.download, C.bundle_req], dict(show_progress="hidden")),
+            finish=Call(gen.finish, dict(ran=C.ran, **p.view()), [*panels, C.slider, C.download, C.bundle_req], dict(show_progress="hidden")),
             inside=Call(ins.inside_view, ins.inputs, ins.outputs, inside_kw),
             send_bundle=Call(viewer.bundle_message, dict(trace=state, layer=C.layer, head=C.head, metric=C.metric), C.bridge),
-            view_in=view_in, drawn_in=drawn_in,
-            run_in=dict(prompt=C.prompt, system=C.system, mode=C.mode, temperature=C.temperature, top_k=C.top_k, top_p=C.top_p, seed=C.seed,
-                        max_new=C.max_new, layer=C.layer, head=C.head, live=C.live, spec_on=C.spec_on, spec_k=C.spec_k,
-                        spec_draft=C.spec_draft, shown=C.info, state=state),  # the model line as clicked: a click while it said "loading" starts no run
+            view_in=p.view(), drawn_in=p.drawn(), run_in=p.run(),
             all_out=[C.ran, state, *panels, C.slider, C.download, C.spec_summary, C.info, C.layer, C.head, C.bridge,
                      C.example, C.example_look],
             panels=panels,
@@ -194,7 +185,10 @@ def _guess(w: Wires) -> None:
     """Guess first: a guess sent (Reveal or Enter) is rated at the step on screen; the page shows the step once the
     rating is there (assets/guess.js). Not in the model's run queue: a rating is one short forward pass at most."""
     C = w.p.C
-    gr.on([C.guess_btn.click, C.guess.submit], w.other.rate_guess, outputs=C.guess_result, show_progress="hidden", concurrency_limit=8,
+    def rated(trace, step, guess):  # the rating, and the page told it is there (assets/guess.js)
+        return {C.guess_result: w.other.rate_guess(trace, step, guess), C.bridge: bridge.say("rated")}
+
+    gr.on([C.guess_btn.click, C.guess.submit], rated, outputs=[C.guess_result, C.bridge], show_progress="hidden", concurrency_limit=8,
           inputs_kwargs=dict(trace=w.p.state, step=C.slider, guess=C.guess))
 
 
@@ -207,9 +201,11 @@ def _class(w: Wires) -> None:
     C.class_start.click(None, js="() => window.LLMBridge.send('class_start')", **quiet)
 
     def started(room, trace, step, evt: gr.EventData):  # (the join link is made from the page's own address)
-        return class_room.start_class(bridge.data(evt).get("address"), trace, step, room)
+        card, room = class_room.start_class(bridge.data(evt).get("address"), trace, step, room)
+        return {C.class_info: card, p.room: room, C.bridge: bridge.say("class_card")}  # (assets/room.js: the card is there)
 
-    on("class_start")(started, outputs=[C.class_info, p.room], inputs_kwargs=dict(room=p.room, trace=p.state, step=C.slider), **quiet)
+    on("class_start")(started, outputs=[C.class_info, p.room, C.bridge], inputs_kwargs=dict(room=p.room, trace=p.state, step=C.slider),
+                      **quiet)
     on("class_sync")(class_room.sync_class, inputs_kwargs=dict(room=p.room, trace=p.state, step=C.slider), **quiet)
 
     def joined(evt: gr.EventData):  # a student's page: the room's trace (None, said in a warning: nothing changes)
@@ -227,9 +223,10 @@ def _class(w: Wires) -> None:
         r, card, room = hit
         st = r.trace.settings
         return {**w.other.load_trace(r.trace), C.slider: slider(r.trace, r.step), C.class_info: card, p.room: room,
-                **panels_of_values(C, r.trace, r.step, 0, "all", st.temperature, st.top_k, st.top_p, only=viewer.LIGHT)}
+                C.bridge: bridge.say("class_card"), **panels_of_values(C, r.trace, r.step, 0, "all", st.temperature, st.top_k,
+                                                                       st.top_p, only=viewer.LIGHT)}
 
-    w.shown(on("resume")(resumed, outputs=[*w.load_out, C.class_info, p.room], **quiet), C.ran)
+    w.shown(on("resume")(resumed, outputs=[*w.load_out, C.class_info, p.room, C.bridge], **quiet), C.ran)
 
 
 def _marked(message, **marks):
@@ -245,8 +242,9 @@ def _page_open(demo: gr.Blocks, w: Wires) -> None:
     what a link asks for (ui/links.py); the model's status line until it has loaded."""
     C, p = w.p.C, w.p
     # (the open "inside" tab is asked for by the page once that panel scrolls into view: assets/app_viewer.js)
-    opened = w.send_bundle.after(demo.load(w.other.on_load, None, [p.state, C.info], show_progress="hidden"))
-    opened.then(None, js=OPENED_JS, show_progress="hidden")
+    # (its bundle says `opened`: assets/room.js asks for a room's trace only after it, else that trace would come after the room's)
+    opened = Call(_marked(viewer.bundle_message, opened=True), w.send_bundle.inputs, C.bridge).after(
+        demo.load(w.other.on_load, None, [p.state, C.info], show_progress="hidden"))
     links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside,
                           w.shown), opened, demo)
     status_timer = gr.Timer(1.0)

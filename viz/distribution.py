@@ -10,6 +10,7 @@ the vocabulary's size, or with a repetition penalty, the top N candidates alone 
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -20,7 +21,7 @@ from pipeline.records import Settings, StepRecord
 
 from . import fmt
 from .style import GEN_COLOR, MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
-from .text import pct, t, template, thousands
+from .text import pct, t, t_html, template, thousands
 
 # the title (position, entropies, up to two filtering stages) and the legend above the bars: the same
 # for any settings, so moving a sampling slider in the page never moves the bars
@@ -28,6 +29,8 @@ TOP_MARGIN = 175
 # the words are the catalogue's (dist.*, stage.*: locales/en.json); assets/viewer_frames.js writes the stages' lines
 # from it too, and fills this title's {step} and {position} (viz.panels.DIST_STYLE ships it)
 TITLE = f"{template('dist.title')}<br><span style='font-size:13px'>{template('dist.position')}</span>"
+# a candidate's hover when the sampling settings removed it (viz.panels.DIST_STYLE ships it to assets/viewer_frames.js)
+REMOVED_HOVER = "<br>" + t_html("dist.removed", removed=f"<b>{html.escape(t('dist.removed_word'))}</b>")
 SUBTITLE = "<br><span style='font-size:13px'>{}</span>"  # a title's second lines (plotly's <sup> is 10 px: unreadable)
 
 
@@ -220,7 +223,7 @@ def _bars(step: StepRecord, r: Reshaped, n: int, rank: int | None, vocab_size: i
 
     hover = [t("dist.hover_token", piece=plot_piece(step.top_pieces[k], 40), id=int(ids[k])) + "<br>"
              + t("dist.hover_logit", logit=f"{float(step.top_logits[k]):.2f}")
-             + ("" if r.kept[k] else "<br><b>removed</b> by the sampling settings") for k in range(n)]
+             + ("" if r.kept[k] else REMOVED_HOVER) for k in range(n)]
     hover.append(t("dist.rest_hover", rest=rest_label, n=n))
     raw_col = [PROMPT_COLOR if r.kept[k] else MUTED for k in range(n)] + ["#cbd5e0"]
     fin_col = [NEW_COLOR if k == rank else GEN_COLOR for k in range(n)] + ["#cbd5e0"]

@@ -17,6 +17,7 @@ Pure: no torch, no gradio. See docs/architecture.md, "How to add a panel".
 """
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -28,6 +29,7 @@ from pipeline.tiktoken_offline import ENCODINGS, EncodingUnavailable, encode_pie
 
 from . import attention, distribution, embeddings, kv, output, speculative, tokens
 from .style import MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR
+from .text import t
 from .viewer_attention import attention_panel
 from .viewer_frames import animated_plain
 
@@ -37,10 +39,10 @@ N_CANDIDATES = 20  # bars of the distribution panel (viz.distribution's default)
 DIST_STYLE = {
     "kept_color": PROMPT_COLOR, "removed_color": MUTED, "rest_color": "#cbd5e0",
     "removed_label": f"<span style='color:{MUTED_TEXT}'>{{}}</span>",
-    "removed_hover": "<br><b>removed</b> by the sampling settings",
+    "removed_hover": distribution.REMOVED_HOVER,
     "title": distribution.TITLE, "subtitle": distribution.SUBTITLE,
     "cut_line": dict(type="line", xref="paper", x0=0, x1=1, yref="y", line=dict(color=NEW_COLOR, width=1.5, dash="dash"), name="cut-off"),
-    "cut_label": dict(xref="paper", x=1, xanchor="left", yref="y", yanchor="middle", showarrow=False, text="cut-off",
+    "cut_label": dict(xref="paper", x=1, xanchor="left", yref="y", yanchor="middle", showarrow=False, text=t("dist.cut_off"),
                       font=dict(size=13, color=NEW_COLOR), name="cut-off"),
 }
 
@@ -111,7 +113,7 @@ def _compare(text: str) -> tuple:
         try:
             out.append(encode_pieces(name, text))
         except EncodingUnavailable as e:
-            out.append((f"{name} (unavailable: {e})", [], []))
+            out.append((t("compare.unavailable", name=name, error=e), [], []))
     return tuple(out)
 
 
@@ -124,19 +126,15 @@ def compare_html(trace: Trace, step: int | None = None) -> str:
     if trace.prompt.text_ids:  # traces written before text_ids existed have no row of their own
         # every token but the end of sequence (a token holding half a character releases no text yet, but it is a token)
         gen = [s for s in reply if s.stop_reason != "eos"]
-        rows.insert(0, (f"{trace.model.id} (this model)", list(trace.prompt.text_pieces) + [s.piece for s in gen],
+        rows.insert(0, (t("compare.this_model", model=trace.model.id), list(trace.prompt.text_pieces) + [s.piece for s in gen],
                         list(trace.prompt.text_ids) + [s.token_id for s in gen]))
-    return "<div class='cmp-body'>" + tokens.compare_tokenizers_html(text, rows) + (
-        f"<p class='cmp-note'>Same text: your prompt and the reply so far ({len(text)} characters), without the chat "
-        f"template. This model's row is your prompt tokenised on its own plus the tokens it generated; with the "
-        f"template it read {len(trace.prompt.token_ids)} prompt tokens.</p></div>" + COMPARE_HELD
-    )
+    note = t("compare.note", chars=len(text), tokens=len(trace.prompt.token_ids))
+    return "<div class='cmp-body'>" + tokens.compare_tokenizers_html(text, rows) + f"<p class='cmp-note'>{html.escape(note, quote=False)}</p></div>" + COMPARE_HELD
 
 
 # Guess first (assets/guess.js) holds the comparison back: it spells out the whole text, the steps still to guess
 # included, and follows no step. Shown instead while guessing (assets/style.css); hidden anywhere else (inline).
-COMPARE_HELD = ("<p class='cmp-held' style='display:none'>Held back while Guess first is on: this comparison spells out the "
-                "whole text, the steps still to guess included. It comes back when Guess first is off.</p>")
+COMPARE_HELD = f"<p class='cmp-held' style='display:none'>{html.escape(t('compare.held'), quote=False)}</p>"
 
 
 def output_only(trace: Trace, *, step=None, boundaries: bool = True) -> str:
@@ -229,12 +227,12 @@ def _spec(v: View) -> str:
 
 
 CARDS: tuple[Card, ...] = (
-    Card("panel-distribution", 0, "The next token: what the model predicts", "distribution", caption_below=True),  # (first screen)
-    Card("panel-tokens", 1, "Tokens", "tokens", row="tokens-embeddings"),
-    Card("panel-embeddings", 2, "Embeddings", "embeddings", row="tokens-embeddings"),
-    Card("panel-attention", 3, "Attention", "attention", side_by_side=True),
-    Card("panel-kv", 4, "KV cache and timing", "kv"),
-    Card("panel-speculative", 6, "Speculative decoding", "speculative"),
+    Card("panel-distribution", 0, t("title.card.distribution"), "distribution", caption_below=True),  # (first screen)
+    Card("panel-tokens", 1, t("title.card.tokens"), "tokens", row="tokens-embeddings"),
+    Card("panel-embeddings", 2, t("title.card.embeddings"), "embeddings", row="tokens-embeddings"),
+    Card("panel-attention", 3, t("title.card.attention"), "attention", side_by_side=True),
+    Card("panel-kv", 4, t("title.card.kv"), "kv"),
+    Card("panel-speculative", 6, t("title.card.speculative"), "speculative"),
 )
 
 # In page order. The HTML panels show every step of the trace with the step's parts marked (data-step):

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, block_label, depth_label, plot_piece, plot_text
-from .text import pct
+from .text import pct, t
 
 DEPTH_SCALE = "Viridis"
 
@@ -47,34 +47,32 @@ def residual_path_figure(resid_2d, resid_norm=None, update_norm=None, *, piece: 
     for k in range(n):
         h = f"<b>{plot_text(labels[k])}</b>"
         if rn is not None:
-            h += f"<br>stream norm {rn[k]:.1f}"
+            h += "<br>" + t("residual.stream_norm", norm=f"{rn[k]:.1f}")
         if un is not None and k >= 1:
-            h += f"<br>{block_label(k - 1)} added an update of norm {un[k - 1]:.1f}"
+            h += "<br>" + t("residual.added", block=block_label(k - 1), norm=f"{un[k - 1]:.1f}")
             if rn is not None and rn[k - 1] > 0:
-                h += f" ({pct(un[k - 1] / rn[k - 1], 0)} of the stream before it)"
+                h += " " + t("residual.added_share", share=pct(un[k - 1] / rn[k - 1], 0))
         hover.append(h)
     path = go.Scatter(
-        x=xy[:, 0], y=xy[:, 1], mode="lines+markers", name="after each layer",
+        x=xy[:, 0], y=xy[:, 1], mode="lines+markers", name=t("residual.path"),
         line=dict(color=MUTED, width=1), customdata=hover, hovertemplate="%{customdata}<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
         marker=dict(size=9, color=np.arange(n), colorscale=DEPTH_SCALE, cmin=0, cmax=max(L, 1), line=dict(width=0.5, color="white"),
-                    colorbar=dict(title=dict(text="depth"), thickness=12, len=0.7)),
+                    colorbar=dict(title=dict(text=t("residual.depth")), thickness=12, len=0.7)),
     )
     ends = go.Scatter(
-        x=[xy[0, 0], xy[-1, 0]], y=[xy[0, 1], xy[-1, 1]], mode="markers+text", name="start / end",
+        x=[xy[0, 0], xy[-1, 0]], y=[xy[0, 1], xy[-1, 1]], mode="markers+text", name=t("residual.ends"),
         marker=dict(size=15, symbol=["circle-open", "star"], color=[PROMPT_COLOR, NEW_COLOR], line=dict(width=2.5)),
-        text=[f"start: {plot_text(labels[0])}", f"end: {plot_text(labels[-1])}"], textposition=["bottom center", "top center"],
+        text=[t("residual.start", label=plot_text(labels[0])), t("residual.end", label=plot_text(labels[-1]))], textposition=["bottom center", "top center"],
         textfont=dict(size=12, color=[PROMPT_COLOR, NEW_COLOR]), hoverinfo="skip",
     )
     # one arrow per layer: from the stream before it to the stream after it
     arrows = [dict(x=xy[k, 0], y=xy[k, 1], ax=xy[k - 1, 0], ay=xy[k - 1, 1], xref="x", yref="y", axref="x", ayref="y",
                    showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.3, arrowcolor="#718096", text="", name=block_label(k - 1))
                for k in range(1, n) if np.all(np.isfinite(xy[k - 1 : k + 1])) and not np.allclose(xy[k], xy[k - 1])]
-    tok = f" of {plot_piece(piece, 16)}" if piece else ""
-    title = (f"The residual stream{tok} through {L} blocks" + (f" · step {step}" if step is not None else "")
-             + "<br><sup>each arrow is one block's update; one fixed 2D projection per model: PCA of residual states of a calibration text, each scaled to unit size (what the next norm sees)</sup>")
+    title = (t("residual.path_title", of_piece=_of(piece), n=L) + _at(step) + "<br><sup>" + t("residual.path_note") + "</sup>")
     layout = base_layout(title, height=520, margin=dict(l=60, r=20, t=90, b=50), annotations=arrows, showlegend=False,
-                         xaxis=dict(title=dict(text="direction 1 (PCA)"), zeroline=False),
-                         yaxis=dict(title=dict(text="direction 2 (PCA)"), zeroline=False))
+                         xaxis=dict(title=dict(text=t("residual.direction_1")), zeroline=False),
+                         yaxis=dict(title=dict(text=t("residual.direction_2")), zeroline=False))
     return go.Figure(data=[path, ends], layout=layout)
 
 
@@ -91,49 +89,58 @@ def contributions_figure(attn_out_norm, mlp_out_norm, resid_norm=None, update_no
     has_ratio = rn is not None and un is not None
     top = [0.34, 1.0] if has_ratio else [0.0, 1.0]
     traces = [
-        go.Bar(x=x, y=a, name="attention output (mixes in other tokens)", marker=dict(color=PROMPT_COLOR),
-               hovertemplate="block %{x}: attention output norm %{y:.2f}<extra></extra>"),
-        go.Bar(x=x, y=m, name="feed-forward output (transforms this token)", marker=dict(color=GEN_COLOR),
-               hovertemplate="block %{x}: feed-forward output norm %{y:.2f}<extra></extra>"),
+        go.Bar(x=x, y=a, name=t("residual.attention"), marker=dict(color=PROMPT_COLOR),
+               hovertemplate=t("residual.attention_hover", block="%{x}", norm="%{y:.2f}") + "<extra></extra>"),
+        go.Bar(x=x, y=m, name=t("residual.mlp"), marker=dict(color=GEN_COLOR),
+               hovertemplate=t("residual.mlp_hover", block="%{x}", norm="%{y:.2f}") + "<extra></extra>"),
     ]
     if rn is not None:
         # the stream after block k is drawn at x = k; the embedding (before block 0) at x = -1
-        traces.append(go.Scatter(x=[-1] + x, y=rn[: L + 1], yaxis="y2", mode="lines+markers", name="residual stream norm (right axis)",
+        traces.append(go.Scatter(x=[-1] + x, y=rn[: L + 1], yaxis="y2", mode="lines+markers", name=t("residual.stream"),
                                  line=dict(color=NEW_COLOR, width=2), marker=dict(size=5),
                                  customdata=[depth_label(r, L) for r in range(L + 1)],
-                                 hovertemplate="stream %{customdata}: norm %{y:.1f}<extra></extra>"))
+                                 hovertemplate=t("residual.stream_hover", depth="%{customdata}", norm="%{y:.1f}") + "<extra></extra>"))
     layout_extra = {}
     notes = []
     if has_ratio:
         ratio = update_ratio(un, rn)  # (L,)
-        traces.append(go.Scatter(x=x, y=ratio, xaxis="x2", yaxis="y3", mode="lines+markers", name="update / stream",
+        traces.append(go.Scatter(x=x, y=ratio, xaxis="x2", yaxis="y3", mode="lines+markers", name=t("residual.ratio"),
                                  line=dict(color="#2f855a", width=2), marker=dict(size=5), showlegend=False,
-                                 customdata=[f"{block_label(k)} adds {un[k]:.1f} to a stream of norm {rn[k]:.1f}" for k in x],
+                                 customdata=[t("residual.ratio_hover", block=block_label(k), update=f"{un[k]:.1f}", norm=f"{rn[k]:.1f}") for k in x],
                                  hovertemplate="%{customdata}: %{y:.0%}<extra></extra>"))
         layout_extra = dict(
-            xaxis2=dict(domain=[0, 1], anchor="y3", title=dict(text="block"), range=[-1.5, L - 0.5], autorange=False, dtick=_dtick(L)),
+            xaxis2=dict(domain=[0, 1], anchor="y3", title=dict(text=t("residual.block")), range=[-1.5, L - 0.5], autorange=False, dtick=_dtick(L)),
             # log: the first block's update can be many times the bare embedding, later ones a few percent
-            yaxis3=dict(domain=[0.0, 0.22], anchor="x2", type="log", tickformat=".0%", title=dict(text="update ÷ stream", font=dict(size=12))),
+            yaxis3=dict(domain=[0.0, 0.22], anchor="x2", type="log", tickformat=".0%", title=dict(text=t("residual.ratio_axis"), font=dict(size=12))),
         )
         finite = ratio[np.isfinite(ratio)]
         if finite.size:
-            notes.append(f"each block adds a median {pct(np.median(finite), 0)} of the stream's size")
+            notes.append(t("residual.median", share=pct(np.median(finite), 0)))
     more_attn = int(np.sum(a > m))
-    notes.append(f"attention larger than feed-forward in {more_attn} of {L} blocks")
-    tok = f" of {plot_piece(piece, 16)}" if piece else ""
-    title = f"What each block adds to the residual stream{tok}" + (f" · step {step}" if step is not None else "") + "<br><sup>" + " · ".join(notes) + "</sup>"
+    notes.append(t("residual.larger", n=more_attn, blocks=L))
+    title = t("residual.adds_title", of_piece=_of(piece)) + _at(step) + "<br><sup>" + " · ".join(notes) + "</sup>"
     layout = base_layout(
         title, height=520 if has_ratio else 420, margin=dict(l=60, r=60, t=100, b=50), barmode="group", bargap=0.2,
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", font=dict(size=12)),
         xaxis=dict(domain=[0, 1], anchor="y", range=[-1.5, L - 0.5], autorange=False, dtick=_dtick(L),
                    matches="x2" if has_ratio else None, showticklabels=not has_ratio,
-                   title=None if has_ratio else dict(text="block")),
-        yaxis=dict(domain=top, title=dict(text="output norm"), rangemode="tozero"),
-        yaxis2=dict(domain=top, overlaying="y", side="right", title=dict(text="stream norm", font=dict(color=NEW_COLOR)),
+                   title=None if has_ratio else dict(text=t("residual.block"))),
+        yaxis=dict(domain=top, title=dict(text=t("residual.output_norm")), rangemode="tozero"),
+        yaxis2=dict(domain=top, overlaying="y", side="right", title=dict(text=t("residual.stream_axis"), font=dict(color=NEW_COLOR)),
                     rangemode="tozero", showgrid=False, tickfont=dict(color=NEW_COLOR)),
         **layout_extra,
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def _of(piece: str) -> str:
+    """' of “·the”' after a title's noun, for the token whose stream it is ('' for none)."""
+    return " " + t("residual.of_piece", piece=plot_piece(piece, 16)) if piece else ""
+
+
+def _at(step: int | None) -> str:
+    """' · step 3' after a title ('' for none)."""
+    return " · " + t("residual.at_step", step=step) if step is not None else ""
 
 
 def _dtick(L: int) -> int:

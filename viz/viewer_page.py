@@ -14,7 +14,7 @@ from . import page, panels
 from .captions import CAPTIONS
 from .output import STOP_WORDS
 from .style import html_piece, visible
-from .text import catalogue_js
+from .text import catalogue_js, t
 from .viewer import MAX_FRAMES, bundle_json, viewer_bundle
 from .viewer_guess import guess_json
 
@@ -28,15 +28,16 @@ VIEWER_SCRIPTS = ("text.js", "viewer_plot.js", "viewer_text.js", "viewer_samplin
 # the offline page's Guess first, after them (its own slot: not one of the scripts the app loads)
 GUESS_SCRIPT = "viewer_guess.js"
 # the sampling sliders (assets/viewer.js reads them), between the distribution's caption and its plot
-SAMPLING_CONTROLS = """  <div class="sampling">
-    <div id="temperature" class="slider"><label>Temperature (0 = greedy)</label>
-      <input type="range" aria-label="temperature"><input type="number" aria-label="temperature (number)"></div>
-    <div id="top-k" class="slider"><label>Top-k (0 = off)</label>
-      <input type="range" aria-label="top-k"><input type="number" aria-label="top-k (number)"></div>
-    <div id="top-p" class="slider"><label>Top-p (1 = off)</label>
-      <input type="range" aria-label="top-p"><input type="number" aria-label="top-p (number)"></div>
-  </div>
-"""
+def _slider(elem_id: str, label: str, aria: str) -> str:
+    """One sampling slider of the offline page: its label (the app's own, ui/layout.py), a range and a number box."""
+    label, aria, number = (html.escape(x, quote=True) for x in (label, aria, t("label.number_aria", name=aria)))
+    return (f'    <div id="{elem_id}" class="slider"><label>{label}</label>\n'
+            f'      <input type="range" aria-label="{aria}"><input type="number" aria-label="{number}"></div>\n')
+
+
+SAMPLING_CONTROLS = ('  <div class="sampling">\n' + _slider("temperature", t("label.temperature"), t("label.temperature_aria"))
+                     + _slider("top-k", t("label.top_k"), t("label.top_k_aria")) + _slider("top-p", t("label.top_p"), t("label.top_p_aria"))
+                     + "  </div>\n")
 
 
 def _plotly() -> tuple[str, str]:
@@ -60,44 +61,42 @@ def output_html(trace: Trace, n_steps: int) -> str:
     sequence, half a character) shows its token, marked as such."""
     parts = []
     for s in trace.steps[:n_steps]:
-        title = (f"step {s.index} · id {s.token_id} · {visible(s.piece)!r} · p={s.chosen_final_prob:.3f} sampled from "
-                 f"({s.chosen_prob:.3f} at temperature 1)")
+        title = t("viewer.piece_title", step=s.index, id=s.token_id, piece=repr(visible(s.piece)), final=f"{s.chosen_final_prob:.3f}",
+                  raw=f"{s.chosen_prob:.3f}")
         if s.text:
             parts.append(f"<span class='step' data-step='{s.index}' title=\"{html.escape(title)}\">{html.escape(s.text)}</span>")
         else:
-            why = "end of sequence" if s.stop_reason == "eos" else "no text yet (part of a character)"
+            why = t("viewer.why_eos" if s.stop_reason == "eos" else "viewer.why_partial")
             parts.append(f"<span class='step special' data-step='{s.index}' title=\"{html.escape(title + ' · ' + why)}\">"
                          f"{html_piece(s.piece, 24)}</span>")
     stop = trace.stop_reason if n_steps == len(trace.steps) else None
-    tail = f"<div class='stop-reason caption'>■ {html.escape(STOP_WORDS.get(stop, f'stopped: {stop}'))}</div>" if stop else ""
+    tail = f"<div class='stop-reason caption'>■ {html.escape(STOP_WORDS.get(stop, t('viewer.stopped', reason=stop)))}</div>" if stop else ""
     return "".join(parts) + tail
 
 
 def _settings_words(st) -> str:
-    words = [f"temperature {st.temperature:g}", f"top-k {st.top_k or 'off'}", f"top-p {st.top_p:g}" if st.top_p < 1 else "top-p off"]
+    words = [t("viewer.temperature", temperature=f"{st.temperature:g}"), t("viewer.top_k", k=st.top_k or t("common.off")),
+             t("viewer.top_p", p=f"{st.top_p:g}") if st.top_p < 1 else t("viewer.top_p_off")]
     if st.repetition_penalty != 1.0:
-        words.append(f"repetition penalty {st.repetition_penalty:g}")
-    return ", ".join(words) + f" (seed {st.seed})"
+        words.append(t("viewer.penalty_setting", p=f"{st.repetition_penalty:g}"))
+    return t("viewer.seed", settings=", ".join(words), seed=st.seed)
 
 
 def settings_line(trace: Trace) -> str:
     """How the tokens were sampled (each segment's settings too), and whether reshaping is exact."""
-    text = f"The tokens were sampled with {_settings_words(trace.settings)}"
-    text += "".join(f"; from step {sg.first_step} on with {_settings_words(sg.settings)}" for sg in trace.segments) + "."
+    segments = "".join(t("viewer.segment", step=sg.first_step, settings=_settings_words(sg.settings)) for sg in trace.segments)
+    text = [t("viewer.sampled_with", settings=_settings_words(trace.settings), segments=segments)]
     if trace.settings.repetition_penalty != 1.0:
-        text += f" The repetition penalty {trace.settings.repetition_penalty:g} applies at every slider position."
+        text.append(t("viewer.penalty", p=f"{trace.settings.repetition_penalty:g}"))
     if all(s.logits is not None for s in trace.steps):
-        text += " Reshaping here is exact: the trace holds every step's full-vocabulary logits."
+        text.append(t("viewer.exact"))
     elif all(s.rest is not None for s in trace.steps):
-        text += (" Reshaping here is within 1e-3 of the model: the trace keeps each step's top candidates and a summary of"
-                 " the rest of its vocabulary (exact at the trace's own settings).")
+        text.append(t("viewer.within"))
     elif trace.settings.repetition_penalty != 1.0:
-        text += (" Reshaping here is approximate: the trace holds only each step's top candidates, so other settings are"
-                 " applied to them alone.")
+        text.append(t("viewer.approximate"))
     else:
-        text += (" The trace holds only each step's top candidates: at other settings a number is shown as the range it"
-                 " must lie in.")
-    return html.escape(text)
+        text.append(t("viewer.ranges"))
+    return html.escape(" ".join(text))
 
 
 def model_line(trace: Trace) -> str:
@@ -124,9 +123,8 @@ def step_sections(trace: Trace, bundle: dict) -> str:
     head = bundle["attention"]["head"]
     extras = {
         "panel-distribution": {"controls": SAMPLING_CONTROLS + f'  <p class="caption">{settings_line(trace)}</p>\n'},
-        "panel-attention": {"caption": html.escape(CAPTIONS["attention"] + f" Shown: block {bundle['attention']['layer']}, "
-                                                   + ("every head" if head is None else f"head {head}")
-                                                   + "; the overview beside it has every block and head.")},
+        "panel-attention": {"caption": html.escape(CAPTIONS["attention"] + " " + t(
+            "viewer.attention_shown", layer=bundle["attention"]["layer"], head=t("viewer.every_head") if head is None else t("viewer.one_head", head=head)))},
     }
     cards = [c for c in panels.CARDS if any(p.follows_step for p in panels.in_card(c.elem_id))]
     return "\n\n".join(_section(c, extras.get(c.elem_id, {})) for c in cards)
@@ -144,9 +142,7 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
     bundle = bundle or viewer_bundle(trace, layer=layer, head=head, max_frames=max_frames)
     n = bundle["n_steps"]
     js, version = _plotly()
-    note = "" if n == len(trace.steps) else (
-        f"<p class='note'>This trace has {len(trace.steps)} steps; the file holds the first {n} "
-        f"(export with a larger --max-frames for more).</p>")
+    note = "" if n == len(trace.steps) else f"<p class='note'>{html.escape(t('viewer.truncated', n=len(trace.steps), shown=n))}</p>"
     slots = {
         "TITLE": html.escape(f"{trace.model.id}: {trace.prompt.text[:60]}"),
         "STYLE": (ASSETS / "viewer.css").read_text(encoding="utf-8"),

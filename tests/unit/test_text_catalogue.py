@@ -25,7 +25,15 @@ BY_NAME = ("viz/captions.py:",)  # the one place that builds its keys (caption.<
 # sentences moved out of these files: none of their text may be written there again
 MOVED = {"viz/guess.py": ("guess.", "common."), "assets/viewer_guess.js": ("guess.", "error.guess"),
          "viz/distribution.py": ("stage.", "dist."), "assets/viewer_frames.js": ("stage.",),
-         "viz/tour.py": ("tour.",), "viz/room.py": ("room.",), "viz/captions.py": ("caption.",)}
+         "viz/tour.py": ("tour.",), "viz/room.py": ("room.",), "viz/captions.py": ("caption.",),
+         # the page's components (their labels, buttons, placeholders, info, choices, titles) and its warnings
+         "ui/layout.py": ("label.", "button.", "placeholder.", "info.", "choice.", "title.", "tab."),
+         "ui/inside_tabs.py": ("label.", "button.", "tab."), "ui/views.py": ("choice.",),
+         "ui/links.py": ("button.", "placeholder.", "warn.", "note.", "error.", "choice."),
+         "ui/listeners.py": ("button.", "warn.", "error.", "common.", "choice."), "ui/generation.py": ("note.", "error."),
+         "viz/viewer_page.py": ("viewer.", "label."), "viz/residual.py": ("residual.",),
+         "viz/panels.py": ("compare.", "title.", "dist."), "assets/room.js": ("room.", "label.", "button."),
+         "assets/branch_ask.js": ("branch.", "button."), "assets/link_actions.js": ("button.",), "assets/page_view.js": ("button.",)}
 
 
 def _placeholders(sentence: str) -> set[str]:
@@ -126,7 +134,7 @@ def _js_uses() -> list[tuple[str, list[str], set[str] | None]]:
                 if unit:
                     out.append((where, [f"unit.{unit.group(1)}.one", f"unit.{unit.group(1)}.other"], {"n"}))
                 continue
-            keys = re.findall(r"'([\w.]+)'", args[0])  # (a conditional's both)
+            keys = re.findall(r"'(\w+(?:\.\w+)+)'", args[0])  # (a conditional's both; its test's strings are no keys)
             dynamic = not keys or "`" in args[0] or "+" in args[0]
             out.append((where, keys if not dynamic else [f"<built at run time: {args[0]}>"],
                         _object_keys(args[1]) if len(args) > 1 else set()))
