@@ -36,12 +36,11 @@ def head_html() -> str:
     return f"<script>{code}</script>"
 
 
-def component() -> gr.HTML:
-    """The bridge (inside the open gr.Blocks): no markup of its own, hidden (assets/style.css's .hidden-input)."""
+def on_load_js() -> str:
+    """The bridge component's own script (ui/layout.py makes the component: a gr.HTML with no markup, hidden by
+    assets/style.css's .hidden-input): it hands Gradio's `trigger`, `props` and `watch` to assets/bridge.js."""
     kinds = ", ".join(f"'{k}'" for k in TO_SERVER)
-    js = f"window.LLMBridge.attach(trigger, props, watch, [{kinds}]);"
-    return gr.HTML("", html_template="", js_on_load=js, elem_id="bridge", elem_classes="hidden-input", container=False,
-                   padding=False, apply_default_css=False)
+    return f"window.LLMBridge.attach(trigger, props, watch, [{kinds}]);"
 
 
 def listen(bridge: gr.HTML, kind: str):

@@ -71,6 +71,10 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     p.room = gr.State(None)
     # (a run's end asks for the viewer bundle through this State's change: its own event, ui/wiring.py)
     C.bundle_req = gr.State(None)
+    C.link_example = gr.State(False)  # whether the page's link opened an example (ui/links.py)
+    p.tab_moved = gr.State(False)  # whether a tab opened is another than the open one (ui/wiring.py)
+    C.status_timer = gr.Timer(1.0)  # the model's status line, redrawn until it has loaded
+    links.remember_tables(C)  # (the page's head writes a link's fields with them)
     return p
 
 
@@ -136,7 +140,10 @@ def _settings(C: Components, example: Trace | None) -> None:
                 C.download = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
                 C.download_page = gr.Button(DOWNLOAD_PAGE, elem_id="download-page", size="sm")  # one file that works offline
                 C.upload = gr.UploadButton(t("button.upload"), file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
-            links.copy_row(C)  # "Copy link" and the link (ui/links.py)
+            with gr.Row(equal_height=True):  # "Copy link" and the link it wrote (ui/links.py)
+                C.copy_link = gr.Button(t("button.copy_link"), elem_id="copy-link", size="sm", scale=1)
+                C.link_box = gr.Textbox(show_label=False, placeholder=t("placeholder.link_box"), elem_id="link-box", scale=3,
+                                        lines=1, max_lines=1, interactive=True)
 
 
 def _text(C: Components, first: dict, example: Trace | None) -> None:
@@ -285,5 +292,6 @@ def _static_figure(fig) -> str:
 def _hidden(C: Components) -> None:
     """The page's two hidden components: the bridge between the page's scripts and the server (ui/bridge.py), and
     the file a download button makes (filled when Download is clicked, then clicked by the page's script)."""
-    C.bridge = bridge.component()
+    C.bridge = gr.HTML("", html_template="", js_on_load=bridge.on_load_js(), elem_id="bridge", elem_classes="hidden-input",
+                       container=False, padding=False, apply_default_css=False)
     C.download_file = gr.DownloadButton("file", elem_id="download-file", elem_classes="hidden-input")

@@ -194,7 +194,7 @@ def tables(C: Components) -> dict:
             "modes": MODES, "max_text": MAX_TEXT, "ids": FIELDS, "defaults": {k: C[k].value for k in FIELDS}}
 
 
-EARLY: dict | None = None  # tables() of the page built last (copy_row)
+EARLY: dict | None = None  # tables() of the page built last (remember_tables, from ui/layout.py)
 
 
 def early_head() -> str:
@@ -222,14 +222,10 @@ class Deps:
     shown: Callable  # ui/wiring.py's Wires.shown(ev, flag=None): the bundle sent, then the open tab, after `ev`
 
 
-def copy_row(C: Components) -> None:
-    """The "Copy link" button and the link it wrote; the tables the page's head writes a link's fields with (early_head)."""
+def remember_tables(C: Components) -> None:
+    """The tables the page's head writes a link's fields with (early_head), from the page just laid out (ui/layout.py)."""
     global EARLY
     EARLY = tables(C)
-    with gr.Row(equal_height=True):
-        C.copy_link = gr.Button(t("button.copy_link"), elem_id="copy-link", size="sm", scale=1)
-        C.link_box = gr.Textbox(show_label=False, placeholder=t("placeholder.link_box"), elem_id="link-box", scale=3,
-                                lines=1, max_lines=1, interactive=True)
 
 
 def open_example(d: Deps, name, step=None) -> dict:
@@ -269,7 +265,7 @@ def wire(d: Deps, opened, demo=None) -> None:
     fields = [C[k] for k in FIELDS]
     if demo is not None:  # (a script in the browser takes its inputs in order: the fields, FIELDS's order)
         demo.load(None, fields, fields, js=f"(...v) => window.LLMLinkFields.open({json.dumps(tables(C))}, v)", show_progress="hidden")
-    flag = gr.State(False)
+    flag = d.C.link_example  # (whether the link opened an example: its bundle and Inside tab follow)
     ex_out = list(dict.fromkeys([*d.load_outputs, C.slider, *[C[k] for k in LIGHT], C.example_look, *fields]))
 
     def chosen(name):

@@ -76,7 +76,8 @@ def _group(cls, C: Components):
 class Page:
     """The page's components (`C`, by name), its "Inside the model" tabs by id (ui/inside_tabs.py), and each session's
     values: `state` the trace on screen; `branches`, `pending`, `tour_i`, `tab`, `room`: the branches made, a branch
-    being run, the tour's stage, the open Inside tab, the class room this page started ({"code", "key"})."""
+    being run, the tour's stage, the open Inside tab, the class room this page started ({"code", "key"}), whether a tab
+    opened is another than the open one."""
     C: Components = field(default_factory=Components)
     tabs: dict = field(default_factory=dict)
     state: gr.State | None = None
@@ -85,6 +86,7 @@ class Page:
     tour_i: gr.State | None = None
     tab: gr.State | None = None
     room: gr.State | None = None
+    tab_moved: gr.State | None = None
 
     # -- the regions -----------------------------------------------------------------------------
     @property

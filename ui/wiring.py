@@ -90,11 +90,10 @@ def _generation(w: Wires) -> list:
     C, gen = w.p.C, w.gen
     gen_fn = gen.gen_fn
     events = []
-    for trigger, fn, extra, name in ((C.generate.click, gen_fn, {}, "generate"), (C.prompt.submit, gen_fn, {}, None),
-                                     (C.step.click, gen.step_fn, {}, "step"), (C.resample.click, gen.resample_fn, {"step": C.slider}, "resample")):
+    for trigger, fn, extra in ((C.generate.click, gen_fn, {}), (C.prompt.submit, gen_fn, {}), (C.step.click, gen.step_fn, {}),
+                               (C.resample.click, gen.resample_fn, {"step": C.slider})):
         ev = trigger(fn, outputs=w.all_out, inputs_kwargs={**extra, **w.run_in}, concurrency_limit=4, concurrency_id="generate",
-                     show_progress="hidden", api_name=name, api_visibility="public" if name else "private",
-                     trigger_mode="multiple" if fn is gen_fn else None)
+                     show_progress="hidden", trigger_mode="multiple" if fn is gen_fn else None)  # (ui/api.py hides them all)
         w.inside.after(w.finish.after(ev, trigger_mode="always_last"))
         events.append(ev)
     return events
@@ -147,7 +146,7 @@ def _inside_tabs(w: Wires) -> None:
     C, p = w.p.C, w.p
     # Gradio selects the open tab as the page mounts: nothing to draw then (the page asks for the tab once its
     # panel scrolls into view, assets/app_viewer.js); a tab a person opens is drawn
-    moved = gr.State(False)
+    moved = p.tab_moved
     for key, tab in p.tabs.items():
         opened = tab.select((lambda k: lambda was: {p.tab: k, moved: k != was})(key), p.tab, {p.tab, moved}, show_progress="hidden")
         w.inside.only_if(moved, {C.lens_html: gr.skip()}).after(opened)
@@ -247,6 +246,5 @@ def _page_open(demo: gr.Blocks, w: Wires) -> None:
         demo.load(w.other.on_load, None, [p.state, C.info], show_progress="hidden"))
     links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside,
                           w.shown), opened, demo)
-    status_timer = gr.Timer(1.0)
-    status_timer.tick(status_tick, None, [C.info, status_timer], show_progress="hidden")
+    C.status_timer.tick(status_tick, None, [C.info, C.status_timer], show_progress="hidden")
     demo.unload(session_closed)  # the page closed: its session's download folder goes (ui/listeners.py)
