@@ -58,12 +58,14 @@ class Wires:
                       C.top_p, C.seed, C.max_new, C.info, C.download, C.spec_summary, C.example, C.example_look],
         )
 
-    def shown(self, ev, flag=None):
-        """After a trace is shown (`ev`): its viewer bundle sent to the page, then the open "inside" tab drawn; with
-        `flag` (a gr.State the listener set), only when it holds True (a refused file changed nothing)."""
+    def shown(self, ev, flag=None, **marks):
+        """After a trace is shown (`ev`): its viewer bundle sent to the page (with `marks` added to the message, e.g.
+        joined=True), then the open "inside" tab drawn; with `flag` (a gr.State the listener set), only when it holds
+        True (a refused file changed nothing)."""
+        send = Call(_marked(viewer.bundle_message, **marks), self.send_bundle.inputs, self.p.C.bridge) if marks else self.send_bundle
         if flag is None:
-            return self.inside.after(self.send_bundle.after(ev))
-        return self.inside.only_if(flag, {self.p.C.lens_html: gr.skip()}).after(self.send_bundle.only_if(flag, gr.skip()).after(ev))
+            return self.inside.after(send.after(ev))
+        return self.inside.only_if(flag, {self.p.C.lens_html: gr.skip()}).after(send.only_if(flag, gr.skip()).after(ev))
 
 
 def wire(demo: gr.Blocks, p: Page, example) -> None:
@@ -210,9 +212,7 @@ def _class(w: Wires) -> None:
     def joined(evt: gr.EventData):  # a student's page: the room's trace (None, said in a warning: nothing changes)
         return w.other.load_trace(class_room.join_trace(bridge.data(evt).get("code")))
 
-    sent = Call(_marked(viewer.bundle_message, joined=True), w.send_bundle.inputs, C.bridge).only_if(C.ran, gr.skip()).after(
-        on("join")(joined, outputs=w.load_out, **quiet))
-    w.inside.only_if(C.ran, {C.lens_html: gr.skip()}).after(sent)
+    w.shown(on("join")(joined, outputs=w.load_out, **quiet), C.ran, joined=True)
 
     def resumed(evt: gr.EventData):  # a reloaded teacher's page: its room's card, trace and step back
         d = bridge.data(evt)
