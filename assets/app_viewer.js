@@ -2,7 +2,7 @@
  *
  * With a bundle of the trace on screen, the panels that follow the step (viz.panels: distribution,
  * embeddings, attention, attention overview, KV) are drawn here, in the browser: the step slider, Play and the
- * temperature / top-k / top-p sliders cost the server nothing. Each figure is viz/'s, from the bundle
+ * sampling sliders (temperature, top-k, top-p, min-p, repetition penalty) cost the server nothing. Each figure is viz/'s, from the bundle
  * (LLMViewer.figureFor in viewer_frames.js). The viewer's plot sits first inside each gr.Plot block
  * (`#dist-plot > .viewer-plot`), which it hides while the viewer shows; while a generation streams,
  * the server's own figures show instead. The text, the token chips and the speculative rounds the
@@ -16,11 +16,11 @@
 
   // the element ids of the panels that follow the step, from viz.panels (ui/viewer_wiring.py: head_html)
   const IDS = Object.freeze([...(root.LLMAppPanels || [])]);
-  const SAMPLING = '#temperature, #top-k, #top-p';
+  const SAMPLING = '#temperature, #top-k, #top-p, #min-p, #repetition-penalty';
   const SLIDERS = `#step-slider, ${SAMPLING}`; // the sliders the page answers itself
   const PLAY = '▶ Play', PAUSE = '⏸ Pause';
 
-  const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, drawn: {}, busy: false, dirty: false, dragging: false,
+  const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, mp: null, pen: null, drawn: {}, // (mp, pen null: the trace's own) busy: false, dirty: false, dragging: false,
                settleTimer: null, settleMs: 300, sliceMs: 150, rendered: -1, insideStale: true, insideInView: false, // (never drawn yet)
                textStep: -1 };
 
@@ -107,14 +107,15 @@
     if (playWanted) { wantPlay(false); togglePlay(); } // pressed before the bundle came
   }
 
-  // The distribution is reshaped with what the temperature / top-k / top-p fields show, however they came to
+  // The distribution is reshaped with what the temperature / top-k / top-p / min-p / repetition-penalty fields show, however they came to
   // show it: typed or dragged (onInput), or written by the page with no event at all (a link's settings,
   // an example's or a loaded trace's own: Gradio sets the inputs' `value`), so the distribution is never
   // computed with other settings than the fields show.
   function readSampling() { // true when the fields differ from what the distribution was drawn with
     const t = numberOf('temperature', st.t), k = Math.round(numberOf('top-k', st.k)), p = numberOf('top-p', st.p);
-    const moved = t !== st.t || k !== st.k || p !== st.p;
-    st.t = t; st.k = k; st.p = p;
+    const mp = numberOf('min-p', st.mp), pen = numberOf('repetition-penalty', st.pen);
+    const moved = t !== st.t || k !== st.k || p !== st.p || mp !== st.mp || pen !== st.pen;
+    st.t = t; st.k = k; st.p = p; st.mp = mp; st.pen = pen;
     return moved;
   }
 
@@ -198,7 +199,7 @@
   // every panel on screen shows the step (and sampling settings): told once per render, for onScreen()
   const shownOnScreen = () => document.dispatchEvent(new CustomEvent('llmapp:on-screen', { detail: { step: st.step } }));
 
-  const wanted = (id) => (id === 'dist-plot' ? `${st.step}|${st.t}|${st.k}|${st.p}` : String(st.step));
+  const wanted = (id) => (id === 'dist-plot' ? `${st.step}|${st.t}|${st.k}|${st.p}|${st.mp}|${st.pen}` : String(st.step));
 
   // Draws what is out of date, panel by panel, giving way whenever the step or a slider moves again.
   async function render() {
@@ -225,7 +226,7 @@
           // a panel off screen is drawn in a task of its own, once those on screen show: a move that comes meanwhile
           // waits for one panel no one sees at most, not for all of them
           if (seen && !inView.has(id)) { seen = false; shownOnScreen(); await painted(); slice = performance.now(); if (st.dirty) break; }
-          await root.LLMViewer.react(el, root.LLMViewer.figureFor(b, id, st.step, { t: st.t, k: st.k, p: st.p }));
+          await root.LLMViewer.react(el, root.LLMViewer.figureFor(b, id, st.step, { t: st.t, k: st.k, p: st.p, mp: st.mp, pen: st.pen }));
           st.drawn[id] = w;
           // the page gives way between panels when a new trace is drawn (each shows as soon as it is drawn), after each
           // panel off screen (no one waits for it), and whenever this drawing has held the page 150 ms (a yield costs a
@@ -263,6 +264,8 @@
       settleSoon();
     } else if (box.id === 'temperature') st.t = v;
     else if (box.id === 'top-k') st.k = Math.round(v);
+    else if (box.id === 'min-p') st.mp = v;
+    else if (box.id === 'repetition-penalty') st.pen = v;
     else st.p = v;
     render();
   }

@@ -11,7 +11,7 @@
 (function (root) {
   'use strict';
 
-  const KEYS = ['prompt', 'mode', 'system', 'temperature', 'top_k', 'top_p', 'seed', 'max_new'];
+  const KEYS = ['prompt', 'mode', 'system', 'temperature', 'top_k', 'top_p', 'min_p', 'repetition_penalty', 'seed', 'max_new'];
   const touched = {}, held = {};
   let tables = null, linkOf = {}, writing = false, opened = false;
 

@@ -9,7 +9,8 @@
   function tapTip(e) {
     let tip = document.getElementById('piece-tip');
     const el = e.target.closest && e.target.closest('#output [data-step][title], #tokens-html .tok[title], abbr.term[title]');
-    if (!el) { if (tip) tip.hidden = true; return; }
+    // (a piece the page hides, Guess first's token of the step on screen, tells nothing: assets/colour_by.js reads the same)
+    if (!el || !el.checkVisibility()) { if (tip) tip.hidden = true; return; }
     if (!tip) {
       tip = document.createElement('div');
       tip.id = 'piece-tip';
@@ -82,7 +83,9 @@
 
   function start() {
     document.addEventListener('click', tapTip);
-    document.addEventListener('scroll', () => { const tip = document.getElementById('piece-tip'); if (tip) tip.hidden = true; }, { capture: true, passive: true });
+    const hideTip = () => { const tip = document.getElementById('piece-tip'); if (tip) tip.hidden = true; };
+    document.addEventListener('scroll', hideTip, { capture: true, passive: true });
+    document.addEventListener('input', hideTip, true); // (a step moved from the keyboard: the piece read may be hidden now)
     if (new URLSearchParams(root.location.search).get('view') === 'present') present(true);
     document.addEventListener('click', (e) => {
       if (e.target.closest && e.target.closest('#present-toggle')) present(!document.body.classList.contains('present'));

@@ -102,9 +102,9 @@
     if (st.keptRange && st.keptRange[0] !== st.keptRange[1]) return range(thousands(st.keptRange[0]), tokens(st.keptRange[1]));
     return (st.approx ? '\u2248' : '') + tokens(st.kept);
   }
-  function shareWords(st) {
-    const [a, b] = st.massRange || [st.mass, st.mass];
-    return pct(a, 1) !== pct(b, 1) ? range(pct(a, 1), pct(b, 1)) : pct(st.mass, 1);
+  function removedWords(st) { // the probability a stage removed, never below 0 (viz.distribution.removed_words)
+    const gone = (m) => Math.max(0, 1 - m), [a, b] = (st.massRange || [st.mass, st.mass]).map(gone);
+    return pct(b, 1) !== pct(a, 1) ? range(pct(b, 1), pct(a, 1)) : pct(gone(st.mass), 1);
   }
   const barText = (lo, hi) => (hi < 0.005 ? '' : pct(lo, 0) === pct(hi, 0) ? pct(hi, 0) : `${fixed(lo * 100, 0)}\u2013${pct(hi, 0)}`);
   function entropyWords(r) {
@@ -120,11 +120,14 @@
     lo.push(Math.min(...rests)); hi.push(Math.max(...rests));
     return [lo.map((a, k) => barText(a, hi[k])), lo.map((a, k) => (pct(a, 2) === pct(hi[k], 2) ? pct(hi[k], 2) : range(pct(a, 2), pct(hi[k], 2))))];
   }
-  function cutText(r, n) { // one line per filtering stage
+  function cutText(r, n) { // the chain of stages, in order: what each kept and the probability it removed
     const parts = [];
     for (const st of r.stages) {
-      if (st.name === 'top_p') parts.push(t('stage.top_p', { p: st.param, kept: keptWords(st), share: shareWords(st) }));
-      else if (st.name === 'top_k') parts.push(t('stage.top_k', { k: st.param, kept: keptWords(st), share: shareWords(st) }));
+      const kept = keptWords(st), removed = removedWords(st);
+      if (st.name === 'top_k') parts.push(t('stage.top_k', { k: st.param, kept, removed }));
+      else if (st.name === 'top_p') parts.push(t('stage.top_p', { p: st.param, kept, removed }));
+      else if (st.name === 'min_p') parts.push(t('stage.min_p', { p: st.param, kept, removed }));
+      else if (st.name === 'repetition_penalty') parts.push(t('stage.repetition_penalty', { p: st.param }));
       else if (st.name === 'temperature' && st.param === 0) parts.push(t('stage.greedy'));
     }
     if (r.cutoff >= n && parts.length) parts[parts.length - 1] = t('stage.more_than_shown', { line: parts[parts.length - 1], n });
@@ -160,12 +163,15 @@
     return { data: [raw, bar].concat(data.slice(2)), layout: out };
   }
 
-  // A panel's figure at a step; the distribution reshaped for state {t, k, p} (the app's page uses this too).
+  // A panel's figure at a step; the distribution reshaped for state {t, k, p, mp, pen} (the app's page uses this too;
+  // min-p and the penalty left out: the trace's own, as on the offline page, which has no slider for them).
   function figureFor(bundle, id, s, state) {
     if (id !== 'dist-plot') return merged(bundle.panels[id], s);
-    const S = bundle.sampling, r = reshape(S, s, state.t, state.k, state.p);
-    r.key = `${state.t}|${state.k}|${state.p}`; // and the settings reshape used, named in layout.meta (DESIGN.md):
-    r.used = { temperature: S.temperatures[gridIndex(S.temperatures, state.t)], top_k: Math.round(state.k), top_p: S.top_ps[gridIndex(S.top_ps, state.p)] };
+    const S = bundle.sampling, mp = state.mp ?? S.min_p, pen = state.pen ?? S.penalty, r = reshape(S, s, state.t, state.k, state.p, mp, pen);
+    r.key = `${state.t}|${state.k}|${state.p}` + (state.mp == null && state.pen == null ? '' : `|${mp}|${pen}`); // (offline: the first three)
+    // and the settings reshape used, named in layout.meta (DESIGN.md):
+    r.used = { temperature: S.temperatures[gridIndex(S.temperatures, state.t)], top_k: Math.round(state.k), top_p: S.top_ps[gridIndex(S.top_ps, state.p)],
+               min_p: S.min_ps[gridIndex(S.min_ps, mp)], repetition_penalty: S.penalties[gridIndex(S.penalties, pen)] };
     return distFigure(bundle, s, r);
   }
 

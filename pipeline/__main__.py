@@ -5,6 +5,8 @@ never imports viz; `python -m pipeline html` says so and exits with status 2).
 `bench --speculative --tasks copy` runs a fixed set of copy/edit prompts and one free-writing
 prompt and prints a table; `bench --cost-curve` prints what a target pass costs by tokens fed,
 each draft's cost per proposal, and the acceptance rate each needs to pay off.
+`samples` draws N continuations as one batch and writes them (docs/TRACE_FORMAT.md, "Samples file");
+`bench --samples N` times N together against one alone.
 
 Errors a person can cause print one sentence on stderr and exit with status 2 (no traceback).
 """
@@ -33,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--temperature", type=float, default=0.7, help="0 is greedy")
     tr.add_argument("--top-k", type=int, default=0, help="0 is off")
     tr.add_argument("--top-p", type=float, default=1.0, help="1.0 is off")
+    tr.add_argument("--min-p", type=float, default=0.0, help="keep tokens at least this share of the top one's probability; 0 is off")
     tr.add_argument("--repetition-penalty", type=float, default=1.0, help="1.0 is off")
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--system-prompt", default=None, help="replaces the chat template's default system prompt")
@@ -57,8 +60,12 @@ def _parser() -> argparse.ArgumentParser:
                     help="time one target pass fed 1..9 tokens and each draft's cost per proposal; print the break-even acceptance rates")
     be.add_argument("--context", type=int, default=None, help="with --cost-curve: positions already cached (default 256)")
     be.add_argument("--drafts", default=None, help="with --cost-curve: comma-separated drafts (default ngram,layers:10,layers:20,layers:28)")
+    be.add_argument("--samples", type=int, default=None,
+                    help="time N continuations decoded as one batch against one alone (pipeline/samples.py; --new-tokens default 24)")
     _speculative_args(be)
 
+    _ablate_args(sub)
+    _samples_args(sub)
     sub.add_parser("html", help=f"moved: {HTML_MOVED}")
     return ap
 
@@ -76,6 +83,41 @@ def _speculative_args(p: argparse.ArgumentParser) -> None:
         "layers:N (the model's own first N layers) or a smaller model with the same tokenizer: Hub id or local directory "
         f"(default: {DEFAULT_DRAFT})",
     )
+
+
+def _ablate_args(sub) -> None:
+    ab = sub.add_parser("ablate", help="switch one part of the model off for the next token and write both distributions (docs/ablation.md)")
+    ab.add_argument("--prompt", required=True, help="the text to continue (in chat mode: the user message)")
+    ab.add_argument("--layer", type=int, required=True, help="the block, from 0")
+    ab.add_argument("--head", type=int, default=None, help="switch off this attention head of the block")
+    ab.add_argument("--part", choices=["attn", "mlp"], default=None, help="switch off the whole attention block or the MLP block")
+    ab.add_argument("--step", type=int, default=0, help="the step after this many greedy tokens (0: the next token after the prompt)")
+    ab.add_argument("--raw", action="store_true", help="raw text: no chat template")
+    ab.add_argument("--model", default=None, help="Hub id or local directory (default: embedded SmolLM2-135M-Instruct)")
+    ab.add_argument("--out", required=True, help="where to write the JSON file")
+
+
+def _ablate(a) -> int:
+    from .ablate import ablate, check_part, greedy_step, to_json
+    from .errors import SettingsError
+    from .loading import load_model
+
+    if (a.head is None) == (a.part is None):
+        raise SettingsError("switch off one thing: --head H (one attention head) or --part attn or --part mlp (a whole block)"
+                            + (", not both" if a.part else ""))
+    if a.layer < 0 or (a.head is not None and a.head < 0) or a.step < 0:
+        raise SettingsError("--layer, --head and --step count from 0: give whole numbers, 0 or more")
+    lm = load_model(a.model)
+    part = "head" if a.head is not None else a.part
+    check_part(lm.info.n_layers, lm.info.n_heads, a.layer, part, a.head)  # before the greedy tokens are generated
+    prompt_ids, step = greedy_step(lm, a.prompt, step=a.step, chat=not a.raw)
+    rec = ablate(lm, step.context_ids, step.token_id, layer=a.layer, part=part, head=a.head)
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(to_json(rec, prompt_ids, step=a.step)), encoding="utf-8")
+    what = f"head {a.head} of block {a.layer}" if part == "head" else f"block {a.layer}'s {'attention' if part == 'attn' else 'MLP'}"
+    print(f"{what} off: {lm.tokens.piece(rec.token_id)!r} {rec.chosen_before:.2%} -> {rec.chosen_after:.2%}; {out}", file=sys.stderr)
+    return 0
 
 
 def _speculative_options(a) -> dict | None:
@@ -100,6 +142,7 @@ def _trace(a) -> int:
         temperature=a.temperature,
         top_k=a.top_k,
         top_p=a.top_p,
+        min_p=a.min_p,
         repetition_penalty=a.repetition_penalty,
         seed=a.seed,
         max_new_tokens=a.max_new_tokens,
@@ -154,6 +197,8 @@ def _bench(a) -> int:
         import torch
 
         torch.set_num_threads(a.threads)
+    if a.samples is not None:
+        return _bench_samples(a)
     spec = _speculative_options(a)
     if a.tasks and spec is None:
         spec = _speculative_options(argparse.Namespace(speculative=True, k=a.k, draft=a.draft))
@@ -186,6 +231,60 @@ def _bench(a) -> int:
     return 0
 
 
+def _samples_args(sub) -> None:
+    sa = sub.add_parser("samples", help="draw N continuations as one batch and write them as JSON (docs/TRACE_FORMAT.md, Samples file)")
+    sa.add_argument("--prompt", required=True, help="the text to continue (in chat mode: the user message)")
+    sa.add_argument("--out", required=True, help="where to write the JSON file")
+    sa.add_argument("--n", type=int, default=16, help="how many continuations, 1 to 32")
+    sa.add_argument("--max-new-tokens", type=int, default=24, help="new tokens per continuation at most, 1 to 256")
+    sa.add_argument("--temperature", type=float, default=0.7, help="0 is greedy")
+    sa.add_argument("--top-k", type=int, default=0, help="0 is off")
+    sa.add_argument("--top-p", type=float, default=1.0, help="1.0 is off")
+    sa.add_argument("--min-p", type=float, default=0.0, help="keep tokens at least this share of the top one's probability; 0 is off")
+    sa.add_argument("--repetition-penalty", type=float, default=1.0, help="1.0 is off")
+    sa.add_argument("--seed", type=int, default=0, help="continuation i draws from the stream of (seed, i)")
+    sa.add_argument("--system-prompt", default=None, help="replaces the chat template's default system prompt")
+    sa.add_argument("--raw", action="store_true", help="raw text: no chat template")
+    sa.add_argument("--model", default=None, help="Hub id or local directory (default: embedded SmolLM2-135M-Instruct)")
+
+
+def _samples(a) -> int:
+    from .errors import SettingsError
+    from .generate import validate
+    from .loading import load_model
+    from .records_samples import to_json
+    from .samples import samples_from_prompt, validate_counts
+
+    settings = Settings(temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, min_p=a.min_p, repetition_penalty=a.repetition_penalty,
+                        seed=a.seed, max_new_tokens=a.max_new_tokens, chat=not a.raw, system_prompt=a.system_prompt)
+    validate(settings)  # before the model loads
+    validate_counts(a.n, a.max_new_tokens)
+    if not a.prompt.strip():
+        raise SettingsError("the prompt is empty: type some text for the model to continue")
+    lm = load_model(a.model)
+    s = samples_from_prompt(lm, a.prompt, settings, n=a.n, max_new_tokens=a.max_new_tokens)
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(to_json(s), ensure_ascii=False), encoding="utf-8")
+    print(f"{s.n} continuations of up to {s.max_new_tokens} tokens in {s.seconds:.2f} s ({s.forward_passes} forward passes); {out}",
+          file=sys.stderr)
+    return 0
+
+
+def _bench_samples(a) -> int:
+    from . import bench
+    from .loading import load_model
+    from .samples import validate_counts
+
+    validate_counts(a.samples, a.new_tokens or 24)
+    lm = load_model(a.model)
+    r = bench.run_samples(lm, prompt=a.prompt or bench.DEFAULT_PROMPT, n=a.samples, new_tokens=a.new_tokens or 24, repeats=a.repeats)
+    print(bench.report_samples(r))
+    if a.json:
+        Path(a.json).write_text(json.dumps(r, indent=2))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from .errors import ModelLoadError, SettingsError, TraceFormatError
 
@@ -194,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the html command moved: {HTML_MOVED}", file=sys.stderr)
         return EXIT_USAGE
     a = _parser().parse_args(argv)
-    return run_command({"trace": _trace, "bench": _bench}[a.cmd], a, (SettingsError, ModelLoadError, TraceFormatError))
+    return run_command({"trace": _trace, "bench": _bench, "ablate": _ablate, "samples": _samples}[a.cmd], a, (SettingsError, ModelLoadError, TraceFormatError))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -244,3 +244,32 @@ def report_tasks(t: dict) -> str:
     lines.append("alpha: accepted / tested proposals (Leviathan et al.); of all: accepted / all proposals; expected: "
                  "(1 - alpha^(k+1)) / (1 - alpha) per round's k; plain steps: rounds where nothing matched (one pass of one token)")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# Many continuations as one batch (pipeline/samples.py) against one alone
+
+SAMPLES_SETTINGS = Settings(temperature=0.7, seed=0)  # sampled (not greedy), so each row's sampling work is counted
+
+
+def run_samples(lm: LoadedModel, *, prompt: str = DEFAULT_PROMPT, n: int = 16, new_tokens: int = 24, repeats: int = 3) -> dict:
+    """One continuation alone against `n` decoded together (pipeline.samples.measure_cost): the same prompt, settings and
+    number of new tokens, end of sequence ignored, alternating runs; times are the generations' own."""
+    from .samples import measure_cost
+
+    ids = list(start(lm, prompt, Settings(max_new_tokens=1)).prompt.token_ids)
+    return measure_cost(lm, ids, SAMPLES_SETTINGS, n=n, max_new_tokens=new_tokens, repeats=repeats)
+
+
+def report_samples(r: dict) -> str:
+    n, rs = r["n"], r["ratios"]
+    return "\n".join(
+        [
+            f"model {r['model']}, prompt {r['prompt_tokens']} tokens, {r['new_tokens']} new tokens per continuation (temperature 0.7, "
+            f"end of sequence ignored), {r['repeats']} alternating pairs, {r['torch_threads']} torch threads",
+            f"N = 1 (one alone)    : {r['one_seconds']:7.3f} s  (median; runs {min(r['one_runs']):.3f} to {max(r['one_runs']):.3f})",
+            f"N = {n:<2d} (one batch)  : {r['n_seconds']:7.3f} s  (median; runs {min(r['n_runs']):.3f} to {max(r['n_runs']):.3f})",
+            f"ratio N={n}/N=1       : {r['ratio']:7.2f}  (median of the pairs: {', '.join(f'{x:.2f}' for x in rs)}); "
+            f"{n / r['ratio']:.1f}x the continuations per second",
+        ]
+    )

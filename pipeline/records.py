@@ -73,11 +73,12 @@ class Settings:
     chat: bool = True
     system_prompt: str | None = None  # None: the chat template's own default
     parse_special: bool = False  # True: special-token text in the prompt acts as special tokens
+    min_p: float = 0.0  # 0: off
 
     def stages(self, context_ids=()) -> list:
         """The sampling stages these settings make, in order (the one place they are built):
-        repetition penalty over `context_ids`, temperature, top-k, top-p."""
-        return build_stages(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
+        repetition penalty over `context_ids`, temperature, top-k, top-p, min-p."""
+        return build_stages(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, min_p=self.min_p,
                             repetition_penalty=self.repetition_penalty, context_ids=context_ids)
 
 
@@ -122,7 +123,7 @@ class PromptRecord:
 class StageRecord:
     """One sampling stage: how many tokens and how much probability survive it."""
 
-    name: str  # "repetition_penalty" | "temperature" | "greedy" | "top_k" | "top_p"
+    name: str  # "repetition_penalty" | "temperature" | "greedy" | "top_k" | "top_p" | "min_p"
     param: float
     kept: int  # tokens with non-zero probability after the stage
     mass: float  # probability mass (in the distribution entering the stage) of the kept tokens

@@ -9,7 +9,8 @@ denominator and the entropy are exact there); and a histogram of the others (cou
 says where top-p's cut falls among them: the probability kept is then exact within half a token's, the count
 of tokens kept an estimate (`Shape.stages[i][4]`). `at` lays a step out at one temperature, largest first
 (the candidates and the kept logits one by one, then the bins); `reshape` applies the stages to it with the
-arithmetic of assets/viewer_sampling.js, which reads the same numbers from viz.viewer_sampling's tables.
+arithmetic of assets/viewer_sampling.js, which reads the same numbers from viz.viewer_sampling's tables. Min-p
+keeps the tokens at least p times the largest: within the head exact, past it the bins' estimate (`min_p_count`).
 
 An older trace has no RestRecord: pipeline.rest_bounds gives the range each number must lie in.
 
@@ -302,6 +303,35 @@ def nucleus(S: Sorted, p: float, alive: int, z_alive: float) -> tuple[int, float
     return n, float(S.e[:n].sum()), float(S.e[:n] @ (S.q[:n] - S.m)), alive > M
 
 
+def min_p_count(S: Sorted, p: float) -> int:
+    """Tokens min-p keeps over the whole vocabulary when every token of the head does: the head, and the bins' share
+    lying at or above the threshold q - m >= log p: an estimate. Within a bin the tokens' density is taken as linear in
+    depth, 1 + a (u - 1/2) over u in [0, 1] from its top edge, its slope set by the bin's mean depth as exp(q - m) weighs
+    it (`bd`: the count then matches the mass `prefix` gives it best), clipped to stay >= 0; the share above depth u is
+    u + a (u^2 - u) / 2."""
+    if not S.bc.size:
+        return S.q.size
+    u = np.clip((S.bt - math.log(p)) / S.sw, 0.0, 1.0)  # (B,) how deep into each bin the threshold lies
+    a = np.clip(12.0 * (np.clip((S.bt - S.bd) / S.sw, 0.0, 1.0) - 0.5), -2.0, 2.0)
+    return S.q.size + int(round(float((u + a * (u * u - u) / 2) @ S.bc)))
+
+
+def min_p_keep(S: Sorted, p: float, alive: int, z_alive: float, ed_alive: float) -> tuple[int, float, float, bool]:
+    """Min-p after the stages before it left `alive` tokens holding `z_alive`: (kept, their two sums, estimated).
+    sampling.MinP's own test, probs >= p x the largest, on the head's exp(q - m) / z (the most likely is e = 1); when every
+    alive token of the head passes and the bins are alive, the count past the head is min_p_count's estimate."""
+    M = S.q.size
+    lim = min(alive, M)
+    n = int(np.count_nonzero(S.e[:lim] / z_alive >= p * (1.0 / z_alive)))  # (sorted: the passing ones come first)
+    if n < lim or alive <= M:
+        return n, float(S.e[:n].sum()), float(S.e[:n] @ (S.q[:n] - S.m)), False
+    n = min(min_p_count(S, p), alive)
+    if n >= alive:
+        return alive, z_alive, ed_alive, alive > M
+    z, ed = prefix(S, n)
+    return n, z, ed, True
+
+
 @dataclass(frozen=True)
 class Shape:
     """A step's distribution under some settings, from its RestRecord."""
@@ -313,8 +343,8 @@ class Shape:
     exact: bool  # the temperature is on the rest's grid (the softmax's sum recorded, not estimated)
 
 
-def reshape(step: StepRecord, rest: RestRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0) -> Shape:
-    """The stages (the rest's repetition penalty, temperature, top-k, top-p) applied to the step laid out by `at`:
+def reshape(step: StepRecord, rest: RestRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0) -> Shape:
+    """The stages (the rest's repetition penalty, temperature, top-k, top-p, min-p) applied to the step laid out by `at`:
     assets/viewer_sampling.js's reshape, on the numbers viz.viewer_sampling gives it."""
     xs, ranks = head(step, rest)
     V = ranks.size + rest.size
@@ -336,6 +366,10 @@ def reshape(step: StepRecord, rest: RestRecord, *, temperature: float, top_k: in
     if top_p < 1.0:
         n, z2, ed, est = nucleus(S, top_p, n, z)
         st.append(("top_p", float(top_p), n, z2 / z, est))
+        z = z2
+    if min_p > 0:
+        n, z2, ed, est = min_p_keep(S, min_p, n, z, ed)
+        st.append(("min_p", float(min_p), n, z2 / z, est))
         z = z2
     kept = ranks < n
     final = np.where(kept, S.e[np.minimum(ranks, S.q.size - 1)] / z, 0.0)

@@ -72,8 +72,20 @@ def _nucleus(S, e_last, z, rest, p):
     return count, (A, B), na or N, nb or N
 
 
-def ranged(step: StepRecord, vocab_size: int, *, temperature: float, top_k: int = 0, top_p: float = 1.0) -> Range | None:
-    """The stages (temperature, top-k, top-p) as ranges; None where the step cannot say (see the module doc)."""
+def _min_p(e, S, z, rest, always, maybe, p):
+    """Min-p on alive sums z = (lo, hi, count lo, count hi), `always` / `maybe` candidates alive: the candidates at least p
+    times the first's pass (e sorted, e[0] = 1). One failing: every rest logit is at most its, so the rest fails too. All
+    passing with the rest alive: the rest's tokens may pass or not. -> (count range, kept sums, new z, always, maybe, rest)."""
+    n = int(np.count_nonzero(e >= p))
+    if n < S.size or not (rest and z[3] > S.size):
+        lo, hi = min(always, n), min(maybe, n)
+        return (lo, hi), (S[lo - 1], S[hi - 1]), (S[lo - 1], S[hi - 1], lo, hi), lo, hi, False
+    return (always, int(z[3])), (S[always - 1], z[1]), (S[always - 1], z[1], always, z[3]), always, maybe, True
+
+
+def ranged(step: StepRecord, vocab_size: int, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
+           min_p: float = 0.0) -> Range | None:
+    """The stages (temperature, top-k, top-p, min-p) as ranges; None where the step cannot say (see the module doc)."""
     x = np.asarray(step.top_logits, np.float32)
     N, V = x.size, int(vocab_size)
     if temperature == 0:  # greedy: exact
@@ -105,15 +117,20 @@ def ranged(step: StepRecord, vocab_size: int, *, temperature: float, top_k: int 
         count, kz, always, maybe = _nucleus(S, e[-1], z, rest, top_p)
         stages.append(("top_p", float(top_p), count, (max(top_p - EPS, kz[0] / z[1]), min(1.0, kz[1] / z[0]))))  # (it keeps p at least)
         z = (kz[0], kz[1], *count)
+    if min_p > 0:
+        count, kz, z2, always, maybe, rest = _min_p(e, S, z, rest, always, maybe, min_p)
+        stages.append(("min_p", float(min_p), count, (kz[0] / z[1], min(1.0, kz[1] / z[0]))))
+        z = z2
     i = np.arange(N)
     lo = np.where(i < always, e / z[1], 0.0)
     hi = np.where(i < maybe, e / np.maximum(z[0], S), 0.0)
-    return Range(lo, hi, i < maybe, tuple(stages), _entropy(step, q, e, z, rest, temperature, k, top_p, V))
+    return Range(lo, hi, i < maybe, tuple(stages), _entropy(step, q, e, z, rest, (temperature, k, top_p, min_p), V))
 
 
-def _entropy(step, q, e, z, rest, t, k, p, V) -> tuple[float, float] | None:
+def _entropy(step, q, e, z, rest, settings, V) -> tuple[float, float] | None:
     """Exact where the kept tokens are known candidates (or the settings are the raw distribution's)."""
-    if t == 1.0 and (k == 0 or k >= V) and p >= 1.0:
+    t, k, p, mp = settings
+    if t == 1.0 and (k == 0 or k >= V) and p >= 1.0 and not mp > 0:
         return step.entropy, step.entropy
     if rest or z[0] != z[1] or z[2] != z[3]:
         return None

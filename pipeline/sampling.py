@@ -4,8 +4,9 @@ numpy only (no torch), so the app can reshape a captured step's distribution whe
 slider moves, with exactly the code that chose the token.
 
 Order and definitions follow transformers: repetition penalty (a logits processor) first,
-then temperature, top-k, top-p. Top-p keeps the smallest set of most likely tokens whose
-cumulative probability reaches p. Temperature 0 means greedy (argmax). Probabilities are
+then temperature, top-k, top-p, min-p. Top-p keeps the smallest set of most likely tokens whose
+cumulative probability reaches p; min-p keeps the tokens whose probability is at least p times the
+most likely one's. Temperature 0 means greedy (argmax). Probabilities are
 always normalised over the full vocabulary.
 """
 from __future__ import annotations
@@ -228,20 +229,48 @@ class TopP:
         return out
 
 
+@dataclass(frozen=True)
+class MinP:
+    """Keep the tokens whose probability is at least p times the most likely token's (transformers' MinPLogitsWarper:
+    softmax, threshold p x max, the rest set to -inf; the most likely token always stays)."""
+
+    p: float
+    name = "min_p"
+
+    def __post_init__(self):
+        if not (0 <= self.p <= 1):
+            raise SettingsError(f"min-p must be in [0, 1] (0 turns it off), not {self.p}")
+
+    @property
+    def param(self) -> float:
+        return self.p
+
+    def __call__(self, logits: np.ndarray) -> np.ndarray:
+        x = np.asarray(logits, dtype=np.float32)
+        if self.p <= 0:
+            return x.copy()
+        probs = softmax(x)
+        keep = probs >= self.p * probs.max()
+        return np.where(keep, x, np.float32(NEG_INF))
+
+
 def build_stages(
-    *, temperature: float, top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0, context_ids: Sequence[int] = ()
+    *, temperature: float, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0, repetition_penalty: float = 1.0,
+    context_ids: Sequence[int] = ()
 ) -> list:
     """The list of transforms for these settings; validates every argument."""
     stages: list = []
     if repetition_penalty != 1.0 or not (repetition_penalty > 0):
         stages.append(RepetitionPenalty(float(repetition_penalty), tuple(int(i) for i in context_ids)))
     stages.append(Temperature(float(temperature)))
-    tk, tp = TopK(int(top_k) if float(top_k).is_integer() else top_k), TopP(float(top_p))
-    if temperature > 0:  # after greedy, top-k / top-p cannot change anything
+    tk, tp, mp = TopK(int(top_k) if float(top_k).is_integer() else top_k), TopP(float(top_p)), MinP(float(min_p))
+    if temperature > 0:  # after greedy, top-k / top-p / min-p cannot change anything
         if tk.k:
             stages.append(tk)
         if tp.p < 1.0:
             stages.append(tp)
+        if mp.p > 0:
+            stages.append(mp)
     return stages
 
 

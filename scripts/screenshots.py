@@ -35,6 +35,7 @@ def inside_tabs(page, out: Path, step: int):
         "sampling": lambda: _title_has(page, "sampling-plot", "settings"),
         "bytes": lambda: page.wait_for_selector("#bytes-html :text('bytes of text')", timeout=60_000),
         "context": lambda: page.wait_for_selector("#context-summary :text('tokens used')", timeout=60_000),
+        "ablate": lambda: page.wait_for_selector(f"#ablate-result[data-step='{step}']", timeout=120_000),
     }
     for key, wait in waits.items():
         page.locator("#panel-inside").scroll_into_view_if_needed()

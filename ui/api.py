@@ -61,7 +61,7 @@ def hide_internal(demo: gr.Blocks, keep: tuple[str, ...] = (API_NAME,)) -> list[
 
 
 def run_trace(start_run: Callable, folder: Path, prompt, mode, system_prompt, temperature, top_k, top_p, seed,
-              max_new_tokens) -> Path:
+              max_new_tokens, min_p=0.0, repetition_penalty=1.0) -> Path:
     """One generation to its end, written as a trace file into `folder`; SettingsError (with the
     reason) for bad input or a model not loaded. `start_run(prompt, settings, prev, cont, n_new,
     spec)` is ui/model.py's start_run: the page's own checks and limits."""
@@ -73,7 +73,8 @@ def run_trace(start_run: Callable, folder: Path, prompt, mode, system_prompt, te
     for name, text in (("prompt", prompt), ("system prompt", system_prompt or "")):
         if not isinstance(text, str) or len(text) > MAX_TEXT:  # the bound a link has too (ui/links.py)
             raise SettingsError(f"the {name} is longer than {MAX_TEXT} characters: shorten it")
-    settings = run_inputs.settings_from_inputs(page_mode, system_prompt, temperature, top_k, top_p, seed, max_new_tokens)
+    settings = run_inputs.settings_from_inputs(page_mode, system_prompt, temperature, top_k, top_p, seed, max_new_tokens, min_p=min_p,
+                                               repetition_penalty=repetition_penalty)
     validate(settings)  # (before the model's slot is taken)
     lm, gen = start_run(prompt, settings, None, None, settings.max_new_tokens, (False, 0, None))
     for _ in gen:
@@ -86,7 +87,8 @@ def labels(max_new_tokens: int) -> dict[str, str]:
     return {"prompt": "prompt (the text the model continues)", "mode": "mode (chat or raw)",
             "system_prompt": "system_prompt (chat mode; empty: the template's own)",
             "temperature": "temperature (0 = greedy, up to 2)", "top_k": "top_k (0 = off)", "top_p": "top_p (1 = off)",
-            "seed": "seed", "max_new_tokens": f"max_new_tokens (1 to {max_new_tokens})"}
+            "seed": "seed", "max_new_tokens": f"max_new_tokens (1 to {max_new_tokens})", "min_p": "min_p (0 = off, up to 1)",
+            "repetition_penalty": "repetition_penalty (1 = off)"}
 
 
 RETURN_LABEL = "trace file (.json.gz)"
@@ -112,15 +114,17 @@ def add_trace_endpoint(demo: gr.Blocks, start_run: Callable, folder: Path, max_n
     described = labels(max_new_tokens)
 
     def trace(prompt: str, mode: Literal["chat", "raw"] = "chat", system_prompt: str = "", temperature: float = 0.7,
-              top_k: int = 0, top_p: float = 0.9, seed: int = 0, max_new_tokens: int = 64) -> FileData:
+              top_k: int = 0, top_p: float = 0.9, seed: int = 0, max_new_tokens: int = 64, min_p: float = 0.0,
+              repetition_penalty: float = 1.0) -> FileData:
         """Generate text from `prompt` with the app's loaded model and return the trace file (.json.gz,
         format llm-pipeline-trace/2: every step's token, candidates, attention and inside-the-model data;
         read it with pipeline.trace_io.loads). mode: "chat" (the chat template, with system_prompt; empty: the
-        template's own) or "raw" (the text as it is). temperature 0 is greedy; top_k 0 and top_p 1 are off;
-        seed fixes the sampling. Waits for a free generation slot, like the page's Generate."""
+        template's own) or "raw" (the text as it is). temperature 0 is greedy; top_k 0, top_p 1, min_p 0 and
+        repetition_penalty 1 are off (stages in transformers' order: repetition penalty, temperature, top-k, top-p,
+        min-p); seed fixes the sampling. Waits for a free generation slot, like the page's Generate."""
         try:
             path = run_trace(start_run, call_folder(folder / "api"), as_text(prompt), mode, as_text(system_prompt),
-                             temperature, as_whole(top_k), top_p, as_whole(seed), as_whole(max_new_tokens))
+                             temperature, as_whole(top_k), top_p, as_whole(seed), as_whole(max_new_tokens), min_p, repetition_penalty)
         except SettingsError as e:
             raise gr.Error(messages.sentence(e)) from e
         return FileData(path=str(path), orig_name=path.name)  # (Gradio copies it to its cache and serves it)

@@ -90,20 +90,22 @@ class Generation:
             out.update(panels(C, trace, i, opts, heavy=True))
         elif now - clock["dist"] >= DIST_EVERY_S:
             clock["dist"] = now
-            out[C.dist] = page.distribution_only(trace, step=i, temperature=opts.temperature, top_k=opts.top_k, top_p=opts.top_p)
+            out[C.dist] = page.distribution_only(trace, step=i, temperature=opts.temperature, top_k=opts.top_k, top_p=opts.top_p,
+                                                 min_p=opts.min_p, repetition_penalty=opts.repetition_penalty)
         return out
 
-    def stream(self, prompt, system, mode, temperature, top_k, top_p, seed, max_new, layer, head, live, spec_on, spec_k, spec_draft,
-               shown, state, cont: dict | None = None, one_step=False):
+    def stream(self, prompt, system, mode, temperature, top_k, top_p, min_p, repetition_penalty, seed, max_new, layer, head, live,
+               spec_on, spec_k, spec_draft, shown, state, cont: dict | None = None, one_step=False):
         """Generate and stream: cheap panels every token, heavy ones at a bounded rate, `finish` draws all
         at the end. `shown`: the page's model line when it was clicked (ui/model.py's ModelHolder.get).
         `cont`: go on from the trace on screen, as pipeline.continuation.continue_generation's keywords
         ({"start_step": None} after its last step; a step to re-sample from; with "force_rank", a branch);
         `one_step`: one token."""
         C, prev = self.C, state
-        opts = ViewOptions(layer, head, temperature, top_k, top_p)
+        opts = ViewOptions(layer, head, temperature, top_k, top_p, min_p, repetition_penalty)
         try:
-            settings = run_inputs.settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new)
+            settings = run_inputs.settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new, min_p=min_p,
+                                                       repetition_penalty=repetition_penalty)
             n_new = 1 if one_step else run_inputs.tokens_to_make(prev, cont, settings.max_new_tokens)
             spec = (bool(spec_on) and cont is None and not one_step, spec_k, spec_draft)  # +1 token and re-sample stay plain
             lm, gen = model.start_run(prompt, settings, prev, cont, n_new, spec, shown=shown)
@@ -149,7 +151,7 @@ class Generation:
         loading = isinstance(e, model.ModelNotReady)  # (the page's script may wait for the model: assets/link_actions.js)
         return {self.C.ran: False, self.C.bridge: bridge.say("refused", loading=loading), **({self.C.info: model.HOLDER.status} if loading else {})}
 
-    def finish(self, ran, trace, step, layer, head, temperature, top_k, top_p):
+    def finish(self, ran, trace, step, layer, head, temperature, top_k, top_p, min_p, repetition_penalty):
         """After streaming ends or is stopped: every panel for the last step. Nothing when the run was refused."""
         C = self.C
         if not ran or trace is None:
@@ -162,7 +164,7 @@ class Generation:
         # the text, chips and rounds of the whole trace; the step panels are the page's to draw from the bundle asked
         # for here (drawn here too they would be drawn twice: by Gradio, then by the page), but for a step past its frames
         only = None if step >= viewer.MAX_FRAMES else viewer.LIGHT
-        return {**panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p), only=only),
+        return {**panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p, min_p, repetition_penalty), only=only),
                 C.slider: slider(trace, keep_value=True),
                 C.download: gr.Button(DOWNLOAD, interactive=bool(trace.steps)), C.bundle_req: f"{id(trace)}:{time.time()}"}
 
@@ -215,11 +217,12 @@ class Generation:
         on = next((b.label for b in same if b.trace is trace), None)
         return same, branches_viz.branches_html(same, trace), gr.Radio(choices=labels, value=on), None
 
-    def show_branch(self, label, branches, layer, head, temperature, top_k, top_p):
+    def show_branch(self, label, branches, layer, head, temperature, top_k, top_p, min_p, repetition_penalty):
         C = self.C
         b = next((b for b in branches if b.label == label), None)
         if b is None:
             return unchanged(C)
         t = b.trace
-        return {self.p.state: t, **panels(C, t, len(t.steps) - 1, ViewOptions(layer, head, temperature, top_k, top_p)),
+        return {self.p.state: t, **panels(C, t, len(t.steps) - 1, ViewOptions(layer, head, temperature, top_k, top_p, min_p,
+                                                                            repetition_penalty)),
                 C.slider: slider(t), C.branches_html: branches_viz.branches_html(branches, t)}

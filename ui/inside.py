@@ -4,6 +4,7 @@ outputs, the events that draw it anew, the buttons with listeners of their own (
 from __future__ import annotations
 
 import inspect
+from functools import partial
 
 import gradio as gr
 
@@ -14,6 +15,10 @@ from ui.page import Page
 from ui.messages import sentence
 
 __all__ = ["INSIDE", "Inside", "kv_compare_click", "swap_click"]
+
+
+def _with(trigger, options: dict):
+    return partial(trigger, **options) if options else trigger
 
 
 class Inside:
@@ -44,8 +49,8 @@ class Inside:
 
     def actions(self) -> list[tuple]:
         """(trigger, listener, inputs by the listener's parameter names, outputs) of each button with a listener of its
-        own, in the registry's order."""
-        return [(getattr(self.C[a.button], a.event), a.fn, dict(zip(inspect.signature(a.fn).parameters, (self.component(k) for k in a.inputs))),
+        own, in the registry's order; the trigger carries the action's own options (a concurrency group)."""
+        return [(_with(getattr(self.C[a.button], a.event), a.options), a.fn, dict(zip(inspect.signature(a.fn).parameters, (self.component(k) for k in a.inputs))),
                  [self.C[k] for k in a.outputs]) for a in ACTIONS]
 
     def nothing(self) -> dict:

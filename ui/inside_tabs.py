@@ -28,7 +28,8 @@ import gradio as gr
 from pipeline.errors import SettingsError
 from pipeline.indices import clamp_index
 from pipeline.records import StepRecord, Trace
-from ui import model
+from ui import ablate_tab, model
+from ui.api import GENERATE_GROUP
 from ui.inside_data import accounting_for, default_swap, position_for
 from ui.lens_cache import LENS
 from ui.messages import sentence
@@ -79,6 +80,7 @@ class Action:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     event: str = "click"
+    options: dict = field(default_factory=dict)  # the event's other keywords (a concurrency group: GENERATE_GROUP)
 
 
 @dataclass(frozen=True)
@@ -308,6 +310,26 @@ TABS: tuple[Tab, ...] = (
               _number("price_out", "price-out", text.t("label.price_out"), value=None, minimum=0)),
          _html("ctx_html", "context-summary"), _plot("ctx_plot", "context-plot")),
         _context, ("ctx_html", "ctx_plot"), inputs=("price_in", "price_out"), redraw=(("price_in", "input"), ("price_out", "input"))),
+    Tab("ablate", text.t("tab.ablate"), "ablate",  # (ui/ablate_tab.py: its compute and buttons)
+        (_row(_number("ablate_layer", "ablate-layer", text.t("label.ablate_layer"), value=0, precision=0, minimum=0, scale=1, min_width=110),
+              Part("radio", "ablate_part", "ablate-part", {"label": text.t("label.ablate_part"), "value": "head", "scale": 4, "min_width": 280, "choices": [
+                  (text.t("choice.ablate_part.head"), "head"), (text.t("choice.ablate_part.attn"), "attn"),
+                  (text.t("choice.ablate_part.mlp"), "mlp")]}),
+              _number("ablate_head", "ablate-head", text.t("label.ablate_head"), value=0, precision=0, minimum=0, scale=1, min_width=110),
+              _button("ablate_run", "ablate-run", text.t("button.ablate_run"), variant="primary", scale=1, min_width=140),
+              equal_height=True),
+         _html("ablate_html", "ablate-html"), _plot("ablate_plot", "ablate-plot"),
+         _row(_button("ablate_map_run", "ablate-map-run", text.t("button.ablate_map_run")),
+              _button("ablate_map_all", "ablate-map-all", text.t("button.ablate_map_all"))),
+         _html("ablate_map_html", "ablate-map-summary"), _plot("ablate_map", "ablate-map")),
+        ablate_tab.compute, ("ablate_html", "ablate_plot", "ablate_map_html", "ablate_map"),
+        inputs=("ablate_layer", "ablate_part", "ablate_head", "ablate_map_html"),
+        actions=(Action("ablate_run", ablate_tab.run_click, ("trace", "step", "ablate_layer", "ablate_part", "ablate_head"),
+                        ("ablate_html", "ablate_plot")),
+                 Action("ablate_map_run", ablate_tab.map_block_click, ("trace", "step", "ablate_layer"), ("ablate_map_html", "ablate_map"),
+                        options=GENERATE_GROUP),
+                 Action("ablate_map_all", ablate_tab.map_all_click, ("trace", "step"), ("ablate_map_html", "ablate_map"),
+                        options=GENERATE_GROUP))),
 )
 
 BY_ID = {t.id: t for t in TABS}

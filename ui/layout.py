@@ -13,7 +13,7 @@ from itertools import groupby
 import gradio as gr
 
 from pipeline.records import Trace
-from viz import page, panels
+from viz import output, page, panels
 from viz import room as room_viz
 from viz.captions import CAPTIONS
 from viz.glossary import gloss
@@ -59,6 +59,7 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
             _card(C, panels.CARD["panel-distribution"], example, first)
             # (the text's caption, which names the chart: under the chart, so that on a phone the chart comes first)
             gr.Markdown(_caption("output"), elem_classes="caption", elem_id="output-caption")
+            _samples(C)
     _settings(C, example)
     _step_cards(C, example, first)
     with gr.Column(elem_id="panel-inside"):
@@ -108,11 +109,30 @@ def _prompt(C: Components) -> None:
 
 
 def _sampling(C: Components) -> None:
-    """Temperature, top-k, top-p: above the distribution they reshape (what-if, no model needed)."""
+    """Temperature, top-k, top-p, min-p, repetition penalty: above the distribution they reshape (what-if, no model needed)."""
     with gr.Row(elem_id="sampling-sliders"):
         C.temperature = gr.Slider(0, 2, value=0.7, step=0.05, label=t("label.temperature"), elem_id="temperature", min_width=150)
         C.top_k = gr.Slider(0, 200, value=0, step=1, label=t("label.top_k"), elem_id="top-k", min_width=150)
         C.top_p = gr.Slider(0.01, 1, value=0.9, step=0.01, label=t("label.top_p"), elem_id="top-p", min_width=150)
+        C.min_p = gr.Slider(0, 0.5, value=0, step=0.01, label=t("label.min_p"), elem_id="min-p", min_width=150)
+        C.repetition_penalty = gr.Slider(1, 2, value=1, step=0.05, label=t("label.repetition_penalty"), elem_id="repetition-penalty",
+                                         min_width=150)
+
+
+def _samples(C: Components) -> None:
+    """Draw many (ui/samples.py): N continuations from the step on screen, under the distribution they are drawn from."""
+    from ui.samples import OPEN_JS
+
+    with gr.Column(elem_id="samples"):
+        gr.Markdown(t("samples.heading", what=t("samples.heading_what")), elem_classes="caption")
+        with gr.Row(equal_height=True):
+            C.samples_n = gr.Number(16, minimum=2, maximum=32, precision=0, step=1, label=t("label.samples_n"), elem_id="samples-n",
+                                    min_width=120)
+            C.samples_m = gr.Number(24, minimum=1, maximum=64, precision=0, step=1, label=t("label.samples_m"), elem_id="samples-m",
+                                    min_width=120)
+            C.samples_run = gr.Button(t("button.samples_run"), elem_id="samples-run", min_width=90)
+        C.samples_result = gr.HTML("", elem_id="samples-result", js_on_load=OPEN_JS)
+        C.samples_state = gr.State(None)
 
 
 def _settings(C: Components, example: Trace | None) -> None:
@@ -149,6 +169,8 @@ def _settings(C: Components, example: Trace | None) -> None:
 def _text(C: Components, first: dict, example: Trace | None) -> None:
     """The text being written, the step slider with Play, the tour."""
     _panel(C, panels.BY_KEY["output"], first)
+    # the legend of the "Colour by" mode chosen, drawn by the page (assets/colour_by.js; none for token boundaries)
+    C.colour_legend = gr.HTML(output.LEGEND_HOST, elem_id="colour-legend")
     with gr.Row(equal_height=True):
         C.slider = StepSlider(**slider_props(example), label=t("label.slider"), elem_id="step-slider", scale=5)
         C.play = gr.Button(t("button.play"), elem_id="play", scale=1, size="sm", min_width=80)  # played in the page (assets/app_viewer.js)
@@ -159,8 +181,12 @@ def _text(C: Components, first: dict, example: Trace | None) -> None:
         C.resample = gr.Button(t("button.resample"), elem_id="resample", size="sm", scale=2, min_width=100)
         C.tour = gr.Button(t("button.tour"), elem_id="tour", scale=2, size="sm", min_width=100)
         C.present = gr.Button(t("button.present"), elem_id="present-toggle", size="sm", scale=1, min_width=100)  # (assets/page.js)
-        C.boundaries = gr.Checkbox(value=True, label=t("label.boundaries"), elem_id="boundaries", scale=1, min_width=150)
         C.guess_on = gr.Checkbox(value=False, label=t("label.guess_on"), elem_id="guess-toggle", scale=1, min_width=130)  # (assets/guess.js)
+    # what the text is coloured by: the page colours it from the numbers on its spans, with no request (assets/colour_by.js)
+    C.colour_by = gr.Radio([(t("choice.colour_by.boundaries"), "boundaries"), (t("choice.colour_by.prob"), "prob"),
+                            (t("choice.colour_by.surprise"), "surprise"), (t("choice.colour_by.entropy"), "entropy"),
+                            (t("choice.colour_by.none"), "none")], value=output.DEFAULT_MODE, label=t("label.colour_by"),
+                           elem_id="colour-by", interactive=True)  # (no server event: interactive all the same)
     _guess(C)
     with gr.Group(visible=False, elem_id="tour-panel") as C.tour_group:
         C.tour_box = gr.HTML(elem_id="tour-box")

@@ -1,6 +1,6 @@
 """Links and the gallery: a URL that fills the page in, and saved traces opened from a dropdown.
 
-    ?prompt=…&mode=chat|raw&system=…&temperature=…&top_k=…&top_p=…&seed=…&max_new_tokens=…&step=…
+    ?prompt=…&mode=chat|raw&system=…&temperature=…&top_k=…&top_p=…&min_p=…&repetition_penalty=…&seed=…&max_new_tokens=…&step=…
     &run=1            generate at once (as if Generate were clicked)
     &branch=S:R,…     then force the candidate of rank R (1 = the likeliest) at step S and generate on, in order
     &example=NAME     open the gallery trace NAME (pipeline/gallery.py) at its step
@@ -45,12 +45,13 @@ LINK_FIELDS_JS = (Path(__file__).resolve().parents[1] / "assets" / "link_fields.
 MODES = {"chat": "Chat", "raw": "Raw text"}
 # name in the link -> (field key in the page's C (ui/layout.py), kind, lowest, highest): the page's own slider ranges
 NUMBERS = {"temperature": ("temperature", float, 0.0, 2.0), "top_k": ("top_k", int, 0, 200), "top_p": ("top_p", float, 0.01, 1.0),
+           "min_p": ("min_p", float, 0.0, 0.5), "repetition_penalty": ("repetition_penalty", float, 1.0, 2.0),
            "seed": ("seed", int, 0, 2**32 - 1), "max_new_tokens": ("max_new", int, 1, 512), "step": ("step", int, 0, 100_000)}
 KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "branch", "example", "view", "guess", "room")
 PAGE_ONLY = ("view", "guess", "room")  # read by the page's scripts alone (assets/page.js, assets/guess.js, assets/room.js)
 # the fields a link fills, by the page's C key, in the order the page's script gets and gives them, with their element ids
 FIELDS = {"prompt": "prompt", "mode": "mode", "system": "system-prompt", "temperature": "temperature", "top_k": "top-k",
-          "top_p": "top-p", "seed": "seed", "max_new": "max-new-tokens"}
+          "top_p": "top-p", "min_p": "min-p", "repetition_penalty": "repetition-penalty", "seed": "seed", "max_new": "max-new-tokens"}
 MAX_BRANCHES, _BRANCH = 20, re.compile(r"^\s*(\d{1,6})\s*:\s*(\d{1,3})\s*$")  # step:rank
 # names the host adds to the address, not the person (a Space's __theme, __sign): a warning about them would only confuse
 HOST_PREFIX = "__"
@@ -145,11 +146,14 @@ def _plain(v):
     return str(v)
 
 
-def make_link(base: str, *, prompt=None, mode=None, system=None, temperature=None, top_k=None, top_p=None, seed=None,
-              max_new_tokens=None, step=None, example=None, branches=(), run=False) -> str:
-    """The link that opens the page at `base` in this state (None and empty values left out)."""
+def make_link(base: str, *, prompt=None, mode=None, system=None, temperature=None, top_k=None, top_p=None, min_p=None,
+              repetition_penalty=None, seed=None, max_new_tokens=None, step=None, example=None, branches=(), run=False) -> str:
+    """The link that opens the page at `base` in this state (None and empty values left out; min-p and the repetition
+    penalty when they are on)."""
     pairs = (("example", example or None), ("prompt", prompt), ("mode", {v: k for k, v in MODES.items()}.get(mode)), ("system", system or None),
-             ("temperature", temperature), ("top_k", top_k), ("top_p", top_p), ("seed", seed), ("max_new_tokens", max_new_tokens),
+             ("temperature", temperature), ("top_k", top_k), ("top_p", top_p), ("min_p", min_p or None),
+             ("repetition_penalty", None if repetition_penalty in (None, 1, 1.0) else repetition_penalty),
+             ("seed", seed), ("max_new_tokens", max_new_tokens),
              ("branch", ",".join(f"{int(s)}:{int(r)}" for s, r in branches) or None), ("step", step), ("run", "1" if run else None))
     q = [(name, _plain(v)) for name, v in pairs if v not in (None, "")]
     base = (base or "").split("?")[0].split("#")[0]
@@ -160,7 +164,8 @@ def trace_fields(trace) -> dict:
     """The fields (by C key) as they were when `trace` was made: its prompt, mode and settings."""
     s = trace.settings
     return {"prompt": trace.prompt.text, "mode": MODES["chat" if s.chat else "raw"], "system": (s.system_prompt or "") if s.chat else "",
-            "temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p, "seed": s.seed, "max_new": s.max_new_tokens}
+            "temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p, "min_p": s.min_p, "repetition_penalty": s.repetition_penalty,
+            "seed": s.seed, "max_new": s.max_new_tokens}
 
 
 def trace_branches(trace) -> list[tuple[int, int]]:
@@ -182,7 +187,8 @@ def trace_link(base: str, trace, step: int | None, example: str | None = None) -
         return make_link(base, example=example, step=step)
     f = trace_fields(trace)
     return make_link(base, prompt=f["prompt"], mode=f["mode"], system=f["system"], temperature=f["temperature"], top_k=f["top_k"],
-                     top_p=f["top_p"], seed=f["seed"], max_new_tokens=made_tokens(trace), branches=trace_branches(trace),
+                     top_p=f["top_p"], min_p=f["min_p"], repetition_penalty=f["repetition_penalty"], seed=f["seed"],
+                     max_new_tokens=made_tokens(trace), branches=trace_branches(trace),
                      step=step, run=True)
 
 
@@ -243,7 +249,8 @@ def open_example(d: Deps, name, step=None) -> dict:
         return out
     s = clamp_index(e.step if step is None else step, len(trace.steps))
     st = trace.settings
-    out.update({C.slider: d.slider(trace, s), **d.view(trace, s, 0, "all", st.temperature, st.top_k, st.top_p, only=LIGHT)})
+    out.update({C.slider: d.slider(trace, s), **d.view(trace, s, 0, "all", st.temperature, st.top_k, st.top_p, st.min_p,
+                                                      st.repetition_penalty, only=LIGHT)})
     out.update({C[k]: v for k, v in trace_fields(trace).items()})  # what the panels use is what the fields show
     out[C.example_look] = f"**{e.title}.** {e.look}\n\n{fields_line(trace)}"
     examples.remember(trace, name)
@@ -313,13 +320,13 @@ def _wire_copy(d: Deps) -> None:
     """"Copy link": the page sends its own address (the server cannot know it behind a proxy), the server writes the link."""
     C = d.C
 
-    def copy(prompt, mode, system, temperature, top_k, top_p, seed, max_new, step, trace, evt: gr.EventData):
+    def copy(prompt, mode, system, temperature, top_k, top_p, min_p, repetition_penalty, seed, max_new, step, trace, evt: gr.EventData):
         base, _, in_space = network.shareable_base(bridge.data(evt).get("address"))  # (the network's address where 127.0.0.1 is the page's)
         if trace is not None and trace.steps:  # how the text on screen was made, not the what-if sliders
             url = trace_link(base, trace, clamp_index(step, len(trace.steps)), example=examples.shown_example(trace))
         else:  # nothing on screen: the fields as they are
             url = make_link(base, prompt=prompt, mode=mode, system=system, temperature=temperature, top_k=top_k, top_p=top_p,
-                            seed=seed, max_new_tokens=max_new)
+                            min_p=min_p, repetition_penalty=repetition_penalty, seed=seed, max_new_tokens=max_new)
         action = {"copy": url}
         if in_space:  # the Space's page shows this query in its address bar too (assets/link_actions.js asks it)
             action["parent"] = {"origin": SPACE_ORIGIN, "queryString": urlsplit(url).query}

@@ -93,7 +93,8 @@ class Listeners:
             self.p.state: trace, **panels(C, trace, len(trace.steps) - 1, ViewOptions.of(trace)),
             C.slider: slider(trace), C.layer: gr.Dropdown(choices=list(range(trace.model.n_layers)), value=0),
             C.head: gr.Dropdown(choices=[(t("choice.head.all"), "all")] + list(range(trace.model.n_heads)), value="all"),
-            C.temperature: s.temperature, C.top_k: s.top_k, C.top_p: s.top_p, C.seed: s.seed,
+            C.temperature: s.temperature, C.top_k: s.top_k, C.top_p: s.top_p, C.min_p: s.min_p,
+            C.repetition_penalty: s.repetition_penalty, C.seed: s.seed,
             C.info: page.model_markdown(model_match.known_weights(trace.model, model.loaded()), loaded_from_file=True),
             C.download: gr.Button(DOWNLOAD, interactive=True), C.spec_summary: page.speculative_summary_html(trace),
         }

@@ -30,7 +30,7 @@ class Lesson:
     play: gr.Button
     resample: gr.Button
     tour: gr.Button
-    boundaries: gr.Checkbox
+    colour_by: gr.Radio
     guess: gr.Textbox
     guess_btn: gr.Button
     guess_result: gr.HTML
@@ -38,10 +38,12 @@ class Lesson:
 
 @dataclass(frozen=True)
 class Sampling:
-    """Temperature, top-k and top-p: above the distribution they reshape."""
+    """Temperature, top-k, top-p, min-p and the repetition penalty: above the distribution they reshape."""
     temperature: gr.Slider
     top_k: gr.Slider
     top_p: gr.Slider
+    min_p: gr.Slider
+    repetition_penalty: gr.Slider
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,16 @@ class RunSettings:
     upload: gr.UploadButton
     copy_link: gr.Button
     link_box: gr.Textbox
+
+
+@dataclass(frozen=True)
+class DrawMany:
+    """Draw many (ui/samples.py): how many continuations, how long, the button, the result and the samples it shows."""
+    samples_n: gr.Number
+    samples_m: gr.Number
+    samples_run: gr.Button
+    samples_result: gr.HTML
+    samples_state: gr.State
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,10 @@ class Page:
     @property
     def settings(self) -> RunSettings:
         return _group(RunSettings, self.C)
+
+    @property
+    def draw_many(self) -> DrawMany:
+        return _group(DrawMany, self.C)
 
     @property
     def class_room(self) -> ClassRoom:

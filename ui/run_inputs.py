@@ -27,16 +27,18 @@ def tokens_to_make(prev: Trace | None, cont: dict | None, max_new: int) -> int:
     return max(1, max_new - kept)
 
 
-def settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new) -> Settings:
+def settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new, *, min_p=0.0, repetition_penalty=1.0) -> Settings:
     """The sampling fields of the page as Settings ("Raw text" mode: no chat template, no system
     prompt; an empty system prompt: the template's own). SettingsError if one is not a number."""
     chat = mode != "Raw text"
     try:
-        if not all(math.isfinite(float(x)) for x in (temperature, top_k, top_p, seed, max_new)):
+        min_p, repetition_penalty = 0.0 if min_p is None else min_p, 1.0 if repetition_penalty is None else repetition_penalty
+        if not all(math.isfinite(float(x)) for x in (temperature, top_k, top_p, min_p, repetition_penalty, seed, max_new)):
             raise SettingsError("a setting is not a finite number: give each field a number within its range")
         return Settings(
             temperature=float(temperature), top_k=int(top_k) if float(top_k).is_integer() else float(top_k),
-            top_p=float(top_p), seed=int(seed), max_new_tokens=int(max_new), chat=chat,
+            top_p=float(top_p), min_p=float(min_p), repetition_penalty=float(repetition_penalty), seed=int(seed),
+            max_new_tokens=int(max_new), chat=chat,
             system_prompt=(system if system and system.strip() else None) if chat else None,
         )
     except (TypeError, ValueError, OverflowError) as e:

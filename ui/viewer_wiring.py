@@ -182,7 +182,8 @@ def web_page(trace: Trace, layer, head, metric, folder: Path) -> Path:
     return path
 
 
-def settled_view(C: Components, trace: Trace | None, step, layer, head, temperature, top_k, top_p, metric) -> dict:
+def settled_view(C: Components, trace: Trace | None, step, layer, head, temperature, top_k, top_p, min_p, repetition_penalty,
+                 metric) -> dict:
     """After the step slider settles: nothing for a step the bundle holds (the page drew it); the five
     figures for a step past the bundle's frames (a trace longer than viz.viewer.MAX_FRAMES)."""
     try:
@@ -192,7 +193,8 @@ def settled_view(C: Components, trace: Trace | None, step, layer, head, temperat
     if trace is None or not trace.steps or s < MAX_FRAMES:
         return {C.dist: gr.skip()}
     try:
-        out = page.render(trace, step=s, layer=layer, head=head, temperature=temperature, top_k=top_k, top_p=top_p,
+        out = page.render(trace, step=s, layer=layer, head=head, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+                          repetition_penalty=repetition_penalty,
                           metric=metric or "entropy", only=FIVE)
     except SettingsError as e:
         gr.Warning(str(e))

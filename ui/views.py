@@ -65,12 +65,14 @@ class ViewOptions:
     temperature: object
     top_k: object
     top_p: object
+    min_p: object = 0.0
+    repetition_penalty: object = None  # None: the trace's own
 
     @classmethod
     def of(cls, trace: Trace) -> "ViewOptions":
         """A trace as it was made: layer 0, every head, its own sampling settings."""
         s = trace.settings
-        return cls(0, "all", s.temperature, s.top_k, s.top_p)
+        return cls(0, "all", s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty)
 
 
 def unchanged(C: Components) -> dict:
@@ -83,13 +85,14 @@ def panels(C: Components, trace: Trace | None, step, opts: ViewOptions, *, heavy
     if trace is None:
         return {}
     out = page.render(trace, step=step, layer=opts.layer, head=opts.head, temperature=opts.temperature, top_k=opts.top_k,
-                      top_p=opts.top_p, heavy=heavy, only=only)
+                      top_p=opts.top_p, min_p=opts.min_p, repetition_penalty=opts.repetition_penalty, heavy=heavy, only=only)
     return {C[k]: v for k, v in out.items()}
 
 
-def panels_of_values(C: Components, trace: Trace | None, step, layer, head, temperature, top_k, top_p, *, only=None) -> dict:
+def panels_of_values(C: Components, trace: Trace | None, step, layer, head, temperature, top_k, top_p, min_p=0.0,
+                     repetition_penalty=None, *, only=None) -> dict:
     """panels() with the options as separate values (ui/links.py's Deps.view)."""
-    return panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p), only=only)
+    return panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p, min_p, repetition_penalty), only=only)
 
 
 def slider_props(trace: Trace | None, value=None) -> dict:

@@ -12,13 +12,13 @@ from functools import partial
 
 import gradio as gr
 
-from viz import page
 from ui import bridge, class_room, links
 from ui import viewer_wiring as viewer
 from ui.generation import Generation
 from ui.inside import Inside
 from ui.page import Page
 from ui.listeners import Listeners, session_closed, status_tick
+from ui.samples import SamplesPanel
 from ui.views import Call, panels_of_values, slider
 
 @dataclass
@@ -55,7 +55,7 @@ class Wires:
                      C.example, C.example_look],
             panels=panels,
             load_out=[C.ran, state, *panels, C.slider, C.layer, C.head, C.prompt, C.mode, C.system, C.temperature, C.top_k,
-                      C.top_p, C.seed, C.max_new, C.info, C.download, C.spec_summary, C.example, C.example_look],
+                      C.top_p, C.min_p, C.repetition_penalty, C.seed, C.max_new, C.info, C.download, C.spec_summary, C.example, C.example_look],
         )
 
     def shown(self, ev, flag=None, **marks):
@@ -79,6 +79,7 @@ def wire(demo: gr.Blocks, p: Page, example) -> None:
     _upload(w)
     _guess(w)
     _class(w)
+    _samples(w)
     _page_open(demo, w)
 
 
@@ -116,6 +117,21 @@ def _branches(w: Wires) -> list:
     w.shown(C.branch_pick.input(gen.show_branch, outputs=[p.state, *w.panels, C.slider, C.branches_html], show_progress="hidden",
                                 inputs_kwargs=dict(label=C.branch_pick, branches=p.branches, **w.drawn_in)))
     return events
+
+
+def _samples(w: Wires) -> None:
+    """Draw many: N continuations in the generation queue; one of them opened as a branch (the page's "sample_open"), then
+    drawn as any trace shown is (its bundle, the open tab)."""
+    C, p = w.p.C, w.p
+    panel = SamplesPanel(p)
+    draw_in = dict(trace=p.state, step=C.slider, **vars(p.sampling), seed=C.seed, n=C.samples_n, m=C.samples_m, shown=C.info)
+    C.samples_run.click(panel.draw, outputs=[C.samples_result, C.samples_state], inputs_kwargs=draw_in, concurrency_limit=4,
+                        concurrency_id="generate", show_progress="minimal")
+    open_out = [C.ran, p.state, *w.panels, C.slider, p.branches, C.branches_html, C.branch_pick]
+    ev = bridge.listen(C.bridge, "sample_open")(panel.open, outputs=open_out, concurrency_limit=4, concurrency_id="generate",
+                                                show_progress="hidden", inputs_kwargs=dict(samples=C.samples_state, trace=p.state,
+                                                                                          branches=p.branches, shown=C.info, **w.drawn_in))
+    w.shown(ev, C.ran)
 
 
 def _tour(w: Wires) -> None:
@@ -161,7 +177,7 @@ def _inside_tabs(w: Wires) -> None:
 def _viewer_calls(w: Wires) -> None:
     """The server calls the page's step viewer still makes: one per change of layer, head or overview
     metric, and one after the step slider settles (the page's "settled": the open inside tab, when on
-    screen); and the text drawn with or without token boundaries."""
+    screen). (The text's "Colour by" radio needs no call: the page colours the text itself, assets/colour_by.js.)"""
     C, state = w.p.C, w.p.state
     gr.on([C.layer.input, C.head.input], viewer.attention_message, outputs=C.bridge, show_progress="hidden", concurrency_limit=None,
           trigger_mode="always_last", inputs_kwargs=dict(trace=state, layer=C.layer, head=C.head))
@@ -170,9 +186,6 @@ def _viewer_calls(w: Wires) -> None:
     settle_out = [C[k] for k in viewer.FIVE]
     w.inside.after(Call(partial(viewer.settled_view, C), {**w.view_in, "metric": C.metric}, settle_out,
                         dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")).on(bridge.listen(C.bridge, "settled")))
-    # the whole trace's text: the page's step viewer shows the step on screen
-    C.boundaries.input(lambda t, b: page.output_only(t, boundaries=b) if t else gr.skip(), outputs=C.output,
-                       inputs_kwargs=dict(t=state, b=C.boundaries), show_progress="hidden")
 
 
 def _upload(w: Wires) -> None:
@@ -223,7 +236,7 @@ def _class(w: Wires) -> None:
         st = r.trace.settings
         return {**w.other.load_trace(r.trace), C.slider: slider(r.trace, r.step), C.class_info: card, p.room: room,
                 C.bridge: bridge.say("class_card"), **panels_of_values(C, r.trace, r.step, 0, "all", st.temperature, st.top_k,
-                                                                       st.top_p, only=viewer.LIGHT)}
+                                                                       st.top_p, st.min_p, st.repetition_penalty, only=viewer.LIGHT)}
 
     w.shown(on("resume")(resumed, outputs=[*w.load_out, C.class_info, p.room, C.bridge], **quiet), C.ran)
 

@@ -7,7 +7,7 @@ from .text import t
 
 _NAMES = ("intro", "output", "tokens", "embeddings", "attention", "distribution", "distribution_app", "kv", "speculative", "inside",
           "lens", "residual", "contributions", "position", "kv_compare", "accounting", "sampling_compare", "branching", "bytes",
-          "context", "tour")
+          "context", "tour", "ablate")
 _DETAILED = ("distribution", "distribution_app")  # these two end with caption.distribution_detail
 
 

@@ -1,5 +1,7 @@
-"""The next-token distribution of one step, reshaped by sampling settings with the very code
-that sampled it (pipeline.sampling).
+"""The next-token distribution of one step, reshaped by sampling settings (repetition penalty, temperature,
+top-k, top-p, min-p, in transformers' order) with the very code that sampled it (pipeline.sampling). The
+figure names the chain of stages in that order, what each kept and the probability it removed, and its
+layout.meta the five settings (assets/viewer_frames.js writes the same in the browser).
 
 Exact when the settings are the step's own (the recorded numbers) or when the step holds its
 full-vocabulary logits. A step saved without them holds a summary of the rest of the vocabulary
@@ -23,9 +25,9 @@ from . import fmt
 from .style import GEN_COLOR, MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
 from .text import pct, t, t_html, template, thousands
 
-# the title (position, entropies, up to two filtering stages) and the legend above the bars: the same
-# for any settings, so moving a sampling slider in the page never moves the bars
-TOP_MARGIN = 175
+# the title (position, entropies, up to four stage lines: repetition penalty, top-k, top-p, min-p) and the legend above
+# the bars: the same for any settings, so moving a sampling slider in the page never moves the bars
+TOP_MARGIN = 211
 # the words are the catalogue's (dist.*, stage.*: locales/en.json); assets/viewer_frames.js writes the stages' lines
 # from it too, and fills this title's {step} and {position} (viz.panels.DIST_STYLE ships it)
 TITLE = f"{template('dist.title')}<br><span style='font-size:13px'>{template('dist.position')}</span>"
@@ -69,8 +71,8 @@ def _same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
     return len(a) == len(b) and all(x[0] == y[0] and np.isclose(x[1], y[1], rtol=1e-6, atol=1e-9) for x, y in zip(a, b))
 
 
-def reshape(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0, repetition_penalty: float = 1.0,
-            use_recorded: bool = True, vocab_size: int | None = None) -> Reshaped:
+def reshape(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0,
+            repetition_penalty: float = 1.0, use_recorded: bool = True, vocab_size: int | None = None) -> Reshaped:
     """Final sampling probabilities of the step's candidates under these settings.
 
     Order of sources: the step's recorded numbers when the settings are its own (and
@@ -78,7 +80,7 @@ def reshape(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: floa
     rest of the vocabulary summarised: within 1e-3); the ranges of pipeline.rest_bounds (needs
     `vocab_size`, no repetition penalty); else a recomputation over the top N logits only (exact=False).
     Raises SettingsError for bad settings."""
-    what_if = Settings(temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=repetition_penalty)
+    what_if = Settings(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty)
     stages = what_if.stages(step.context_ids)
     wanted = [(s.name, float(s.param)) for s in stages]
     raw = np.asarray(step.top_probs, np.float64)  # (N,)
@@ -99,8 +101,8 @@ def reshape(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: floa
         info = [(s.name, s.param, k, m) for s, k, m in zip(stages, res.stage_kept, res.stage_mass)]
         return _result(raw, final, kept, info, res.stage_kept[-1], sampling.entropy_bits(res.final_probs), True, "logits")
     if rest.usable(step.rest, repetition_penalty):
-        return _from_shape(raw, rest.reshape(step, step.rest, temperature=temperature, top_k=top_k, top_p=top_p))
-    rg = rest_bounds.ranged(step, vocab_size, temperature=temperature, top_k=top_k, top_p=top_p) \
+        return _from_shape(raw, rest.reshape(step, step.rest, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p))
+    rg = rest_bounds.ranged(step, vocab_size, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p) \
         if vocab_size and repetition_penalty == 1.0 else None
     if rg:
         return _ranged(raw, rg)
@@ -172,16 +174,29 @@ def entropy_words(r: Reshaped) -> str:
     return ("≈" if r.entropy_estimated else "") + f"{r.final_entropy + 0.0:.2f}"
 
 
+def removed_words(m: float, span: tuple[float, float] | None = None) -> str:
+    """The probability a stage removed, 1 - the mass it kept: '7.7%', or the range it lies in (never below 0: a mass
+    summed to a hair over 1 removed nothing)."""
+    gone = lambda x: max(0.0, 1.0 - x)  # noqa: E731
+    return share_words(gone(m), (gone(span[1]), gone(span[0])) if span else None)
+
+
 def _cut_text(r: Reshaped) -> list[str]:
-    """What the filtering stages did, in words, from the stage records: one line per stage."""
+    """The chain of stages in words, in their order, from the stage records: one line per stage that keeps or
+    lowers anything (the repetition penalty, top-k, top-p, min-p; greedy), what it kept and the probability it removed."""
     parts = []
     for i, (name, param, k, m) in enumerate(zip(r.stage_names, r.stage_params, r.stage_kept, r.stage_mass)):
         est = bool(r.stage_estimated and r.stage_estimated[i])
         span, mspan = (r.stage_kept_range[i], r.stage_mass_range[i]) if r.stage_kept_range else (None, None)
-        if name == "top_p":
-            parts.append(t("stage.top_p", p=f"{param:g}", kept=kept_words(k, est, span), share=share_words(m, mspan)))
-        elif name == "top_k":
-            parts.append(t("stage.top_k", k=int(param), kept=kept_words(k, est, span), share=share_words(m, mspan)))
+        kept, removed = kept_words(k, est, span), removed_words(m, mspan)
+        if name == "top_k":
+            parts.append(t("stage.top_k", k=int(param), kept=kept, removed=removed))
+        elif name == "top_p":
+            parts.append(t("stage.top_p", p=f"{param:g}", kept=kept, removed=removed))
+        elif name == "min_p":
+            parts.append(t("stage.min_p", p=f"{param:g}", kept=kept, removed=removed))
+        elif name == "repetition_penalty":
+            parts.append(t("stage.repetition_penalty", p=f"{param:g}"))
         elif name == "temperature" and param == 0:
             parts.append(t("stage.greedy"))
     return parts
@@ -198,10 +213,11 @@ def _legend(forced: bool) -> list[dict]:
                                  (t("dist.legend_forced" if forced else "dist.legend_sampled"), NEW_COLOR))]
 
 
-def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
+def distribution_figure(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0,
                         repetition_penalty: float = 1.0, n: int = 20, vocab_size: int | None = None) -> go.Figure:
     """distribution_figure_dict's figure, checked by Plotly."""
-    return go.Figure(distribution_figure_dict(step, temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=repetition_penalty, n=n, vocab_size=vocab_size))
+    return go.Figure(distribution_figure_dict(step, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+                                              repetition_penalty=repetition_penalty, n=n, vocab_size=vocab_size))
 
 
 def _bars(step: StepRecord, r: Reshaped, n: int, rank: int | None, vocab_size: int | None) -> list[dict]:
@@ -273,12 +289,13 @@ def _ranges_note(step: StepRecord, vocab_size: int | None, penalty: float) -> li
     return [t("dist.ranges_note", n=len(step.top_ids)), t("dist.ranges_note_2")]
 
 
-def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0,
+def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0,
                              repetition_penalty: float = 1.0, n: int = 20, vocab_size: int | None = None) -> dict:
     """Top-n candidates by raw logit: probability at temperature 1 beside the final sampling
     probability under these settings; filtered tokens grey; the cut-off line; the sampled token
     marked; one bar for the rest of the vocabulary so the bars add up to 1."""
-    r = reshape(step, temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=repetition_penalty, vocab_size=vocab_size)
+    r = reshape(step, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty,
+                vocab_size=vocab_size)
     N = r.raw_probs.size
     n = max(1, min(n, N))
     V = vocab_size or (step.logits.size if step.logits is not None else None)
@@ -311,5 +328,6 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
                          xaxis=dict(range=[0, 1.08], autorange=False, tickformat=".0%", title=dict(text=t("dist.axis")), fixedrange=True),
                          yaxis=dict(type="category", autorange="reversed", fixedrange=True, tickfont=dict(size=14)))
     # the contract the page and its tests read: the settings these numbers were computed with (DESIGN.md)
-    layout["meta"] = {"temperature": float(temperature), "top_k": int(top_k), "top_p": float(top_p)}
+    layout["meta"] = {"temperature": float(temperature), "top_k": int(top_k), "top_p": float(top_p), "min_p": float(min_p),
+                      "repetition_penalty": float(repetition_penalty)}
     return {"data": bars, "layout": layout}

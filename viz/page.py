@@ -19,19 +19,21 @@ PANEL_KEYS, STEP_FIGURES, HEAVY = panels.PANEL_KEYS, panels.STEP_FIGURES, panels
 _clamp_step = panels.clamp_step  # (the one clamp of the step on screen)
 
 
-def distribution_only(trace: Trace, *, step, temperature, top_k, top_p):
+def distribution_only(trace: Trace, *, step, temperature, top_k, top_p, min_p=0.0, repetition_penalty=None):
     """The distribution panel alone (drawn at every token while a run streams)."""
-    return render(trace, step=step, layer=0, head=None, temperature=temperature, top_k=top_k, top_p=top_p, only=("dist",))["dist"]
+    return render(trace, step=step, layer=0, head=None, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+                  repetition_penalty=repetition_penalty, only=("dist",))["dist"]
 
 
-def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, heavy: bool = True, metric: str = "entropy",
-           only: tuple[str, ...] | None = None) -> dict:
+def render(trace: Trace, *, step, layer, head, temperature, top_k, top_p, min_p=0.0, repetition_penalty=None, heavy: bool = True,
+           metric: str = "entropy", only: tuple[str, ...] | None = None) -> dict:
     """{panel key: value} for the step on screen: the light panels, the heavy ones too when
     `heavy`, or just the keys in `only`. Each is its panel's `figure` (viz.panels)."""
     if not trace.steps:
         return {"output": "", "tokens": tokens.tokens_html(trace.prompt, (), upto=None, highlight=None)}
     s = _clamp_step(trace, step)
-    view = panels.View(trace, s, layer=layer, head=head, temperature=temperature, top_k=top_k, top_p=top_p, metric=metric)
+    view = panels.View(trace, s, layer=layer, head=head, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+                       repetition_penalty=repetition_penalty, metric=metric)
     keys = only if only is not None else [k for k in PANEL_KEYS if heavy or k not in HEAVY]
     out = {}
     for k in keys:

@@ -58,6 +58,8 @@ class View:
     temperature: Any = 1.0
     top_k: Any = 0
     top_p: Any = 1.0
+    min_p: Any = 0.0
+    repetition_penalty: Any = None  # None: the trace's own
     metric: str = "entropy"
     frames: tuple = ()
 
@@ -137,10 +139,11 @@ def compare_html(trace: Trace, step: int | None = None) -> str:
 COMPARE_HELD = f"<p class='cmp-held' style='display:none'>{html.escape(t('compare.held'), quote=False)}</p>"
 
 
-def output_only(trace: Trace, *, step=None, boundaries: bool = True) -> str:
+def output_only(trace: Trace, *, step=None) -> str:
     s = clamp_step(trace, step) if trace.steps else -1
-    # every step's text, the later ones hidden: the page's viewer shows any step of it (assets/app_viewer.js)
-    return output.output_html(trace.steps, upto=s, show_boundaries=boundaries, stop_reason=trace.stop_reason)
+    # every step's text, the later ones hidden: the page's viewer shows any step of it (assets/app_viewer.js), coloured
+    # by the mode the page's "Colour by" radio names (assets/colour_by.js, from the numbers on each step's span)
+    return output.output_html(trace.steps, upto=s, stop_reason=trace.stop_reason)
 
 
 def tokens_only(trace: Trace, *, step=None) -> str:
@@ -156,9 +159,11 @@ def context_pieces(trace: Trace) -> list[str]:
 # --- each step figure's one builder (plain data), for the server's render and the viewer's frames alike ---
 
 def _distribution(v: View) -> dict:
-    t = v.trace  # the page has no repetition-penalty control: the trace's own value applies
+    t = v.trace  # no repetition penalty given (a trace drawn as it was made): the trace's own applies
+    rp = t.settings.repetition_penalty if v.repetition_penalty is None else float(v.repetition_penalty)
     return distribution.distribution_figure_dict(t.steps[v.step], temperature=float(v.temperature), top_k=int(v.top_k), top_p=float(v.top_p),
-                                                 repetition_penalty=t.settings.repetition_penalty, n=N_CANDIDATES, vocab_size=t.model.vocab_size)
+                                                 min_p=float(v.min_p or 0.0), repetition_penalty=rp, n=N_CANDIDATES,
+                                                 vocab_size=t.model.vocab_size)
 
 
 def _embeddings(v: View) -> dict:
@@ -207,7 +212,7 @@ def distribution_panel(trace: Trace, steps: list[int], **_) -> dict:
     figs, plain = [], []
     for s in steps:
         step = trace.steps[s]
-        fig = _distribution(View(trace, s, temperature=st.temperature, top_k=st.top_k, top_p=st.top_p, frames=tuple(steps)))
+        fig = _distribution(View(trace, s, temperature=st.temperature, top_k=st.top_k, top_p=st.top_p, min_p=st.min_p, frames=tuple(steps)))
         figs.append(fig)
         bars = fig["data"][0]
         labels, hover = _unmarked(list(bars["y"]), list(bars["customdata"]), len(bars["y"]) - 1)

@@ -48,7 +48,8 @@ def viewer_bundle(trace: Trace, *, layer: int = 0, head: int | None = 0, metric:
     return {
         "schema": SCHEMA,
         "n_steps": len(steps), "n_steps_in_trace": len(trace.steps),
-        "settings": {"temperature": st.temperature, "top_k": st.top_k, "top_p": st.top_p, "repetition_penalty": st.repetition_penalty},
+        "settings": {"temperature": st.temperature, "top_k": st.top_k, "top_p": st.top_p, "min_p": st.min_p,
+                     "repetition_penalty": st.repetition_penalty},
         "attention": {"layer": layer, "head": head, "metric": metric},
         "steps": step_labels(trace, steps),
         # every panel that follows the step (viz.panels), in page order; the page draws what this holds
@@ -56,7 +57,8 @@ def viewer_bundle(trace: Trace, *, layer: int = 0, head: int | None = 0, metric:
         "dist_style": DIST_STYLE,
         # per step of the whole trace (steps past the frames too): HTML the page writes in place
         "html": page.step_html(trace),
-        "sampling": sampling_bundle([trace.steps[s] for s in steps], penalty=st.repetition_penalty, vocab_size=trace.model.vocab_size),
+        "sampling": sampling_bundle([trace.steps[s] for s in steps], penalty=st.repetition_penalty, min_p=st.min_p,
+                                    vocab_size=trace.model.vocab_size),
     }
 
 

@@ -12,8 +12,8 @@ from pipeline.records import Trace
 
 from . import page, panels
 from .captions import CAPTIONS
-from .output import STOP_WORDS
-from .style import html_piece, visible
+from .output import STOP_WORDS, colour_controls_html, colour_data, piece_title
+from .style import html_piece
 from .text import catalogue_js, t
 from .viewer import MAX_FRAMES, bundle_json, viewer_bundle
 from .viewer_guess import guess_json
@@ -24,7 +24,8 @@ SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
 # the viewer's scripts in assets/, in the order they load, after Plotly.js and the text catalogue (viz.text.head_script;
 # each needs those before it): text.js (the page's words and numbers) first; the offline page inlines them, the app
 # loads them by URL (ui/viewer_wiring.py), the browser tests too
-VIEWER_SCRIPTS = ("text.js", "viewer_plot.js", "viewer_text.js", "viewer_sampling.js", "viewer_frames.js", "viewer.js")
+VIEWER_SCRIPTS = ("text.js", "colour_by.js", "viewer_plot.js", "viewer_text.js", "viewer_sampling.js", "viewer_sampling_range.js", "viewer_frames.js",
+                  "viewer.js")
 # the offline page's Guess first, after them (its own slot: not one of the scripts the app loads)
 GUESS_SCRIPT = "viewer_guess.js"
 # the sampling sliders (assets/viewer.js reads them), between the distribution's caption and its plot
@@ -61,13 +62,12 @@ def output_html(trace: Trace, n_steps: int) -> str:
     sequence, half a character) shows its token, marked as such."""
     parts = []
     for s in trace.steps[:n_steps]:
-        title = t("viewer.piece_title", step=s.index, id=s.token_id, piece=repr(visible(s.piece)), final=f"{s.chosen_final_prob:.3f}",
-                  raw=f"{s.chosen_prob:.3f}")
+        title, data = piece_title(s, s.index), colour_data(s)  # (the app's spans' numbers: viz/output.py, assets/colour_by.js)
         if s.text:
-            parts.append(f"<span class='step' data-step='{s.index}' title=\"{html.escape(title)}\">{html.escape(s.text)}</span>")
+            parts.append(f"<span class='step' data-step='{s.index}'{data} title=\"{html.escape(title)}\">{html.escape(s.text)}</span>")
         else:
             why = t("viewer.why_eos" if s.stop_reason == "eos" else "viewer.why_partial")
-            parts.append(f"<span class='step special' data-step='{s.index}' title=\"{html.escape(title + ' · ' + why)}\">"
+            parts.append(f"<span class='step special' data-step='{s.index}'{data} title=\"{html.escape(title + ' · ' + why)}\">"
                          f"{html_piece(s.piece, 24)}</span>")
     stop = trace.stop_reason if n_steps == len(trace.steps) else None
     tail = f"<div class='stop-reason caption'>■ {html.escape(STOP_WORDS.get(stop, t('viewer.stopped', reason=stop)))}</div>" if stop else ""
@@ -77,6 +77,8 @@ def output_html(trace: Trace, n_steps: int) -> str:
 def _settings_words(st) -> str:
     words = [t("viewer.temperature", temperature=f"{st.temperature:g}"), t("viewer.top_k", k=st.top_k or t("common.off")),
              t("viewer.top_p", p=f"{st.top_p:g}") if st.top_p < 1 else t("viewer.top_p_off")]
+    if getattr(st, "min_p", 0.0) > 0:
+        words.append(t("viewer.min_p", p=f"{st.min_p:g}"))
     if st.repetition_penalty != 1.0:
         words.append(t("viewer.penalty_setting", p=f"{st.repetition_penalty:g}"))
     return t("viewer.seed", settings=", ".join(words), seed=st.seed)
@@ -150,6 +152,7 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
         "MODEL_LINE": model_line(trace), "NOTE": note,
         "PROMPT_HTML": html.escape(trace.prompt.text),
         "OUTPUT_HTML": output_html(trace, n),
+        "COLOUR_BY": colour_controls_html(),
         "SETTINGS_LINE": settings_line(trace),
         "CAPTION_OUTPUT": html.escape(CAPTIONS["output"]),
         "STEP_SECTIONS": step_sections(trace, bundle),

@@ -285,7 +285,7 @@ def test_the_example_traces_page_replays_the_real_model(browser, tmp_path, shots
     settle(page, last)
     title = page.evaluate("() => document.querySelector('#dist-plot .js-plotly-plot').layout.title.text")
     # no full-vocabulary logits in this trace, but each step's rest of the vocabulary summarised: the model's numbers
-    assert "(approximate)" not in title and "entropy" in title
+    assert "approximate" not in title and "entropy" in title
     full_page_shot(page, shots / "viewer_example_last.png")
     assert page.requests == [path.as_uri()] and not page.errors
 

@@ -33,11 +33,11 @@ def js_page(browser):
 
 
 PACK = """(cases) => { const S = window.__S, names = [], nums = [], finals = [];
-  for (const [s, t, k, p] of cases) {
-    const r = LLMViewer.reshape(S, s, t, k, p);
+  for (const [s, t, k, p, mp, pen] of cases) {
+    const r = LLMViewer.reshape(S, s, t, k, p, mp, pen);
     names.push(r.stages.map((x) => x.name).join(','));
     nums.push(r.entropy, r.cutoff, r.final.length, r.stages.length);
-    for (const x of r.stages) nums.push(x.kept, x.mass);
+    for (const x of r.stages) nums.push(x.kept, x.mass, x.approx ? 1 : 0);
     finals.push(r.final);
   }
   const all = new Float64Array(finals.reduce((a, f) => a + f.length, 0));
@@ -53,9 +53,9 @@ def _f64(b64: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(b64), dtype="<f8")
 
 
-def js_reshape(page, sampling_data: dict, cases: list[tuple[int, float, int, float]], *, chunk: int = 4000) -> list[dict]:
-    """viewer_sampling.js's reshape for each (step, temperature, top-k, top-p); the numbers come back as
-    float64 buffers (Playwright's JSON of many small arrays is slow)."""
+def js_reshape(page, sampling_data: dict, cases: list[tuple], *, chunk: int = 4000) -> list[dict]:
+    """viewer_sampling.js's reshape for each (step, temperature, top-k, top-p[, min-p, repetition penalty]) (left out:
+    the trace's own); the numbers come back as float64 buffers (Playwright's JSON of many small arrays is slow)."""
     page.evaluate("(S) => { window.__S = S; }", sampling_data)
     out = []
     for i in range(0, len(cases), chunk):
@@ -63,14 +63,15 @@ def js_reshape(page, sampling_data: dict, cases: list[tuple[int, float, int, flo
         nums, finals, a, f = _f64(nums), _f64(finals), 0, 0
         for stage_names in names.split(";"):
             entropy, cutoff, n, ns = nums[a:a + 4]
-            kept_mass = nums[a + 4:a + 4 + 2 * int(ns)].reshape(-1, 2)
-            out.append({"stages": [{"name": nm, "kept": int(km[0]), "mass": float(km[1])} for nm, km in zip(stage_names.split(","), kept_mass)],
+            kept_mass = nums[a + 4:a + 4 + 3 * int(ns)].reshape(-1, 3)
+            out.append({"stages": [{"name": nm, "kept": int(km[0]), "mass": float(km[1]), "approx": bool(km[2])}
+                                   for nm, km in zip(stage_names.split(","), kept_mass)],
                         "entropy": float(entropy), "cutoff": int(cutoff), "final": finals[f:f + int(n)]})
-            a, f = a + 4 + 2 * int(ns), f + int(n)
+            a, f = a + 4 + 3 * int(ns), f + int(n)
     return out
 
 
-def reference(step: StepRecord, t: float, k: int, p: float, penalty: float) -> dict:
+def reference(step: StepRecord, t: float, k: int, p: float, penalty: float, min_p: float = 0.0) -> dict:
     """pipeline.sampling's numbers at the step's top candidates: over the full vocabulary when the
     step holds its logits, else over the recorded top N (what viz.distribution shows then)."""
     if step.logits is not None:
@@ -79,7 +80,7 @@ def reference(step: StepRecord, t: float, k: int, p: float, penalty: float) -> d
         seen = set(int(i) for i in step.context_ids)
         logits, at = step.top_logits, np.arange(len(step.top_ids))
         ctx = [j for j, i in enumerate(step.top_ids) if int(i) in seen]
-    stages = sampling.build_stages(temperature=t, top_k=k, top_p=p, repetition_penalty=penalty, context_ids=ctx)
+    stages = sampling.build_stages(temperature=t, top_k=k, top_p=p, min_p=min_p, repetition_penalty=penalty, context_ids=ctx)
     res = sampling.apply_stages(logits, stages)
     return {"final": res.final_probs[at], "kept": list(res.stage_kept), "mass": list(res.stage_mass),
             "names": [s.name for s in stages], "entropy": sampling.entropy_bits(res.final_probs)}

@@ -60,6 +60,20 @@ def test_a_gz_name_writes_gzip_that_reads_back(model_dir, tmp_path):
     assert 1 <= len(tr.steps) <= 3 and tr.prompt.text == "Hello" and not list(tmp_path.glob("*.part"))
 
 
+def test_min_p_and_the_repetition_penalty_are_stages_of_every_step(model_dir, tmp_path):
+    out = tmp_path / "mp.json"
+    r = cli("trace", "--prompt", "Hello", "--out", str(out), "--model", str(model_dir), "--max-new-tokens", "4", "--quiet",
+            "--temperature", "1.2", "--min-p", "0.05", "--repetition-penalty", "1.3")
+    assert r.returncode == 0, r.stderr
+    tr = load(out)
+    assert (tr.settings.min_p, tr.settings.repetition_penalty) == (0.05, 1.3)
+    for st in tr.steps:
+        assert [g.name for g in st.stages] == ["repetition_penalty", "temperature", "min_p"]
+        top = float(st.top_final_probs.max())  # the largest kept probability: every kept candidate holds 5 % of it
+        kept = st.top_final_probs[st.top_final_probs > 0]
+        assert (kept >= 0.05 * top * (1 - 1e-5)).all() and st.chosen_final_prob >= 0.05 * top * (1 - 1e-5)
+
+
 def test_raw_mode_has_no_template(model_dir, tmp_path):
     out = tmp_path / "raw.json"
     r = cli("trace", "--prompt", "Once upon", "--raw", "--out", str(out), "--model", str(model_dir), "--max-new-tokens", "2", "--quiet")
@@ -75,6 +89,7 @@ def test_raw_mode_has_no_template(model_dir, tmp_path):
         (["--prompt", "hi", "--top-p", "0"], "top-p"),
         (["--prompt", "hi", "--top-p", "1.5"], "top-p"),
         (["--prompt", "hi", "--top-k", "-1"], "top-k"),
+        (["--prompt", "hi", "--min-p", "2"], "min-p"),
         (["--prompt", "hi", "--max-new-tokens", "0"], "max new tokens"),
         (["--prompt", "hi", "--model", "no-such-org/no-such-model"], "could not load the model"),
         (["--prompt", "hi", "--model", "TMP"], "holds no model"),

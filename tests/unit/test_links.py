@@ -137,6 +137,20 @@ def test_a_trace_link_says_how_the_trace_was_made_with_run_and_step():
     assert link.warnings == [] and link.run and link.step == 3 and link.fields["mode"] == "Raw text"
 
 
+def test_min_p_and_the_repetition_penalty_travel_in_a_trace_link_when_on():
+    from ui.links import trace_link
+
+    t = _trace(temperature=1.1, min_p=0.05, repetition_penalty=1.3, chat=False)
+    q = dict(parse_qsl(urlsplit(trace_link("http://h/", t, 2)).query))
+    assert (q["min_p"], q["repetition_penalty"]) == ("0.05", "1.3")
+    link = parse_link(q, NAMES)
+    assert link.warnings == [] and (link.fields["min_p"], link.fields["repetition_penalty"]) == (0.05, 1.3)
+    off = dict(parse_qsl(urlsplit(trace_link("http://h/", _trace(chat=False), 2)).query))
+    assert "min_p" not in off and "repetition_penalty" not in off  # off: the link stays as short as before
+    bad = parse_link({"min_p": "0.9", "repetition_penalty": "0"}, NAMES)
+    assert "min_p" not in bad.fields and "repetition_penalty" not in bad.fields and len(bad.warnings) == 2
+
+
 def test_a_trace_link_keeps_the_chat_system_prompt_and_an_end_of_sequence_run():
     from ui.links import trace_link
 

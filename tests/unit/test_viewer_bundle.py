@@ -14,7 +14,7 @@ from viz import attention, distribution, viewer
 from viz.panels import STEP_IDS as IDS
 from viz.viewer import DIST_STYLE, bundle_json, sizes, viewer_bundle
 from viz.viewer_attention import attention_panel, windowed
-from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, head_size, sort_order, step_tables, unpacked
+from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, head_size, min_p_reach, sort_order, step_tables, unpacked
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -197,8 +197,17 @@ def test_the_head_holds_top_k_ties_and_every_recorded_candidate():
         q = (xs / np.float32(t)).astype(np.float32)
         assert np.count_nonzero(q >= q[TOP_K_MAX - 1]) <= M
     d = step_tables(dataclasses.replace(step, logits=x.astype(np.float32)), head=1)
-    assert d["M"] == M and d["V"] == 1500 and d["exact"]
-    assert len(unpacked(d["head"])) == M and np.all(np.diff(unpacked(d["head"])) <= 0)
+    # the head is the rest R (the context's tokens are shipped apart, `ctx`), as far as top-k's ties and min-p's reach
+    ctx = np.unique(step.context_ids)
+    r = np.setdiff1d(np.arange(x.size), ctx)
+    xr = np.sort(x[r].astype(np.float32))[::-1]
+    head, shipped = unpacked(d["head"]), unpacked(d["ctx"])
+    assert d["V"] == 1500 and d["exact"] and len(head) == d["M"] and np.array_equal(head, xr[:d["M"]])
+    assert np.array_equal(np.sort(shipped)[::-1], shipped) and np.array_equal(np.sort(shipped), np.sort(x[ctx].astype(np.float32)))
+    assert d["M"] >= head_size(xr, np.arange(0), head=1) and d["M"] >= min_p_reach(xr) + 1
+    ranks = unpacked(d["ranks"])  # a candidate of R by its place in the head, one of the context by -1 - its place in ctx
+    for i, tid in enumerate(step.top_ids):
+        assert (shipped[-1 - ranks[i]] if ranks[i] < 0 else head[ranks[i]]) == np.float32(x[tid])
 
 
 def test_the_tables_are_the_same_from_a_short_prefix_of_the_sorted_vocabulary(monkeypatch):
@@ -212,10 +221,13 @@ def test_the_tables_are_the_same_from_a_short_prefix_of_the_sorted_vocabulary(mo
     monkeypatch.setattr(vs, "PREFIX", 1)  # from the head's end: the flat temperatures make it grow
     short = [vs.step_tables(s) for s in trace.steps]
     assert short == whole
-    assert all(len(unpacked(t["tail"]["n"])) > 0 for t in whole)  # nuclei past the head: the tail tables are used
-    reach = [vs._sums(np.asarray(s.logits, np.float32), sort_order(np.asarray(s.logits, np.float32)), 2.0, 512)[4].size
-             for s in trace.steps]
-    assert min(reach) > 512 + vs.GUARD  # at temperature 2 the prefix had to grow
+    assert all(len(unpacked(t["tail"]["nR"])) > 0 for t in whole)  # nuclei past the head: the tail tables are used
+
+    def reach(s):
+        q = (np.asarray(s.logits, np.float32) / np.float32(2.0)).astype(np.float64)
+        e = np.exp(q - q.max())
+        return vs._prefix(e, sort_order(q), e.sum(), 512)[0].size
+    assert min(reach(s) for s in trace.steps) > 512 + vs.GUARD  # at temperature 2 the prefix had to grow
 
 
 def test_the_grids_are_the_apps_sliders():

@@ -123,7 +123,7 @@ def test_cut_off_line_sits_after_the_last_kept_token():
     assert line.y0 == line.y1 == k - 0.5
     top_p = sampling.apply_stages(st.logits, sampling.build_stages(temperature=1.0, top_p=0.9))
     assert [a.y for a in fig.layout.annotations if a.name == "cut-off"] == [k - 0.5]
-    words = f"top-p 0.9 keeps {k:,} token{'s' if k > 1 else ''} holding {top_p.stage_mass[-1]:.1%} of the probability"
+    words = f"top-p 0.9 keeps {k:,} token{'s' if k > 1 else ''}, removes {1 - top_p.stage_mass[-1]:.1%}"
     assert words in fig.layout.title.text
 
 
@@ -189,10 +189,12 @@ def test_greedy_keeps_one_token_and_shows_zero_entropy():
     assert "greedy" in fig.layout.title.text
 
 
-@pytest.mark.parametrize("kw", [dict(temperature=0.0, top_k=0, top_p=0.5), dict(temperature=1.3, top_k=5, top_p=0.8), REC])
+@pytest.mark.parametrize("kw", [dict(temperature=0.0, top_k=0, top_p=0.5), dict(temperature=1.3, top_k=5, top_p=0.8), REC,
+                                dict(temperature=0.7, top_k=0, top_p=0.9, min_p=0.05, repetition_penalty=1.3)])
 def test_the_figure_names_the_settings_it_was_computed_with(kw):
     """DESIGN.md: a distribution names (in layout.meta) the settings it was computed with."""
     fig = distribution_figure(make_trace(**REC).steps[1], **kw)
     meta = fig.layout.meta
-    assert meta == {"temperature": kw["temperature"], "top_k": kw["top_k"], "top_p": kw["top_p"]}
-    assert type(meta["top_k"]) is int and type(meta["temperature"]) is float and type(meta["top_p"]) is float
+    assert meta == {"temperature": kw["temperature"], "top_k": kw["top_k"], "top_p": kw["top_p"], "min_p": kw.get("min_p", 0.0),
+                    "repetition_penalty": kw.get("repetition_penalty", 1.0)}
+    assert type(meta["top_k"]) is int and all(type(meta[k]) is float for k in ("temperature", "top_p", "min_p", "repetition_penalty"))

@@ -62,27 +62,28 @@ def _steps_with_text(texts):
 
 def test_output_html_escapes_and_keeps_newlines():
     steps = _steps_with_text(["Hi", " <script>alert(1)</script>", "\n", "é😀"])
-    plain = output_html(steps, upto=None, show_boundaries=False, stop_reason=None)
+    plain = output_html(steps, upto=None, stop_reason=None)
     _no_raw_markup(plain)
-    text = re.sub(r"<span data-step='\d+'>|</span>", "", plain)  # each step's text in its own unstyled span
-    assert html.escape("Hi <script>alert(1)</script>\né😀") in text and "class='step'" not in plain
+    text = re.sub(r"<span class='step' [^>]*>|</span>", "", plain)  # each step's text in its own span
+    assert html.escape("Hi <script>alert(1)</script>\né😀") in text and plain.count("class='step'") == 4
     assert "white-space:pre-wrap" in plain and "stop-reason" not in plain
 
 
 def test_output_html_boundaries_alternate_and_upto():
     steps = _steps_with_text(["a", "b", "", "c"])  # an empty step (held-back bytes / eos) gets no span
-    out = output_html(steps, upto=None, show_boundaries=True, stop_reason=None)
-    spans = re.findall(r"<span class='step' data-step='(\d+)' style='background:(#[0-9a-f]+)[^>]*title=\"([^\"]*)\">([^<]*)</span>", out)
+    out = output_html(steps, upto=None, stop_reason=None)
+    # the boundaries' two shades by the step's parity (assets/colour_by.js paints them; colour modes: test_colour_by.py)
+    spans = re.findall(r"<span class='step' data-step='(\d+)'[^>]* data-cb='([ab])'[^>]*title=\"([^\"]*)\">([^<]*)</span>", out)
     assert [s[3] for s in spans] == ["a", "b", "c"] and [s[0] for s in spans] == ["0", "1", "3"]
     spans = [s[1:] for s in spans]
     assert spans[0][0] != spans[1][0] and spans[2][0] == spans[1][0]  # shade by step parity: steps 0, 1, 3
     assert html.unescape(spans[2][1]).startswith(f"step 3 · id {steps[3].token_id}")
     assert f"p={steps[1].chosen_final_prob:.3f}" in html.unescape(spans[1][1])
-    short = output_html(steps, upto=1, show_boundaries=True, stop_reason="eos")
+    short = output_html(steps, upto=1, stop_reason="eos")
     # the whole trace's text, the steps after the one on screen hidden (the page's viewer shows any step of it)
     assert short.count("class='step") == 3 and "data-steps='4'" in short and "data-steps='4'" in out
     assert re.findall(r"data-step='(\d+)' hidden", short) == ["3"] and "class='stop-reason' hidden" in short
-    assert "hidden" not in output_html(steps, upto=3, show_boundaries=True, stop_reason="eos")
+    assert "hidden" not in output_html(steps, upto=3, stop_reason="eos")
     # the step on screen is marked in the text drawn at that step (Guess first hides it before the page's script runs)
     assert re.findall(r"class='step at-step' data-step='(\d+)'", short) == ["1"] and "at-step" not in out
 
@@ -90,6 +91,6 @@ def test_output_html_boundaries_alternate_and_upto():
 def test_output_html_stop_reason_in_words():
     steps = _steps_with_text(["a"])
     for reason, words in STOP_WORDS.items():
-        assert words in output_html(steps, upto=None, show_boundaries=False, stop_reason=reason)
+        assert words in output_html(steps, upto=None, stop_reason=reason)
     assert "end-of-sequence" in STOP_WORDS["eos"] and "maximum number of new tokens" in STOP_WORDS["max_new_tokens"]
     assert "context limit" in STOP_WORDS["context_limit"]
