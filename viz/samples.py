@@ -35,6 +35,7 @@ class Node:
     probs: list[float] = field(default_factory=list)  # each token's probability in the distribution it was drawn from
     members: list[int] = field(default_factory=list)  # the continuations that pass through (indices)
     ended: int = 0  # continuations that end here (their last token is this node's last)
+    eos: int = 0  # of those, the ones the model ended (end of sequence), not M
     cut: int = 0  # continuations that go on past the tree's depth from here
     children: list["Node"] = field(default_factory=list)
     main: bool = False  # on the most common path
@@ -72,6 +73,7 @@ def _trie(s: Samples, depth: int) -> Node:
             node.cut += 1
         else:
             node.ended += 1
+            node.eos += x.stop_reason == "eos"
     return root
 
 
@@ -82,7 +84,7 @@ def _collapse(node: Node) -> Node:
         node.ids += c.ids
         node.pieces += c.pieces
         node.probs += c.probs
-        node.ended, node.cut, node.children = c.ended, c.cut, c.children
+        node.ended, node.eos, node.cut, node.children = c.ended, c.eos, c.cut, c.children
     node.children = [_collapse(c) for c in node.children]
     node.children.sort(key=lambda c: (-c.count, -c.probs[0], c.ids[0]))
     return node
@@ -163,8 +165,8 @@ def _node_html(node: Node, n: int, width: int) -> str:
     toks = "".join(f"<span class='samples-tok' data-id='{i}' data-prob='{p:.6g}' title='{html.escape(pct(p, None))}'>{_text_piece(pc)}</span>"
                    for i, pc, p in zip(node.ids, node.pieces, node.probs))
     tip = t("samples.node_title", count=node.count, n=n, prob=pct(node.prob, None), run=pct(node.run_prob, None))
-    tail = f"<span class='samples-end'>{html.escape(t('samples.ended'))}</span>" if node.ended and not node.children else ""
-    tail += "<span class='samples-cont'>…</span>" if node.cut else ""
+    tail = f"<span class='samples-end'>{html.escape(t('samples.ended'))}</span>" if node.eos and not node.children else ""
+    tail += "<span class='samples-cont'>…</span>" if node.cut or node.ended > node.eos else ""  # (M reached: it would go on)
     head = (f"<span class='samples-run' title='{html.escape(tip)}'>{toks}</span>{tail} "
             f"<span class='samples-count'>{t_html('samples.node_count', count=node.count, n=n)}</span> "
             f"<span class='samples-prob'>{html.escape(pct(node.prob, None))}</span>")

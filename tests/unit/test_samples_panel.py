@@ -54,6 +54,8 @@ def test_draw_shows_n_continuations_from_the_step_on_screen_and_keeps_them(page,
     view = out[C.samples_result]
     assert "data-n='4'" in view and view.count("class='sample-text'") == 4 and view.count("class='sample-open'") == 4
     assert "one alone takes" in view  # (the cost sentence, with the one measured alone)
+    eos = sum(x.stop_reason == "eos" for x in got.samples)  # "(end of text)" marks only what the model ended, not M reached
+    assert view.count("class='samples-end'") <= 2 * eos and (eos or "samples-cont" in view)
 
 
 def test_a_continuation_opens_as_a_branch_with_every_panel(page, trace, holder):
