@@ -108,15 +108,18 @@ def _prompt(C: Components) -> None:
         C.stop = gr.Button(t("button.stop"), variant="stop", elem_id="stop", min_width=70)
 
 
+SLIDER_MIN_W = 180  # five sliders: three then two in the lesson's column on a laptop (four left the fifth's end cut off)
+
+
 def _sampling(C: Components) -> None:
     """Temperature, top-k, top-p, min-p, repetition penalty: above the distribution they reshape (what-if, no model needed)."""
     with gr.Row(elem_id="sampling-sliders"):
-        C.temperature = gr.Slider(0, 2, value=0.7, step=0.05, label=t("label.temperature"), elem_id="temperature", min_width=150)
-        C.top_k = gr.Slider(0, 200, value=0, step=1, label=t("label.top_k"), elem_id="top-k", min_width=150)
-        C.top_p = gr.Slider(0.01, 1, value=0.9, step=0.01, label=t("label.top_p"), elem_id="top-p", min_width=150)
-        C.min_p = gr.Slider(0, 0.5, value=0, step=0.01, label=t("label.min_p"), elem_id="min-p", min_width=150)
+        C.temperature = gr.Slider(0, 2, value=0.7, step=0.05, label=t("label.temperature"), elem_id="temperature", min_width=SLIDER_MIN_W)
+        C.top_k = gr.Slider(0, 200, value=0, step=1, label=t("label.top_k"), elem_id="top-k", min_width=SLIDER_MIN_W)
+        C.top_p = gr.Slider(0.01, 1, value=0.9, step=0.01, label=t("label.top_p"), elem_id="top-p", min_width=SLIDER_MIN_W)
+        C.min_p = gr.Slider(0, 0.5, value=0, step=0.01, label=t("label.min_p"), elem_id="min-p", min_width=SLIDER_MIN_W)
         C.repetition_penalty = gr.Slider(1, 2, value=1, step=0.05, label=t("label.repetition_penalty"), elem_id="repetition-penalty",
-                                         min_width=150)
+                                         min_width=SLIDER_MIN_W)
 
 
 def _samples(C: Components) -> None:
