@@ -15,7 +15,7 @@ from pipeline import records, trace_io
 
 pytestmark = pytest.mark.browser
 
-PARAMS = ["prompt", "mode", "system_prompt", "temperature", "top_k", "top_p", "seed", "max_new_tokens"]
+PARAMS = ["prompt", "mode", "system_prompt", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "min_p", "repetition_penalty"]
 PROMPT = "Name three colours."
 
 
