@@ -158,7 +158,8 @@
     const saved = kept('llmviz-teacher'), t0 = Date.now();
     if (!saved) return;
     const tryIt = () => {
-      if ((!app() && Date.now() - t0 < 15000) || !ask('resume', { saved })) { setTimeout(tryIt, 200); return; }
+      // (a busy server may take a while to send the page its first trace: the room's must come after it, not before)
+      if ((!app() && Date.now() - t0 < 90000) || !ask('resume', { saved })) { setTimeout(tryIt, 200); return; }
       setTimeout(() => { if (!document.querySelector('#class-info .class-card[data-code]')) keepRoom(null); }, 15000); // (it had ended)
     };
     tryIt();
