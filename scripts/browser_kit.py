@@ -117,6 +117,17 @@ def slider_max(page, elem_id: str = "step-slider") -> int:
     return int(page.get_attribute(f"#{elem_id} input[type=range]", "max"))
 
 
+def drag_slider(page, elem_id: str, fractions, steps: int = 2) -> None:
+    """Drag a slider's handle with the mouse through some positions (fractions of its width), fast, as a person would."""
+    box = page.locator(f"#{elem_id} input[type=range]").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * fractions[0], y)
+    page.mouse.down()
+    for f in fractions[1:]:
+        page.mouse.move(box["x"] + box["width"] * f, y, steps=steps)
+    page.mouse.up()
+
+
 def set_number(page, elem_id: str, value) -> None:
     """Type into a slider's or number box's number field and commit it, as a person would."""
     box = page.locator(f"#{elem_id} input[type=number]")

@@ -45,6 +45,17 @@ def _alone_seconds(lm, samples) -> float | None:
     return one.seconds
 
 
+def _model(shown):
+    """The loaded model, or SettingsError saying that drawing needs it (the holder's own words name Generate)."""
+    try:
+        lm = model.HOLDER.get(shown) if model.HOLDER is not None else None
+    except model.ModelNotReady:
+        lm = None
+    if lm is None:
+        raise SettingsError(t("samples.no_model"))
+    return lm
+
+
 class SamplesPanel:
     """The listeners of "Draw many" (ui/wiring.py wires them by name)."""
 
@@ -52,7 +63,9 @@ class SamplesPanel:
         self.p, self.C = p, p.C
 
     def draw(self, trace, step, temperature, top_k, top_p, min_p, repetition_penalty, seed, n, m, shown):
-        """N continuations from the step on screen with the sliders' settings and the seed: the view, the samples kept."""
+        """N continuations from the step on screen with the sliders' settings and the seed: the view and the samples kept,
+        at once; then the same view with one continuation alone measured for the cost sentence (the class reads the
+        continuations meanwhile)."""
         from pipeline.samples import samples_from_trace, validate_counts
 
         C = self.C
@@ -62,15 +75,16 @@ class SamplesPanel:
                                                        repetition_penalty=repetition_penalty)
             if trace is None or not trace.steps:
                 raise SettingsError(t("samples.no_trace"))
-            lm = model.HOLDER.get(shown) if model.HOLDER is not None else None
-            if lm is None:
-                raise SettingsError(t("samples.no_model"))
+            lm = _model(shown)
             s = clamp_index(int(step or 0), len(trace.steps))
             got = samples_from_trace(lm, trace, s, settings, n=n, max_new_tokens=m)
-            alone = _alone_seconds(lm, got)
         except SettingsError as e:
-            return {C.samples_result: _why(e), C.samples_state: None}
-        return {C.samples_result: samples_viz.samples_html(got, alone_seconds=alone), C.samples_state: got}
+            yield {C.samples_result: _why(e), C.samples_state: None}
+            return
+        yield {C.samples_result: samples_viz.samples_html(got), C.samples_state: got}
+        alone = _alone_seconds(lm, got)
+        if alone is not None:
+            yield {C.samples_result: samples_viz.samples_html(got, alone_seconds=alone)}
 
     def open(self, samples, trace, branches, layer, head, temperature, top_k, top_p, min_p, repetition_penalty, shown,
              evt: gr.EventData):
@@ -82,9 +96,7 @@ class SamplesPanel:
         try:
             if samples is None or trace is None:
                 raise SettingsError(t("samples.none_to_open"))
-            lm = model.HOLDER.get(shown) if model.HOLDER is not None else None
-            if lm is None:
-                raise SettingsError(t("samples.no_model"))
+            lm = _model(shown)
             i = int(bridge.data(evt).get("i", -1))
             opened = open_sample(lm, trace, samples, i)
         except (SettingsError, TypeError, ValueError) as e:

@@ -12,6 +12,7 @@ from scripts.browser_kit import (  # noqa: F401  (re-exported for the tests)
     RECORD_ERROR_TOASTS,
     app_server,
     chromium_path,
+    drag_slider,
     free_port,
     new_page,
     open_page,

@@ -7,7 +7,7 @@ import pytest
 from pipeline.trace_io import load
 from viz.panels import STEP_IDS
 
-from .harness import error_toasts, new_page, set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step
+from .harness import drag_slider, error_toasts, new_page, set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step
 from .viewer_js import N_SHOWN, TOL, reference
 
 pytestmark = pytest.mark.browser
@@ -55,17 +55,6 @@ def _same_run_with_logits(saved):
     return trace
 
 
-def _drag(page, elem_id: str, fractions):
-    """Drag a slider's handle with the mouse through some positions, fast."""
-    box = page.locator(f"#{elem_id} input[type=range]").bounding_box()
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + box["width"] * fractions[0], y)
-    page.mouse.down()
-    for f in fractions[1:]:
-        page.mouse.move(box["x"] + box["width"] * f, y, steps=2)
-    page.mouse.up()
-
-
 def _panel_steps(page) -> list:
     page.evaluate("() => LLMApp.settled()")
     return page.evaluate(STEPS, list(PANELS))
@@ -81,16 +70,16 @@ def test_scrub_play_and_reshape_send_no_request_and_match_the_pipeline(browser, 
     page.evaluate("() => { LLMApp.state.settleMs = 1e9; }")  # no settle call: every request would be the viewer's
     requests = []
     page.on("request", lambda r: requests.append(r.url))
-    _drag(page, "step-slider", [0.95, 0.6, 0.2, 0.45, 0.3])
+    drag_slider(page, "step-slider", [0.95, 0.6, 0.2, 0.45, 0.3])
     s = slider_value(page)
     assert _panel_steps(page) == [s] * 5
     for v in (7, 2, 9, 4):  # keyboard-fast moves
         page.evaluate("(v) => { const r = document.querySelector('#step-slider input[type=range]'); r.value = v;"
                       " r.dispatchEvent(new Event('input', {bubbles: true})); }", v)
     assert slider_value(page) == 4 and _panel_steps(page) == [4] * 5
-    _drag(page, "temperature", [0.35, 0.9, 0.6, 0.7])
-    _drag(page, "top-k", [0.0, 0.3, 0.1])
-    _drag(page, "top-p", [0.95, 0.5, 0.8])
+    drag_slider(page, "temperature", [0.35, 0.9, 0.6, 0.7])
+    drag_slider(page, "top-k", [0.0, 0.3, 0.1])
+    drag_slider(page, "top-p", [0.95, 0.5, 0.8])
     assert _panel_steps(page) == [4] * 5
     page.click("#play")
     page.wait_for_function("() => !LLMApp.playing()", timeout=60_000)
@@ -171,7 +160,7 @@ def test_scrubbing_the_moment_a_run_ends_lands_on_the_slider_step(browser, app_u
     page.click("#generate")
     page.wait_for_function("() => document.querySelector('#output .stop-reason')"
                            " && Number(document.querySelector('#step-slider input[type=range]').max) === 11", timeout=300_000)
-    _drag(page, "step-slider", (0.9, 0.5, 0.2, 0.3))  # at once: no wait for the viewer
+    drag_slider(page, "step-slider", (0.9, 0.5, 0.2, 0.3))  # at once: no wait for the viewer
     want = slider_value(page)
     assert want < 11
     page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === {want})", arg=list(PANELS), timeout=120_000)
@@ -188,7 +177,7 @@ def test_a_drag_moves_what_is_on_screen_and_the_rest_catches_up_when_let_go(brow
     page = new_page(browser)
     page.goto(app_url)
     page.wait_for_selector("#step-slider input[type=range]")
-    _drag(page, "step-slider", (0.9, 0.1, 0.7))  # at once, as the page opens; then the drag this test looks at
+    drag_slider(page, "step-slider", (0.9, 0.1, 0.7))  # at once, as the page opens; then the drag this test looks at
     page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === Number(document.querySelector('#step-slider input').value))",
                            arg=list(PANELS), timeout=120_000)
     page.evaluate("() => window.scrollTo(0, 0)")

@@ -17,7 +17,7 @@ from viz.distribution import distribution_figure_dict
 from viz.viewer import viewer_bundle
 from viz.viewer_sampling import sampling_bundle
 
-from .harness import error_toasts, new_page, set_number, slider_max, wait_model_loaded
+from .harness import drag_slider, error_toasts, new_page, set_number, slider_max, wait_model_loaded
 from .viewer_js import N_SHOWN, TOL, assert_same, js_page, js_reshape, reference
 
 pytestmark = pytest.mark.browser
@@ -139,16 +139,6 @@ def _bars(page) -> tuple[np.ndarray, dict]:
       const t = el.data.find(t => t.name && t.name.includes('sampled from')); return [Array.from(t.x), el.layout.meta]; }""")
 
 
-def _drag(page, elem_id: str, fractions):
-    box = page.locator(f"#{elem_id} input[type=range]").bounding_box()
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + box["width"] * fractions[0], y)
-    page.mouse.down()
-    for f in fractions[1:]:
-        page.mouse.move(box["x"] + box["width"] * f, y, steps=3)
-    page.mouse.up()
-
-
 def _generate(page, prompt: str, n: int):
     page.wait_for_selector("#generate")
     wait_model_loaded(page)
@@ -170,9 +160,9 @@ def test_the_apps_sliders_reshape_with_no_request(browser, app_url, shots):
     requests, frames = [], []
     page.on("request", lambda r: requests.append(r.url))
     page.on("websocket", lambda ws: ws.on("framesent", lambda f: frames.append(f)))
-    _drag(page, "min-p", [0.0, 0.4, 0.1, 0.25])
-    _drag(page, "repetition-penalty", [0.0, 0.9, 0.3, 0.5])
-    _drag(page, "temperature", [0.35, 0.6])
+    drag_slider(page, "min-p", [0.0, 0.4, 0.1, 0.25], steps=3)
+    drag_slider(page, "repetition-penalty", [0.0, 0.9, 0.3, 0.5], steps=3)
+    drag_slider(page, "temperature", [0.35, 0.6], steps=3)
     page.evaluate("() => LLMApp.settled()")
     assert requests == [] and frames == [], (requests, frames)
     _, meta = _bars(page)

@@ -45,9 +45,17 @@ def _event(**data):
     return SimpleNamespace(_data=data)
 
 
+def _drawn(panel, *args, **kw) -> dict:
+    """What Draw shows in the end (its first answer, then the same with one continuation alone measured)."""
+    outs = list(panel.draw(*args, **kw))
+    return {k: v for out in outs for k, v in out.items()}
+
+
 def test_draw_shows_n_continuations_from_the_step_on_screen_and_keeps_them(page, trace, holder):
-    out = SamplesPanel(page).draw(trace, 2, seed=5, n=4, m=3, shown="", **DRAWN)
-    C = page.C
+    panel, C = SamplesPanel(page), page.C
+    first = next(panel.draw(trace, 2, seed=5, n=4, m=3, shown="", **DRAWN))
+    assert "one alone takes" not in first[C.samples_result] and first[C.samples_state].n == 4  # (the texts at once)
+    out = _drawn(panel, trace, 2, seed=5, n=4, m=3, shown="", **DRAWN)
     got = out[C.samples_state]
     assert got.n == 4 and got.start_step == 2 and got.prefix == tuple(s.token_id for s in trace.steps[:2])
     assert got.settings.seed == 5 and all(1 <= len(x.token_ids) <= 3 for x in got.samples)
@@ -60,7 +68,7 @@ def test_draw_shows_n_continuations_from_the_step_on_screen_and_keeps_them(page,
 
 def test_a_continuation_opens_as_a_branch_with_every_panel(page, trace, holder):
     C, panel = page.C, SamplesPanel(page)
-    got = panel.draw(trace, 2, seed=5, n=3, m=3, shown="", **DRAWN)[C.samples_state]
+    got = _drawn(panel, trace, 2, seed=5, n=3, m=3, shown="", **DRAWN)[C.samples_state]
     out = panel.open(got, trace, [], 0, "all", shown="", evt=_event(i=1), **DRAWN)
     opened = out[page.state]
     assert out[C.ran] is True
@@ -74,14 +82,20 @@ def test_a_continuation_opens_as_a_branch_with_every_panel(page, trace, holder):
 def test_without_a_model_a_trace_or_samples_it_says_why(page, trace, lm, monkeypatch):
     C, panel = page.C, SamplesPanel(page)
     monkeypatch.setattr(model, "HOLDER", None)
-    out = panel.draw(trace, 2, seed=0, n=4, m=3, shown="", **DRAWN)
+    out = _drawn(panel, trace, 2, seed=0, n=4, m=3, shown="", **DRAWN)
     assert out[C.samples_state] is None and "data-n='0'" in out[C.samples_result]
     assert t("samples.no_model")[1:40] in out[C.samples_result]
+    def loading(shown=None):
+        raise model.ModelNotReady("the model is still loading: try Generate again in a moment")
+
+    monkeypatch.setattr(model, "HOLDER", SimpleNamespace(get=loading))  # (Draw says what Draw needs, not Generate's words)
+    said = _drawn(panel, trace, 2, seed=0, n=4, m=3, shown="", **DRAWN)[C.samples_result]
+    assert t("samples.no_model")[1:40] in said and "Generate" not in said
     monkeypatch.setattr(model, "HOLDER", SimpleNamespace(get=lambda shown=None: lm))
-    assert t("samples.no_trace")[1:30] in panel.draw(None, 0, seed=0, n=4, m=3, shown="", **DRAWN)[C.samples_result]
+    assert t("samples.no_trace")[1:30] in _drawn(panel, None, 0, seed=0, n=4, m=3, shown="", **DRAWN)[C.samples_result]
     other = replace(trace, model=replace(trace.model, id="another-model"))
-    assert "another-model" in panel.draw(other, 1, seed=0, n=4, m=3, shown="", **DRAWN)[C.samples_result]
-    assert "32" in panel.draw(trace, 1, seed=0, n=99, m=3, shown="", **DRAWN)[C.samples_result]  # (N's range, said)
+    assert "another-model" in _drawn(panel, other, 1, seed=0, n=4, m=3, shown="", **DRAWN)[C.samples_result]
+    assert "32" in _drawn(panel, trace, 1, seed=0, n=99, m=3, shown="", **DRAWN)[C.samples_result]  # (N's range, said)
     warned = []
     monkeypatch.setattr(gr, "Warning", warned.append)
     assert panel.open(None, trace, [], 0, "all", shown="", evt=_event(i=0), **DRAWN) == {C.ran: False} and warned
