@@ -131,12 +131,6 @@ def _first(lm: LoadedModel, logits: np.ndarray, res: sampling.SampleResult, draw
                              tuple(float(np.exp(np.float64(logits[i]) - lse)) for i in ids), int(np.count_nonzero(res.final_probs)))
 
 
-def _copy(detok: Detokenizer) -> Detokenizer:
-    d = Detokenizer(detok.view)
-    d.ids, d.released = list(detok.ids), detok.released
-    return d
-
-
 @torch.inference_mode()
 def _decode(lm: LoadedModel, context: list[int], prefix: Sequence[int], settings: Settings, n: int, m: int, stop_ids: set[int]):
     """The batch: (rows, first distribution, prefill seconds, clock)."""
@@ -144,7 +138,7 @@ def _decode(lm: LoadedModel, context: list[int], prefix: Sequence[int], settings
 
     c, ctx = len(context), lm.info.context_length
     base = replay_detokenizer(lm, prefix)  # an unfinished character before the step stays held back, as in generation
-    rows = [_Row(i, sample_rng(settings.seed, i), _copy(base)) for i in range(n)]
+    rows = [_Row(i, sample_rng(settings.seed, i), base.copy()) for i in range(n)]
     clock, cache = _Clock(), DynamicCache(config=lm.model.config)
     t0 = time.perf_counter()
     lg = _forward(lm, [context], cache, clock)  # 1. prefill, batch 1

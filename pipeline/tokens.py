@@ -165,6 +165,12 @@ class Detokenizer:
         self.released = text
         return new
 
+    def copy(self) -> "Detokenizer":
+        """Another detokeniser in this one's state (the same tokens added, the same text released)."""
+        d = Detokenizer(self.view)
+        d.ids, d.released = list(self.ids), self.released
+        return d
+
     def flush(self) -> str:
         text = self.view.decode(self.ids)
         new = text[len(self.released) :] if text.startswith(self.released) else ""

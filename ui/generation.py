@@ -206,8 +206,7 @@ class Generation:
 
     def record_branch(self, trace, branches, pend):
         """After a branch ran: keep its parent and it in the list (same prompt and model only)."""
-        same = [b for b in branches if trace is not None and b.trace.prompt.rendered == trace.prompt.rendered
-                and b.trace.model.id == trace.model.id]
+        same = branches_viz.same_prompt(branches, trace)
         if pend and trace is not None and trace is not pend["parent"] and len(trace.steps) > pend["fork"] \
                 and trace.steps[pend["fork"]].token_id == pend["token_id"]:
             if not any(b.trace is pend["parent"] for b in same):

@@ -15,7 +15,6 @@ import gradio as gr
 
 from pipeline.errors import SettingsError
 from pipeline.indices import clamp_index
-from pipeline.records import Trace
 from viz import branches as branches_viz
 from viz import samples as samples_viz
 from viz.text import t
@@ -102,7 +101,7 @@ class SamplesPanel:
         except (SettingsError, TypeError, ValueError) as e:
             gr.Warning(messages.sentence(e))
             return {C.ran: False}
-        same = _kept_branches(branches, trace)
+        same = branches_viz.same_prompt(branches, trace)
         if not any(b.trace is trace for b in same):
             same.append(branches_viz.Branch(branches_viz.branch_label(len(same)), trace, None))
         s = samples.start_step
@@ -113,11 +112,6 @@ class SamplesPanel:
         return {C.ran: True, p.state: opened, **panels(C, opened, len(opened.steps) - 1, opts), C.slider: slider(opened),
                 p.branches: same, C.branches_html: branches_viz.branches_html(same, opened),
                 C.branch_pick: gr.Radio(choices=[b.label for b in same], value=label)}
-
-
-def _kept_branches(branches, trace: Trace) -> list:
-    """The branches kept that share the trace's prompt and model (ui/generation.py's record_branch keeps the same)."""
-    return [b for b in (branches or []) if b.trace.prompt.rendered == trace.prompt.rendered and b.trace.model.id == trace.model.id]
 
 
 __all__ = ["SamplesPanel", "OPEN_JS"]

@@ -19,6 +19,12 @@ class Branch:
     model_piece: str | None = None  # what the model had chosen there, in the trace it branched from
 
 
+def same_prompt(branches, trace: Trace | None) -> list[Branch]:
+    """The branches kept that share `trace`'s prompt and model (the list a new branch of it joins)."""
+    return [b for b in (branches or []) if trace is not None and b.trace.prompt.rendered == trace.prompt.rendered
+            and b.trace.model.id == trace.model.id]
+
+
 def branch_label(n: int) -> str:
     """0 -> 'A', 25 -> 'Z', 26 -> 'AA'."""
     s = ""
