@@ -320,7 +320,8 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
     lines = [t("stage.entropy_approx" if r.source == "top-N" else "stage.entropy", raw=f"{step.entropy + 0.0:.2f}", sampled=entropy_words(r)),
              *cut]
     title = TITLE.format(step=step.index, position=step.position + 1) + "".join(SUBTITLE.format(line) for line in lines)
-    layout = base_layout(title, height=max(420, 24 * (n + 1) + 200 + 18 * len(notes)),
+    # the plot area holds a row of 24 px per bar (less and Plotly labels every other bar): the margins come on top
+    layout = base_layout(title, height=max(420, 24 * (n + 1) + TOP_MARGIN + 25 + 18 * len(notes)),
                          margin=dict(l=160, r=60, t=TOP_MARGIN, b=60 + 18 * len(notes)),
                          barmode="group", bargap=0.25, bargroupgap=0.05,
                          legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", itemclick=False, itemdoubleclick=False),

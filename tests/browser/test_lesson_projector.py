@@ -71,6 +71,11 @@ def test_the_projector_holds_a_round_on_its_first_screen_and_its_chart_large(bro
     chart, dist = box(page, "#class-chart"), box(page, "#dist-plot")
     # the room's chart in the half of the screen the distribution leaves empty, beginning on the first screen
     assert chart["top"] < H and chart["right"] <= dist["left"], (chart, dist)
+    # every bar of the distribution named on the projector (a plot area too short for the bars makes Plotly label every
+    # other one: the second candidate, a guess the room may have made, went unnamed)
+    ticks = page.evaluate("""() => { const el = document.querySelector('#dist-plot .js-plotly-plot');
+      return [el.querySelectorAll('.ytick text').length, el.data[0].y.length]; }""")
+    assert ticks[0] == ticks[1], ticks
     page.screenshot(path=str(shots / "lesson_projector_revealed.png"))
 
 
