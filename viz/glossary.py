@@ -20,7 +20,7 @@ GLOSSARY: dict[str, str] = {
     "top-k": "Keeps only the k likeliest tokens and draws among them; 0 keeps all.",
     "top-p": "Keeps the fewest likeliest tokens whose probabilities add up to at least p, and draws among them; 1 keeps all.",
     "greedy": "Always taking the likeliest token: the same prompt then always gives the same text.",
-    "sampled": "Drawn at random, each token as likely as its probability says (after temperature, top-k and top-p).",
+    "sampled": "Drawn at random, each token as likely as its probability says (after the sampling settings: temperature, top-k, top-p, min-p, the repetition penalty).",
     "entropy": "How unsure the model is, in bits: 0 when one token is certain, higher when many tokens are about as likely.",
     "parameters": "The numbers the model learned in training (its weights).",
     "layer": "One of the model's stacked blocks; each one reads every token's vector and adds to it.",
