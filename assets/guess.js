@@ -2,7 +2,8 @@
  * screen keeps its answer hidden (the step's token in the text and chips, the distribution, the embeddings'
  * marked token, the logit lens) until a guess for that step is rated (ui/listeners.py: rate_guess writes
  * #guess-result). Moving to another step hides it again; Play stops at each step not yet revealed. A running
- * score of the guesses rated on this trace sits under the result. Follows assets/app_viewer.js (LLMApp).
+ * score of the guesses rated on this trace sits under the result ("You: 2 of 4; the model's top pick: 3 of 4.",
+ * then how many were in the model's top 5). Follows assets/app_viewer.js (LLMApp).
  */
 (function (root) {
   'use strict';
@@ -20,7 +21,12 @@
     const res = document.getElementById('guess-result');
     if (res && el.parentNode !== res.parentNode) res.after(el);
     const all = [...seen.values()], top5 = all.filter((g) => g.rank && g.rank <= 5).length, same = all.filter((g) => g.chosen).length;
-    el.textContent = all.length ? root.LLMText.t('guess.score', { top5, steps: root.LLMText.count(all.length, 'step'), same }) : '';
+    // the student's score beside the model's over the steps they guessed: right when the guess was the token that came
+    // next; the model's top pick right when its most likely token was (data-top of the rating: viz/guess.py)
+    const alone = root.LLMText.t('guess.score_alone', { right: same, steps: all.length, model: all.filter((g) => g.top).length });
+    el.replaceChildren(...(all.length ? [Object.assign(document.createElement('b'), { textContent: alone }),
+      ` ${root.LLMText.t('guess.score', { top5, steps: root.LLMText.count(all.length, 'step'), same })}`] : []));
+    Object.assign(el.dataset, { right: same, steps: all.length, model: all.filter((g) => g.top).length });
   }
 
   function update() {
@@ -40,10 +46,10 @@
   function rated() {
     const res = document.getElementById('guess-result'), r = res && res.querySelector('.guess-result');
     if (!r) return;
-    ['step', 'rank', 'prob', 'chosen'].forEach((k) => { res.dataset[k] = r.dataset[k] || ''; });
+    ['step', 'rank', 'prob', 'chosen', 'top'].forEach((k) => { res.dataset[k] = r.dataset[k] || ''; });
     const a = app();
     if (a && r.dataset.step !== '' && Number(r.dataset.step) === a.state.step) {
-      seen.set(a.state.step, { rank: Number(r.dataset.rank) || null, chosen: r.dataset.chosen === '1' });
+      seen.set(a.state.step, { rank: Number(r.dataset.rank) || null, chosen: r.dataset.chosen === '1', top: r.dataset.top === '1' });
     }
     update();
   }

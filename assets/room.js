@@ -14,7 +14,9 @@
  * the room's ETag (an unchanged room: a 304 and no JSON). Every guess shows as the characters typed.
  * The teacher's card offers the gallery's lesson (a step each click, on every screen; "Next in the lesson" in the
  * controls); the teacher's tab keeps the room's code and key and its place in the lesson (sessionStorage), so a
- * reloaded teacher's page gets its room, trace and step back.
+ * reloaded teacher's page gets its room, trace and step back. The teacher's tools and the class's score (the options,
+ * Download results, the running score, the summary card, the marks beside the chart, a student's own score):
+ * assets/room_tools.js, called at its few spots here (LLMRoomTools).
  */
 (function (root) {
   'use strict';
@@ -77,12 +79,13 @@
   const listed = (xs) => (xs.length < 2 ? xs.join('') : root.LLMText.t('room.list_and', { items: xs.slice(0, -1).join(', '), last: xs[xs.length - 1] }));
   // (the number is the model's for an answer's first token: said so when the answer is more than that token)
   const beyond = (f) => f.piece && f.piece.trim() !== f.text.trim();
-  function favourite(favs) {
+  function favourite(favs, n, shares) {
     const f = favs[0];
     if (favs.length === 1) {
       return root.LLMText.t(beyond(f) ? 'room.favourite_token' : 'room.favourite', { text: shown(f.text), token: shown(f.label), pct: f.pct });
     }
-    const tied = (rest) => root.LLMText.t('room.tied', { guesses: root.LLMText.count(f.count, 'guess'), rest });
+    const tied = (rest) => (shares ? root.LLMText.t('room.options_tied', { share: root.LLMText.pct(f.count / n, 0), rest }) // (hide counts)
+      : root.LLMText.t('room.tied', { guesses: root.LLMText.count(f.count, 'guess'), rest }));
     if (favs.every((g) => beyond(g) && g.token_id === f.token_id)) { // (emoji that begin with the same bytes)
       return tied(root.LLMText.t('room.tied_token', { texts: listed(favs.map((g) => shown(g.text))), token: shown(f.label), pct: f.pct }));
     }
@@ -98,15 +101,17 @@
       box.append(el('p', 'room-count', root.LLMText.t(s.students === 1 ? 'room.count_one' : 'room.count_other', { guesses: s.guesses, students: s.students, step: s.step })));
       return;
     }
-    const n = s.room.reduce((a, r) => a + r.count, 0), top = s.model[0];
-    box.append(el('p', 'room-summary', n ? root.LLMText.t('room.summary', { share: root.LLMText.pct(s.top_share, 0), token: shown(top.label),
-      favourite: favourite(s.favourites), sampled: shown(s.sampled.label) }) : root.LLMText.t('room.no_guesses')));
+    const n = s.room.reduce((a, r) => a + r.count, 0), top = s.model[0], shares = !!(s.options && s.options.hide_counts); // (shares only)
+    box.append(el('p', 'room-summary', n ? root.LLMText.t(s.real_text ? 'room.summary_text' : 'room.summary', { share: root.LLMText.pct(s.top_share, 0), token: shown(top.label),
+      favourite: favourite(s.favourites, n, shares), sampled: shown(s.sampled.label) }) : root.LLMText.t('room.no_guesses')));
     const cols = el('div', 'room-cols'), hideRow = hide && ((r) => hide(r.by_text ? Object.assign({}, r, { token_id: null }) : r));
-    cols.append(bars(root.LLMText.t('room.col_room', { guesses: root.LLMText.count(n, 'guess') }), s.room.map((r) => Object.assign({ mark: r.token_id === top.token_id }, r)),
-      (r) => r.text, (r) => String(r.count), (r) => r.count / n, hideRow),
+    cols.append(bars(shares ? root.LLMText.t('room.options_col_room') : root.LLMText.t('room.col_room', { guesses: root.LLMText.count(n, 'guess') }),
+      s.room.map((r) => Object.assign({ mark: r.token_id === top.token_id }, r)),
+      (r) => r.text, (r) => (shares ? root.LLMText.pct(r.count / n, 0) : String(r.count)), (r) => r.count / n, hideRow),
     bars(root.LLMText.t('room.col_model'), s.model.map((m) => Object.assign({ mark: m.token_id === s.sampled.token_id }, m)),
       (m) => m.label, (m) => m.pct, (m) => m.prob));
     box.append(cols);
+    if (root.LLMRoomTools) root.LLMRoomTools.marks(box, s); // the class's answer and the model's top pick: right or wrong
     if ([...s.model, s.sampled].some((m) => BYTES.test(m.label))) {
       box.append(el('p', 'room-bytes', root.LLMText.t('room.bytes_note')));
     }
@@ -133,16 +138,33 @@
       post(`${T.code}/step`, { step: a.state.step }, T.key);
     }
     call(`${T.code}`, { headers: Object.assign({ 'X-Room-Key': T.key }, T.etag ? { 'If-None-Match': T.etag } : {}) }).then((r) => {
+      if (!back(answered(r), (t) => drawEnded(document.getElementById('class-chart'), { error: t }))) return;
       if (!T || r.status === 304) return;
       if (r.status !== 200) { if (r.status === 404 || r.status === 410) keepRoom(null); drawEnded(document.getElementById('class-chart'), r.body); return; }
       T.etag = r.etag; T.state = r.body;
       if (r.body.closed) { keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: root.LLMText.t('room.ended') }); return; }
       if (r.body.phase === 'revealed' && a && a.state.step === r.body.step) root.LLMGuess && root.LLMGuess.reveal(r.body.step);
       drawChart(document.getElementById('class-chart'), r.body, (row) => post(`${T.code}/hide`, row.token_id !== null ? { token_id: row.token_id } : { text: row.text }, T.key));
-    }).catch(() => {});
+      if (root.LLMRoomTools) root.LLMRoomTools.teacher(T, r.body); // the running score, the summary card, the options
+    }).catch(() => back(false, (t) => drawEnded(document.getElementById('class-chart'), { error: t })));
   }
 
   function drawEnded(box, body) { if (box) box.replaceChildren(el('p', 'room-ended', (body && body.error) || root.LLMText.t('room.unreachable'))); }
+
+  // -- the server restarted (its rooms kept on disk: docs/rooms.md): a poll with no answer, or not the API's (a proxy's 502, the
+  // server's own 404 before app.py adds the API) marks it lost; the first to work then asks Gradio's app id: another, the page reloads
+  let lost = false;
+  const answered = (r) => r.status === 200 || r.status === 304 || !!(r.body && r.body.error); // (the API's refusals say why)
+  function back(ok, say, spread) { // (true: the answer is the API's, to read)
+    if (!ok) { lost = true; say(root.LLMText.t('room.restart_lost')); return false; }
+    if (!lost) return true;
+    lost = false;
+    const cfg = root.gradio_config || {};
+    fetch(`${String(cfg.api_prefix || '/gradio_api').slice(1)}/app_id`).then((r) => r.json()).then((d) => {
+      if (d.app_id !== cfg.app_id) { say(root.LLMText.t('room.restart_back')); setTimeout(() => root.location.reload(), Math.random() * (spread || 0)); }
+    }).catch(() => { lost = true; });
+    return true;
+  }
 
   // -- the teacher's tab keeps its room (code and key) and the lesson's step: a reloaded page gets them back --------
   const kept = (k) => { try { return sessionStorage.getItem(k); } catch (err) { return null; } };
@@ -264,6 +286,7 @@
   function studentTick() {
     if (S.ended || !S.following) return;
     call(`${code}?student=${encodeURIComponent(me)}`, { headers: S.etag ? { 'If-None-Match': S.etag } : {} }).then((r) => {
+      if (!back(answered(r), status, 5000)) return;
       if (r.status === 304) { rejoin(); return follow(); }
       if (r.status !== 200) { S.ended = true; if (S.joined === null && (r.status === 404 || r.status === 410)) S.refusal = r; else status((r.body && r.body.error) || root.LLMText.t('room.unreachable')); return; }
       S.etag = r.etag; S.state = r.body;
@@ -271,7 +294,7 @@
       rejoin();
       status(following());
       follow();
-    }).catch(() => status(root.LLMText.t('room.unreachable_retrying')));
+    }).catch(() => back(false, status));
   }
 
   function rejoin() { // the room's trace onto this page, once the page's own first trace is in (else that would come after it)
@@ -319,7 +342,10 @@
       // (the student's own guess rated on the page: send() lets this click through, the step being revealed)
       if (was && box) { box.value = was; box.dispatchEvent(new Event('input', { bubbles: true })); setTimeout(() => document.getElementById('guess-submit')?.click(), 80); }
     }
-    if (S.drawn !== s.version) { S.drawn = s.version; drawChart(document.getElementById('room-chart'), s, null); }
+    if (S.drawn !== s.version) {
+      S.drawn = s.version; drawChart(document.getElementById('room-chart'), s, null);
+      if (root.LLMRoomTools) root.LLMRoomTools.student(bar(), `${code}-${S.joined}`, s, mine(s.step)); // right or not; "You: 3 of 5 right"
+    }
   }
   function fresh(s) { // a new step: an empty box and no note; a step this student guessed (a reload): the guess, said sent
     const at = `${s.trace}|${s.step}|${s.phase}`, box = guessBox();
@@ -337,7 +363,10 @@
     const box = guessBox(), text = box ? box.value : '';
     const step = S.state.step;
     post(`${code}/guesses`, { student: me, text }).then((r) => {
-      if (r.status === 200) { keep(step, text); note(sentNote(r.body.text, 'guessing')); } else note((r.body && r.body.error) || root.LLMText.t('room.not_sent'));
+      if (r.status === 200) {
+        keep(step, text); note(sentNote(r.body.text, 'guessing'));
+        if (root.LLMRoomTools) root.LLMRoomTools.sent(`${code}-${S.joined}-${step}`, r.body); // (its ids: right or not, at the reveal)
+      } else note((r.body && r.body.error) || root.LLMText.t('room.not_sent'));
     }).catch(() => note(root.LLMText.t('room.not_sent_unreachable')));
   }
   document.addEventListener('click', (e) => { if (e.target.closest && e.target.closest('#guess-submit')) send(e); }, true);

@@ -35,6 +35,10 @@ class GalleryError(PipelineError, LookupError):
     """No saved trace of that name in the gallery, or the gallery's manifest is damaged."""
 
 
+class PassageError(GalleryError):
+    """No real-text passage of that name (pipeline/passages.py), or the passages' file is damaged."""
+
+
 class GuessError(PipelineError, ValueError):
     """A guess that cannot be rated (pipeline/guess.py): one sentence for the person who typed it."""
 

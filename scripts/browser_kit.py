@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -39,7 +40,9 @@ def app_server(*args: str, log: Path | None = None, timeout: float = 300, env: d
     """`python app.py` in a subprocess; yields its URL once it answers HTTP. `env`: extra variables
     (e.g. LLM_VIZ_LOAD_GATE, to hold the model's loading until the test lets it go)."""
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
+    rooms = tempfile.mkdtemp(prefix="llm-viz-rooms-")  # (each server its own class rooms' file: none kept from another run)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1",
+           "LLM_VIZ_ROOMS_DB": str(Path(rooms) / "rooms.sqlite3"), **(env or {})}
     out = open(log, "w") if log else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port), *args], cwd=ROOT, env=env,
                             stdout=out, stderr=subprocess.STDOUT)
@@ -66,6 +69,7 @@ def app_server(*args: str, log: Path | None = None, timeout: float = 300, env: d
             proc.kill()
         if log:
             out.close()
+        shutil.rmtree(rooms, ignore_errors=True)
 
 
 def chromium_path() -> str | None:

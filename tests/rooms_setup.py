@@ -1,5 +1,6 @@
 """A class room of a tiny model's trace, served by the rooms' API on a test client: what the unit tests of the rooms
-share (tests/unit/test_rooms.py, tests/unit/test_room_answers.py)."""
+share (tests/unit/test_room*.py); its fixtures `lm` and `setup` are in
+tests/unit/conftest.py."""
 from __future__ import annotations
 
 from fastapi import FastAPI
@@ -21,3 +22,4 @@ def room_setup(lm, monkeypatch):
     app.include_router(rooms_api.router)
     room = store.create(trace, 2)
     return TestClient(app), store, room, clock
+

@@ -39,9 +39,9 @@ def join_base(address) -> tuple[str, str]:
     return base, note
 
 
-def _card(address, r) -> str:
+def _card(address, r, key: str | None = None) -> str:
     base, note = join_base(address)
-    return room_viz.class_card_html(r.code, r.key, f"{base}?room={r.code}", examples.lesson_steps(), note=note)
+    return room_viz.class_card_html(r.code, key or r.key, f"{base}?room={r.code}", examples.lesson_steps(), note=note)
 
 
 def resume_class(saved, address):
@@ -49,12 +49,14 @@ def resume_class(saved, address):
     key is the room's and the room is open: (the room, its card, the session's room). None: nothing to resume."""
     try:
         d = json.loads(str(saved or "")[:500])
-        r = ROOMS.teacher(str(d["code"]).upper()[:12], str(d["key"])[:100])
+        key = str(d["key"])[:100]
+        r = ROOMS.teacher(str(d["code"]).upper()[:12], key)
     except (ValueError, KeyError, TypeError, RoomError):
         return None
     if r.closed or r.trace is None or not r.trace.steps:
         return None
-    return r, _card(address, r), {"code": r.code, "key": r.key}
+    # (the key the page kept, checked against the room's hash: a room taken back after a restart knows no other)
+    return r, _card(address, r, key), {"code": r.code, "key": key}
 
 
 def sync_class(room, trace, step):

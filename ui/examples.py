@@ -5,28 +5,79 @@ from __future__ import annotations
 
 import weakref
 
-from pipeline import gallery
+from dataclasses import dataclass
+
+from pipeline import gallery, passages
 from pipeline.errors import GalleryError
+from ui.model import loaded
+from viz.text import t
 
 # Process-wide, shared by every session, no lock (docs/state.md): bounded by the gallery, and by the traces on screen.
 _TRACES: dict = {}  # gallery name -> Trace, loaded once and shared by every session: the viewer's bundle is built once per class
 _SHOWN: dict = {}  # id(trace) -> (weak reference, gallery name): which trace on screen is a gallery one
 
 
+@dataclass(frozen=True)
+class Shown:
+    """What the page says of an example as it opens it: its title, what to look at, the step it opens at."""
+    title: str
+    look: str
+    step: int
+
+
 def example_choices() -> list[tuple[str, str]]:
-    """(title, name) for the dropdown; empty when the gallery cannot be read (said once in the log)."""
+    """(title, name) for the dropdown: the gallery's traces, then the real-text passages (pipeline/passages.py); a part
+    that cannot be read is left out (said once in the log)."""
+    out = []
+    for what, read in (("gallery", lambda: [(e.title, e.name) for e in gallery.entries()]),
+                       ("passages", lambda: [(p.title, p.name) for p in passages.entries()])):
+        try:
+            out += read()
+        except GalleryError as e:
+            print(f"{what} unavailable: {e}", flush=True)
+    return out
+
+
+def is_passage(name) -> bool:
     try:
-        return [(e.title, e.name) for e in gallery.entries()]
-    except GalleryError as e:
-        print(f"gallery unavailable: {e}", flush=True)
-        return []
+        return isinstance(name, str) and name in passages.names()
+    except GalleryError:
+        return False
+
+
+def entry(name: str) -> Shown:
+    """The gallery entry or passage `name` as the page introduces it (GalleryError: neither)."""
+    if is_passage(name):
+        p = passages.get(name)
+        return Shown(p.title, t("note.passage_look", source=p.source, licence=p.licence), 0)
+    e = gallery.entry(name)
+    return Shown(e.title, e.look, e.step)
 
 
 def names() -> tuple:
     return tuple(name for _, name in example_choices())
 
 
+def _wait_for_model(timeout: float = 120.0):
+    """The model once it has loaded (a link to a passage opened while it loads waits for it), or None."""
+    from ui import model
+
+    if model.HOLDER is not None and model.HOLDER.ready.wait(timeout):
+        return loaded()
+    return None
+
+
 def gallery_trace(name: str):
+    """The gallery's trace `name`, or the passage `name` as the loaded model reads it (computed once per model:
+    one captured forward pass)."""
+    if is_passage(name):
+        lm = loaded() or _wait_for_model()
+        if lm is None:
+            raise GalleryError(t("error.passage_no_model"))
+        key = (name, lm.info.id)
+        if key not in _TRACES:  # (the captured pass takes the model's lock itself)
+            _TRACES[key] = passages.trace(lm, name)
+        return _TRACES[key]
     if name not in _TRACES:
         _TRACES[name] = gallery.load(name)
     return _TRACES[name]

@@ -32,7 +32,6 @@ from urllib.parse import urlencode, urlsplit
 
 import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotation against this module's names)
 
-from pipeline import gallery
 from pipeline.errors import GalleryError, TraceFormatError
 from pipeline.indices import clamp_index
 from ui import bridge, examples, network
@@ -239,7 +238,7 @@ def open_example(d: Deps, name, step=None) -> dict:
     at the entry's step (or `step`), with its "look" sentence."""
     C = d.C
     try:
-        e = gallery.entry(name)
+        e = examples.entry(name)
         out = d.load_trace(examples.gallery_trace(name))
     except (GalleryError, OSError, EOFError, TraceFormatError) as err:
         gr.Warning(t("error.example_open", error=err))

@@ -11,16 +11,18 @@ never waits for it unless it comes before that pass ends. Errors are RoomError: 
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import threading
 import time
-from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pipeline import guess as guessing
 from pipeline.records import Trace
+from ui import room_filter, room_scores
+from ui.examples import is_passage
 from ui.messages import sentence
 from ui.model import same_model
 from viz.fmt import pct
@@ -33,6 +35,8 @@ MAX_STUDENTS = int(os.environ.get("LLM_VIZ_MAX_STUDENTS", 500))
 IDLE_S = 3 * 3600  # a room ends after this long without the teacher's page
 PRESENT_S = 30  # a student counts as present while their page has asked within this long
 GUESS_GAP_S = 0.5  # a student's guesses at most this often
+DEFAULT_OPTIONS = {"profanity": "replace", "hide_counts": False}
+SCORE_FIELDS = ("class_right", "class_share_right", "model_right", "model_prob", "model_bits", "class_bits")  # a step's, in the state
 TOP = 10  # the model's candidates shown beside the room's answers
 # the rooms' forward passes, one at a time; process-wide, like ROOMS at the end of this file (docs/state.md)
 MODEL_THREAD = ThreadPoolExecutor(1, thread_name_prefix="rooms-model")
@@ -47,8 +51,12 @@ class RoomError(Exception):
 @dataclass
 class Guess:
     text: str
-    token_id: int | None
+    token_id: int | None  # the first token as the model would write the guess (the room's answers are grouped by it)
     piece: str
+    ids: tuple = ()  # the first token of each spelling ("mat", " mat"): right when the real token is one (ui/room_scores.py)
+    prob: float | None = None  # the model's temperature-1 probability of token_id at the step (whole vocabulary)
+    rank: int | None = None  # its rank there (1: the model's most likely)
+    step: int = 0
 
 
 @dataclass
@@ -70,20 +78,45 @@ class Room:
     # (trace_n, step) -> (the model it was asked of, the Future of the step's distribution: pipeline.guess.step_probs),
     # for the step on screen and the next
     probs: dict = field(default_factory=dict)
+    passage: str | None = None  # the passage's name when the trace is real text (pipeline/passages.py)
+    options: dict = field(default_factory=lambda: dict(DEFAULT_OPTIONS))  # the teacher's choices for the projector
+    names: dict = field(default_factory=dict)  # student id -> "S1", "S2", ... in the order they first guessed (the CSV's)
+    scores: dict = field(default_factory=dict)  # step -> its score when revealed (ui/room_scores.py), for this trace
+    key_hash: str = ""  # the key's sha256: a teacher's request is checked by it (`key` is never stored: after a restart, "")
+    on_change: object = field(default=None, repr=False, compare=False)  # told of every change: the store's save, or None
 
     def bump(self):
         self.version += 1
+        if self.on_change is not None:  # (under Rooms.lock: the store only marks the room dirty; its thread writes it)
+            self.on_change(self)
+
+    def is_key(self, key) -> bool:
+        return bool(key) and secrets.compare_digest(hashlib.sha256(str(key).encode()).hexdigest(), self.key_hash)
 
 
 class Rooms:
     """Every open room, behind one lock (a room's work is a few dictionary updates; a guess's rating is one
     lookup in the step's distribution, computed once per step)."""
 
-    def __init__(self, model_of=lambda trace: None, clock=time.monotonic):
+    def __init__(self, model_of=lambda trace: None, clock=time.monotonic, store=None):
         self.rooms: dict[str, Room] = {}
         self.lock = threading.Lock()
         self.model_of = model_of  # the loaded model when it made `trace` (ui/model.py's same_model)
         self.clock = clock
+        self.store = None  # where the rooms are kept across restarts (ui/room_store.py); None: in memory only
+        if store is not None:
+            self.attach(store)
+
+    def attach(self, store):
+        """Keep the rooms in `store` (app.py, before any room is made), after taking back every open room it kept as it
+        was (ui/room_store.py), its teacher seen now, its version (moved on by the store) written again at once."""
+        with self.lock:
+            self.store = store
+            for room in store.load_all()[-MAX_ROOMS:]:
+                room.teacher_seen, room.on_change, self.rooms[room.code] = self.clock(), store.save, room
+                store.save(room)
+                self._warm(room)
+            store.start(self.lock)
 
     # -- the teacher ------------------------------------------------------------------------------------
     def create(self, trace: Trace | None, step: int, example: str | None = None) -> Room:
@@ -94,14 +127,19 @@ class Rooms:
             if len([r for r in self.rooms.values() if not r.closed]) >= MAX_ROOMS:
                 raise RoomError(429, f"This server has {MAX_ROOMS} open classes, its most: try again later.")
             code = self._new_code()
-            room = Room(code, secrets.token_urlsafe(18), trace, example, self._step(trace, step), teacher_seen=self.clock())
+            key = secrets.token_urlsafe(18)
+            room = Room(code, key, trace, example, self._step(trace, step), teacher_seen=self.clock(),
+                        key_hash=hashlib.sha256(key.encode()).hexdigest(), on_change=self.store and self.store.save)
+            room.passage = example if is_passage(example) else None
             self.rooms[code] = room
+            if self.store is not None:
+                self.store.save(room)
             self._warm(room)
             return room
 
     def teacher(self, code: str, key: str | None) -> Room:
         room = self._open(code)
-        if not key or not secrets.compare_digest(str(key), room.key):
+        if not room.is_key(key):  # (by its hash: after a restart only the hash is known)
             raise RoomError(403, "Only the teacher's page can do that.")
         room.teacher_seen = self.clock()
         return room
@@ -115,7 +153,8 @@ class Rooms:
                 self._move(room, step)
                 return
             room.trace, room.example, room.step, room.phase = trace, example, self._step(trace, step), "guessing"
-            room.guesses, room.hidden, room.probs = {}, {}, {}
+            room.guesses, room.hidden, room.probs, room.scores = {}, {}, {}, {}
+            room.passage = example if is_passage(example) else None
             room.trace_n += 1
             room.bump()
             self._warm(room)
@@ -137,6 +176,7 @@ class Rooms:
             room = self.teacher(code, key)
             if room.phase != "revealed":
                 room.phase = "revealed"
+                room.scores[room.step] = room_scores.step_score(room.trace.steps[room.step], list(room.guesses.get(room.step, {}).values()))
                 room.bump()
             return room
 
@@ -144,6 +184,24 @@ class Rooms:
         with self.lock:
             room = self.teacher(code, key)
             room.hidden.setdefault(room.step, set()).add(int(token_id) if token_id is not None else str(text))
+            room.bump()
+            return room
+
+    def set_options(self, code: str, key: str, /, **opts) -> Room:
+        """The teacher's choices for the projector (`profanity`: ui/room_filter.MODES; `hide_counts`: a bool), each
+        checked (a bad one: 400, nothing changed); the version bumped so every page redraws."""
+        try:
+            if "profanity" in opts:
+                room_filter.check_mode(opts["profanity"])
+        except ValueError as e:
+            raise RoomError(400, str(e)) from None
+        if "hide_counts" in opts and not isinstance(opts["hide_counts"], bool):
+            raise RoomError(400, "hide_counts is true or false.")
+        if not opts or set(opts) - set(DEFAULT_OPTIONS):
+            raise RoomError(400, f"The options are {' and '.join(DEFAULT_OPTIONS)}.")
+        with self.lock:
+            room = self.teacher(code, key)
+            room.options = {**room.options, **opts}
             room.bump()
             return room
 
@@ -163,7 +221,7 @@ class Rooms:
             room = self.rooms.get(str(code).upper())
             if room is None:
                 raise RoomError(404, "There is no class with that code: check the code on the teacher's screen.")
-            if key and not room.closed and secrets.compare_digest(str(key), room.key) and not self._idle(room):
+            if key and not room.closed and room.is_key(key) and not self._idle(room):
                 room.teacher_seen = self.clock()
             if not room.closed and self._idle(room):
                 room.closed = True
@@ -174,9 +232,10 @@ class Rooms:
                 self._present(room, _student(student))
             return room
 
-    def guess(self, code: str, student, text) -> Guess:
+    def guess(self, code: str, student, text, wait: bool = True) -> Guess | None:
         """A student's guess at the room's step: rated outside the lock (in the step's distribution, computed when the
-        step opened: a guess sent before that pass ends waits for it), kept as their one live guess for the step."""
+        step opened: a guess sent before that pass ends waits for it), kept as their one live guess for the step.
+        `wait` False (the event loop's call: a lookup, no thread): None, nothing done, while that pass runs."""
         sid = _student(student)
         if not isinstance(text, str):
             raise RoomError(400, "A guess is text: type a word or a few.")
@@ -184,7 +243,10 @@ class Rooms:
             room = self._open(code)
             trace, s = room.trace, room.step
             lm, probs = self._warm(room)
+        if not wait and not probs.done():
+            return None
         g = self._rated(lm, trace.steps[s], probs, text)
+        g.step = s
         with self.lock:
             room = self._open(code)
             if room.trace is not trace or room.step != s:
@@ -197,8 +259,14 @@ class Rooms:
             self._present(room, sid)
             room.last_guess[sid] = now
             room.guesses.setdefault(s, {})[sid] = g  # one live guess per student per step
+            room.names.setdefault(sid, f"S{len(room.names) + 1}")
             room.bump()
             return g
+
+    def summary(self, code: str) -> dict:
+        """Every revealed step of the room's trace, its score, and the round's totals (ui/room_scores.py)."""
+        with self.lock:
+            return room_scores.summary(self._open(code))
 
     # -- what a page sees ---------------------------------------------------------------------------------
     def state(self, room: Room) -> dict:
@@ -207,36 +275,28 @@ class Rooms:
             out = {"code": room.code, "version": room.version, "step": room.step, "phase": room.phase,
                    "closed": room.closed or self._idle(room), "trace": f"{room.code}-{room.trace_n}", "example": room.example,
                    "n_steps": len(room.trace.steps),
-                   "students": sum(1 for t in room.students.values() if now - t < PRESENT_S),
-                   "guesses": len(room.guesses.get(room.step, {}))}
+                   "students": self._present_count(room, now),
+                   "guesses": len(room.guesses.get(room.step, {})), "real_text": room.passage is not None,
+                   "passage": room.passage, "options": dict(room.options)}
             if room.phase == "revealed":
                 out.update(self._revealed(room))
             return out
 
     def _revealed(self, room: Room) -> dict:
         step = room.trace.steps[room.step]
-        room_rows = _answers(room.guesses.get(room.step, {}).values(), room.hidden.get(room.step, set()))
+        room_rows = room_scores.answers(room.guesses.get(room.step, {}).values(), room.hidden.get(room.step, set()))
+        room_rows = room_filter.apply(room_rows, room.options.get("profanity"))  # (a rude answer never leaves the server)
         model = [{"token_id": int(step.top_ids[k]), "piece": str(step.top_pieces[k]), "label": visible(str(step.top_pieces[k])),
                   "prob": float(step.top_probs[k]), "pct": pct(step.top_probs[k])} for k in range(min(TOP, len(step.top_ids)))]
         n = sum(r["count"] for r in room_rows)
         top_share = sum(r["count"] for r in room_rows if r["token_id"] == model[0]["token_id"]) / n if n else 0.0
         got = room.probs.get((room.trace_n, room.step))
         probs = got[1].result() if got and got[1].done() and not got[1].exception() else None
-        favourites = [dict(r, **self._model_prob(step, probs, r["token_id"])) for r in room_rows if r["count"] == room_rows[0]["count"]]
+        favourites = [dict(r, **room_scores.model_prob(step, probs, r["token_id"])) for r in room_rows if r["count"] == room_rows[0]["count"]]
+        score = room.scores.get(room.step) or room_scores.step_score(step, list(room.guesses.get(room.step, {}).values()))
         return {"room": room_rows, "model": model, "sampled": {"token_id": step.token_id, "piece": step.piece, "label": visible(step.piece)},
+                "score": {k: score[k] for k in SCORE_FIELDS},
                 "top_share": top_share, "favourites": favourites, "favourite_prob": favourites[0]["prob"] if favourites else None}
-
-    @staticmethod
-    def _model_prob(step, probs, tid) -> dict:
-        """The model's temperature-1 probability of a token (over the whole vocabulary; without it, the kept candidates':
-        outside them, only the bound, said so) and as the page writes it."""
-        if tid is not None and probs is not None:
-            p = float(probs[tid])
-        else:
-            p = next((float(q) for t, q in zip(step.top_ids, step.top_probs) if int(t) == tid), None)
-        if p is None:
-            return {"prob": None, "pct": f"less than {pct(step.top_probs[-1])}"}
-        return {"prob": p, "pct": pct(p)}
 
     # -- helpers ------------------------------------------------------------------------------------------
     def _warm(self, room: Room) -> tuple:
@@ -263,8 +323,10 @@ class Rooms:
             text = guessing.clean(text)
         except guessing.GuessError as e:
             raise RoomError(400, sentence(e)) from None
-        tid, piece = guessing.first_token(lm, step, text, probs.result())
-        return Guess(text, tid, piece)
+        dist = probs.result()
+        tid, piece = guessing.first_token(lm, step, text, dist)
+        room_filter.warm(text, piece, visible(piece))  # (checked here, outside the lock: the reveal's filter finds it known)
+        return Guess(text, tid, piece, *room_scores.guess_numbers(lm, step, text, tid, dist))
 
     def _open(self, code: str) -> Room:
         room = self.rooms.get(str(code).upper())
@@ -288,12 +350,24 @@ class Rooms:
         if not was:  # one more student present: the count on the teacher's screen changes
             room.bump()
 
+    @staticmethod
+    def _present_count(room: Room, now: float) -> int:
+        """The students present: counted once per version of the room and second (a class of 500 polls its room 250
+        times a second, and counting 500 students each time was a tenth of the server's work for a poll)."""
+        key = (room.version, int(now))
+        got = room.__dict__.get("_present")  # (not a field: nothing a store keeps)
+        if got is None or got[0] != key:
+            got = room.__dict__["_present"] = (key, sum(1 for t in room.students.values() if now - t < PRESENT_S))
+        return got[1]
+
     def _idle(self, room: Room) -> bool:
         return self.clock() - room.teacher_seen > IDLE_S
 
     def _expire(self):
         for code in [c for c, r in self.rooms.items() if (r.closed or self._idle(r)) and self.clock() - r.teacher_seen > IDLE_S + 3600]:
             del self.rooms[code]
+            if self.store is not None:
+                self.store.delete(code)
 
     def _new_code(self) -> str:
         while True:
@@ -310,24 +384,6 @@ class Rooms:
         if not 0 <= s < len(trace.steps):
             raise RoomError(400, f"This text has steps 0 to {len(trace.steps) - 1}.")
         return s
-
-
-def _answers(guesses, hidden: set) -> list[dict]:
-    """The room's answers, most guessed first: guesses grouped by the model's first token ("mat" and " mat" one
-    answer when the model writes " mat"), or by what was typed when that token is only bytes of a character (🌪 and
-    💩 both begin with the bytes "·<0xF0><0x9F>": two answers), or had no token (no tokenizer, not a kept candidate).
-    The most common spelling names an answer; a guess the teacher hid (its token, or its text) is left out."""
-    texts = {str(h).strip() for h in hidden if isinstance(h, str)}
-    groups: dict = {}
-    for g in guesses:
-        by_text = g.token_id is None or guessing.ends_in_bytes(g.piece)
-        if g.text.strip() in texts or (not by_text and g.token_id in hidden):
-            continue
-        groups.setdefault(("text", g.text.strip()) if by_text else g.token_id, []).append(g)
-    rows = [{"text": Counter(g.text for g in gs).most_common(1)[0][0], "token_id": gs[0].token_id, "piece": gs[0].piece,
-             "label": visible(gs[0].piece), "by_text": isinstance(k, tuple), "count": len(gs)}
-            for k, gs in groups.items()]
-    return sorted(rows, key=lambda r: -r["count"])
 
 
 def _student(sid) -> str:

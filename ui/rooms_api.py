@@ -1,6 +1,10 @@
 """The rooms' JSON API on the app's own server (not through the model's queue): docs/rooms.md is its contract.
 
     POST /api/rooms                    {"example": NAME, "step": N}   -> {"code", "key", "join"}  (a gallery trace)
+                                       {"passage": NAME, "step": N}   (real text: step N asks the passage's token N)
+    GET  /api/rooms/{code}/summary     every revealed step's score and the round's totals (ui/room_scores.py)
+    POST /api/rooms/{code}/options     {"profanity": ..., "hide_counts": ...}  the teacher's (ui/room_filter.py)
+    GET  /api/rooms/{code}/results.csv the teacher's: one row per student and step (ui/room_results.py)
     GET  /api/rooms/{code}?student=ID  the room's state; with If-None-Match of its ETag and no change: 304
     POST /api/rooms/{code}/guesses     {"student": ID, "text": GUESS}
     POST /api/rooms/{code}/reveal | /step {"step": N} | /hide {"token_id": T} or {"text": S} | /close
@@ -10,6 +14,8 @@ The page's "Start a class" makes its room from the trace on the teacher's screen
 event (ui/wiring.py), into the same rooms. Every refusal is a 4xx with {"error": one sentence}.
 """
 from __future__ import annotations
+
+import json
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
@@ -41,45 +47,68 @@ def _etag(version: int) -> str:
 
 @router.post("")
 async def create(request: Request):
-    from ui.examples import gallery_trace
+    from ui.examples import gallery_trace, is_passage
 
     try:
         body = await _body(request)
-        name = body.get("example")
-        try:
-            trace = gallery_trace(name) if isinstance(name, str) else None
-        except GalleryError:
-            raise RoomError(404, f"There is no gallery trace named {name!r}.") from None
+        name = body.get("passage", body.get("example"))
+        is_text = "passage" in body
+        if is_text and not is_passage(name):
+            raise RoomError(404, f"There is no passage named {name!r}: GET /api/passages lists them.")
+        try:  # (a passage is read by the model: one forward pass, off the event loop)
+            trace = await run_in_threadpool(gallery_trace, name) if isinstance(name, str) else None
+        except GalleryError as e:
+            raise RoomError(503 if is_text else 404, str(e) if is_text else f"There is no gallery trace named {name!r}.") from None
         if trace is None:
-            raise RoomError(400, "Name a gallery trace to start a class from: {\"example\": NAME}.")
-        room = ROOMS.create(trace, body.get("step", len(trace.steps) - 1), example=name)
+            raise RoomError(400, "Name a gallery trace or a passage to start a class from: {\"example\": NAME} or {\"passage\": NAME}.")
+        room = ROOMS.create(trace, body.get("step", 0 if is_text else len(trace.steps) - 1), example=name)
     except RoomError as e:
         return _refused(e)
     return {"code": room.code, "key": room.key, "join": f"?room={room.code}"}
 
 
-@router.get("/{code}")
-async def state(code: str, request: Request, student: str | None = None):
+@router.get("/{code}/summary")
+async def summary(code: str):
     try:
-        room = ROOMS.seen(code, student, request.headers.get("x-room-key"))  # (the teacher's page sends its key: still there)
+        return JSONResponse(ROOMS.summary(code))
     except RoomError as e:
         return _refused(e)
+
+
+def state_answer(code: str, student: str | None, key: str | None, seen_tag: str | None) -> tuple[int, dict, bytes]:
+    """GET /{code}: (status, headers, JSON body). Also answered without FastAPI by ui/rooms_asgi.py (a class's polls)."""
+    try:
+        room = ROOMS.seen(code, student, key)  # (the teacher's page sends its key: still there)
+    except RoomError as e:
+        return e.status, {}, _json({"error": str(e)})
     tag = _etag(room.version)
-    if request.headers.get("if-none-match") == tag:
-        return Response(status_code=304, headers={"ETag": tag})
-    return JSONResponse(ROOMS.state(room), headers={"ETag": tag, "Cache-Control": "no-cache"})
+    if seen_tag == tag:
+        return 304, {"ETag": tag}, b""
+    return 200, {"ETag": tag, "Cache-Control": "no-cache"}, _json(ROOMS.state(room))
+
+
+def _json(obj) -> bytes:  # (as JSONResponse writes it)
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode("utf-8")
+
+
+@router.get("/{code}")
+async def state(code: str, request: Request, student: str | None = None):
+    status, headers, body = state_answer(code, student, request.headers.get("x-room-key"), request.headers.get("if-none-match"))
+    return Response(body, status_code=status, headers=headers, media_type="application/json" if body else None)
 
 
 @router.post("/{code}/guesses")
 async def guess(code: str, request: Request):
     try:
         body = await _body(request)
-        # (in a worker thread: a guess sent before the step's distribution is ready waits for it; asked for when the step
-        # opened, on the model's thread, which may be busy with a generation)
-        g = await run_in_threadpool(ROOMS.guess, code, body.get("student"), body.get("text"))
+        # on the event loop when the step's distribution is ready (a lookup: no thread, whose hand-offs of the GIL
+        # made a guess wait behind the others under a class of 500); else in a worker thread, which waits for it (asked
+        # for when the step opened, on the model's thread, which may be busy with a generation)
+        g = ROOMS.guess(code, body.get("student"), body.get("text"), wait=False) \
+            or await run_in_threadpool(ROOMS.guess, code, body.get("student"), body.get("text"))
     except RoomError as e:
         return _refused(e)
-    return {"text": g.text, "token_id": g.token_id, "piece": g.piece}
+    return {"text": g.text, "token_id": g.token_id, "piece": g.piece, "ids": list(g.ids)}
 
 
 async def _teacher(code: str, request: Request, act) -> Response:
@@ -121,6 +150,32 @@ async def close(code: str, request: Request):
     async def act(key):
         return ROOMS.close(code, key)
     return await _teacher(code, request, act)
+
+
+
+# -- the teacher's tools (issue 36): the projector's options, the results as CSV (ui/room_filter.py, ui/room_results.py)
+@router.post("/{code}/options")
+async def options(code: str, request: Request):
+    """{"profanity": "off" | "replace" | "hide", "hide_counts": bool}, either or both: the state, with its `options`."""
+    async def act(key):
+        ROOMS.teacher(code, key)
+        return ROOMS.set_options(code, key, **(await _body(request)))
+    return await _teacher(code, request, act)
+
+
+@router.get("/{code}/results.csv")
+async def results(code: str, request: Request):
+    """One row per student and step (anonymous "S1", "S2", ...): the teacher's, with the header X-Room-Key."""
+    from ui import room_results
+
+    try:
+        with ROOMS.lock:  # (a copy taken under the lock; the file written outside it)
+            snap = room_results.snapshot(ROOMS.teacher(code, request.headers.get("x-room-key")))
+    except RoomError as e:
+        return _refused(e)
+    name = room_results.filename(snap["code"])
+    return Response(room_results.csv_text(snap), media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"})
 
 
 __all__ = ["router"]

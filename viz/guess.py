@@ -1,6 +1,7 @@
 """What the page says of a guess (pipeline.guess's rating): the guess as the model's tokens, how the model
 rated it, and how that compares with the token it sampled. Data attributes carry the numbers for tests and
-tools: data-step, data-rank (1-based) and data-prob (temperature 1; empty when only a bound is known)."""
+tools: data-step, data-rank (1-based) and data-prob (temperature 1; empty when only a bound is known); data-chosen (the
+guess was the token the model wrote) and data-top (the model's own top pick was) give the running score (assets/guess.js)."""
 from __future__ import annotations
 
 import html
@@ -29,10 +30,11 @@ def rating_html(r: GuessRating, s: int, step: StepRecord) -> str:
     offline page's assets/viewer_guess.js says the same)."""
     chosen, wrote = _qp(step.piece), pct(step.chosen_prob, None)
     attrs = (f"data-step='{s}' data-rank='{r.rank if r.rank is not None else ''}' "
-             f"data-prob='{r.prob if r.prob is not None else ''}' data-chosen='{int(r.chosen)}'")
+             f"data-prob='{r.prob if r.prob is not None else ''}' data-chosen='{int(r.chosen)}' "
+             f"data-top='{int(len(step.top_ids) > 0 and int(step.top_ids[0]) == int(step.token_id))}'")  # (the model's top pick right)
     if r.prob is None:
         body = (_p("guess-head", t_html("guess.not_kept", guess=_q(r.text), n=thousands(len(step.top_ids)), bound=pct(r.below, None)))
-                + _p("", t_html("guess.it_wrote", token=chosen, prob=wrote)))
+                + _p("", t_html("guess.forced_it_wrote" if step.forced else "guess.it_wrote", token=chosen, prob=wrote)))
         return f"<div class='guess-result' {attrs}>{body}</div>"
     if r.tokenized or r.pieces == (r.text,):
         as_tokens = t_html("guess.tokens", pieces=" + ".join(_qp(p) for p in r.pieces))
@@ -44,9 +46,10 @@ def rating_html(r: GuessRating, s: int, step: StepRecord) -> str:
     if r.seq_prob is not None:
         lines.append(_p("", t_html("guess.sequence", prob=pct(r.seq_prob, None))))
     if r.chosen:
-        lines.append(_p("guess-match", t_html("guess.match", token=chosen)))
+        lines.append(_p("guess-match", t_html("guess.forced_match" if step.forced else "guess.match", token=chosen)))
     else:
-        lines.append(_p("", t_html("guess.above" if r.above_chosen else "guess.wrote", token=chosen, prob=wrote)))
+        lines.append(_p("", t_html(("guess.forced_above" if r.above_chosen else "guess.forced_wrote") if step.forced  # (real text, a branch)
+                                   else ("guess.above" if r.above_chosen else "guess.wrote"), token=chosen, prob=wrote)))
     return f"<div class='guess-result' {attrs}>{''.join(lines)}</div>"
 
 

@@ -48,16 +48,36 @@ def _join(code: str, join_url: str, note: str) -> str:
             f"<p class='class-qr-row'><button id='class-qr-show' class='class-qr-show'>{t_html('room.qr_button')}</button></p></div></div>")
 
 
+def tools_html() -> str:
+    """The teacher's tools under the room's chart (assets/room_tools.js): the projector's options (rude words in the
+    answers: ui/room_filter.py's modes; shares only), Round summary (the round's summary card) and Download results
+    (the CSV: ui/room_results.py). Under the chart: the round's controls keep the projector's first screen."""
+    modes = "".join(f"<option value='{m}'>{name}</option>" for m, name in
+                    (("replace", t_html("room.options_replace")), ("hide", t_html("room.options_hide")), ("off", t_html("room.options_off"))))
+    return ("<div class='class-tools'>"
+            f"<p class='class-tools-title'>{t_html('room.options_title')}</p><p class='class-options'>"
+            f"<label for='class-profanity'>{t_html('room.options_profanity')}</label> <select id='class-profanity'>{modes}</select> "
+            f"<label class='class-check'><input type='checkbox' id='class-hide-counts'> {t_html('room.options_hide_counts')}</label> "
+            f"<button id='class-summary-show' class='lg secondary'>{t_html('room.score_summary_button')}</button> "
+            f"<button id='class-download' class='lg secondary'>{t_html('room.csv_button')}</button></p>"
+            "<p id='class-tools-msg' class='class-tools-msg' role='alert'></p></div>")
+
+
 def class_card_html(code: str, key: str, join_url: str, lesson=(), note: str = "") -> str:
     """`note`: a sentence when students' devices cannot open the join link (ui/class_room.py's join_base). The
-    controls a round needs (Reveal, Next step, Next in the lesson) and the count of guesses (#class-chart) first."""
+    controls a round needs (Reveal, Next step, Next in the lesson) and the count of guesses (#class-chart) first; the
+    running score in one line above it; the round's summary card (#class-summary: in the chart's place, on the projector
+    over the distribution's half of the screen) while it is open; the teacher's tools under the chart
+    (assets/room_tools.js)."""
     nxt = f"<button id='lesson-next' class='lg secondary' data-n='{len(lesson)}'>{t_html('room.lesson_next')}</button> " if lesson else ""
     return (f"<div class='class-card' data-code='{html.escape(code)}' data-key='{html.escape(key)}'>"
             f"<div class='class-run'><p class='class-controls'><button id='class-reveal' class='lg primary'>{t_html('room.reveal')}</button> "
             f"<button id='class-next' class='lg secondary'>{t_html('room.next_step')}</button> {nxt}"
             f"<button id='class-close' class='lg secondary'>{t_html('room.close')}</button></p>"
             "<p id='lesson-where' class='lesson-where' aria-live='polite'></p>"
-            "<div id='class-chart' class='class-chart' aria-live='polite'></div></div>"
+            "<p id='class-score' class='class-score' aria-live='polite'></p>"
+            "<div id='class-summary' class='class-summary' aria-live='polite' hidden></div>"
+            f"<div id='class-chart' class='class-chart' aria-live='polite'></div>{tools_html()}</div>"
             f"{_join(code, join_url, note)}{lesson_html(lesson)}</div>")
 
 
@@ -75,4 +95,4 @@ def no_class_html(sentence: str) -> str:
     return f"<div class='class-card class-refused'><p>{html.escape(sentence)}</p></div>"
 
 
-__all__ = ["qr_svg", "class_card_html", "lesson_html", "join_box_html", "no_class_html"]
+__all__ = ["qr_svg", "class_card_html", "tools_html", "lesson_html", "join_box_html", "no_class_html"]

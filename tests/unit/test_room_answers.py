@@ -10,15 +10,9 @@ import torch
 
 from pipeline import guess as guessing
 from pipeline.sampling import softmax
-from tests import tiny
 from tests.rooms_setup import room_setup
 from viz.fmt import pct
 from viz.style import visible
-
-
-@pytest.fixture(scope="module")
-def lm():
-    return tiny.loaded("llama", ctx=128)
 
 
 @pytest.fixture()

@@ -8,19 +8,7 @@ import pytest
 import torch
 
 from pipeline.sampling import softmax
-from tests import tiny
-from tests.rooms_setup import room_setup
 from ui import rooms
-
-
-@pytest.fixture(scope="module")
-def lm():
-    return tiny.loaded("llama", ctx=128)
-
-
-@pytest.fixture()
-def setup(lm, monkeypatch):
-    return room_setup(lm, monkeypatch)
 
 
 def test_a_room_has_a_readable_code_and_a_secret_key(setup):

@@ -1,0 +1,198 @@
+/* The teacher's tools and the class's score in a class room (issue 36), called by assets/room.js (LLMRoomTools):
+ *
+ * - marks(box, state): beside the room's chart after a reveal (every page), the class's answer and the model's top
+ *   pick, each right or wrong against the token that came next (the state's `score`: ui/room_scores.py);
+ * - teacher(T, state): on the teacher's card, after each reveal the running score ("So far: class 2 of 3 · SmolLM2
+ *   3 of 3", from GET /api/rooms/{code}/summary), the round's summary card (#class-summary, in the chart's place:
+ *   opened by "Round summary", and by itself once the text's last step is revealed; its own button closes it), and
+ *   the projector's options
+ *   (rude words in the answers, shares only) as the room has them;
+ * - the options' controls (POST /api/rooms/{code}/options) and Download results (GET .../results.csv with the
+ *   teacher's key, saved as a file "class-ABC123-results.csv");
+ * - sent(at, answer), student(bar, at, state, guess): a student's own guess right or not after the reveal (its
+ *   first tokens `ids` against the revealed `sampled.token_id`) and their running score ("You: 3 of 5 right"), kept in
+ *   the browser's storage with their guesses.
+ * Every sentence is the catalogue's (room.score_*, room.options_*, room.csv_*: locales/en.json).
+ */
+(function (root) {
+  'use strict';
+
+  const API = 'api/rooms/';
+  const { t } = root.LLMText;
+  const pct = (x) => root.LLMText.pct(x, 0);
+  const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
+  const shown = (piece) => t('common.quote', { text: piece });
+  const card = () => document.querySelector('#class-info .class-card[data-code]');
+  // a model's name as a class says it: "HuggingFaceTB/SmolLM2-135M-Instruct" -> "SmolLM2"
+  const short = (id) => String(id || '').split('/').pop().split('-')[0];
+  const bits = (x) => (x === null || x === undefined ? '–' : x.toFixed(1));
+  const mark = (ok) => (ok === null || ok === undefined ? '–' : ok ? '✓' : '✗');
+
+  // -- the marks beside the chart -------------------------------------------------------------------------------
+  function marks(box, s) {
+    if (!box || !s.score || s.phase !== 'revealed') return;
+    const p = el('p', 'room-marks'), sc = s.score, favs = s.favourites || [];
+    if (sc.class_right !== null && favs.length) {
+      const text = favs.map((f) => shown(f.text)).join(' / ');
+      p.append(el('span', `room-judged ${sc.class_right ? 'is-right' : 'is-wrong'}`,
+        t(sc.class_right ? 'room.score_class_right' : 'room.score_class_wrong', { text })));
+    }
+    if (s.model && s.model.length) {
+      p.append(el('span', `room-judged ${sc.model_right ? 'is-right' : 'is-wrong'}`,
+        t(sc.model_right ? 'room.score_model_right' : 'room.score_model_wrong', { token: shown(s.model[0].label) })));
+    }
+    box.append(p);
+  }
+
+  // -- the teacher's card: the running score and the summary card ------------------------------------------------
+  const R = { at: null, code: null, asked: null, summary: null, open: false, auto: null, options: null };
+
+  function teacher(T, s) {
+    options(s.options);
+    if (R.at && (R.at !== s.trace || R.code !== T.code)) { R.summary = null; R.auto = null; R.asked = null; show(false); } // (a new round)
+    R.at = s.trace;
+    R.code = T.code;
+    // the summary asked once a reveal (a step's score is fixed when it is revealed), and once a text on a page that has none
+    const ask = s.phase === 'revealed' ? `${s.trace}|${s.step}` : R.summary ? null : `${s.trace}|`;
+    if (ask === null || R.asked === ask) return draw();
+    R.asked = ask;
+    fetchSummary().then(() => {
+      // the text's last step revealed: the summary card opens by itself (once; "Back to the chart" closes it)
+      const last = `${s.trace}|${s.step}`;
+      if (s.phase === 'revealed' && s.step === s.n_steps - 1 && R.auto !== last) { R.auto = last; show(true); }
+    });
+  }
+
+  function fetchSummary() {
+    const trace = R.at;
+    return fetch(API + encodeURIComponent(R.code) + '/summary').then((r) => (r.ok ? r.json() : null)).then((sum) => {
+      if (sum && R.at === trace) { R.summary = sum; draw(); }
+    }).catch(() => {});
+  }
+
+  function totals(sum) { // (the class's and the model's counts over the same steps: those anyone guessed)
+    const x = sum.totals, n = x.steps_guessed || 0;
+    return { n, classRight: x.class_right, model: n ? x.model_right_guessed : x.model_right, all: x.steps };
+  }
+
+  function draw() {
+    const line = document.getElementById('class-score'), sum = R.summary;
+    if (line && !sum) line.textContent = '';
+    if (!line || !sum) return;
+    const x = totals(sum), name = short(sum.model);
+    line.textContent = x.n ? t('room.score_so_far', { class_right: x.classRight, steps: x.n, model: name, model_right: x.model }) : '';
+    const box = document.getElementById('class-summary');
+    if (box && R.open) box.replaceChildren(...summaryCard(sum));
+  }
+
+  function summaryCard(sum) {
+    const x = totals(sum), name = short(sum.model), tot = sum.totals, st = sum.study || {};
+    const close = el('button', 'summary-close', t('room.score_summary_hide'));
+    close.id = 'class-summary-close';
+    if (!x.all) return [close, el('p', 'summary-none', t('room.score_card_none'))];
+    const out = [close, el('p', 'summary-title', t('room.score_card_title', { steps: root.LLMText.count(x.all, 'step') }))];
+    const big = el('div', 'summary-big');
+    if (x.n) big.append(el('p', 'summary-class', t('room.score_card_class', { right: x.classRight, steps: x.n, share: pct(tot.class_share_right) })));
+    big.append(el('p', 'summary-model', t('room.score_card_model', { model: name, right: x.model, steps: x.n || x.all })));
+    if (st.people !== undefined) big.append(el('p', 'summary-study', t('room.score_card_people', { share: pct(st.people) })));
+    if (st.model !== undefined) big.append(el('p', 'summary-study', t('room.score_card_study_model', { name: st.model_name || '', share: pct(st.model) })));
+    out.push(big);
+    if (tot.class_bits !== null && tot.class_bits !== undefined) {
+      out.push(el('p', 'summary-bits', t('room.score_card_bits', { class_bits: bits(tot.class_bits), model: name, model_bits: bits(tot.model_bits_guessed) })));
+    }
+    const steps = el('ul', 'summary-steps');
+    sum.steps.forEach((k) => steps.append(el('li', '', t('room.score_card_step', { step: k.step, token: shown(k.real.label),
+      class_mark: mark(k.class_right), model: name, model_mark: mark(k.model_right) }))));
+    out.push(steps);
+    if (st.name) {
+      const a = el('a', '', t('room.score_card_source', { name: st.name }));
+      if (/^https:\/\//.test(st.url || '')) { a.href = st.url; a.target = '_blank'; a.rel = 'noopener'; }
+      const p = el('p', 'summary-source'); p.append(a); out.push(p);
+    }
+    return out;
+  }
+
+  function show(on) { // the summary card in the chart's place, or the chart again
+    R.open = on;
+    const c = card(), box = document.getElementById('class-summary');
+    if (c) c.classList.toggle('summary-on', on);
+    if (box) { box.hidden = !on; if (!on) box.replaceChildren(); }
+    if (on && R.code) { draw(); fetchSummary(); } // (what is shown at once, then the newest)
+  }
+
+  // -- the projector's options and Download results ----------------------------------------------------------------
+  function options(o) { // the controls as the room has them (not while the teacher is changing one)
+    if (!o) return;
+    const p = document.getElementById('class-profanity'), h = document.getElementById('class-hide-counts');
+    if (p && document.activeElement !== p && p.value !== o.profanity) p.value = o.profanity;
+    if (h && h.checked !== !!o.hide_counts) h.checked = !!o.hide_counts;
+    R.options = o;
+  }
+  const say = (text) => { const m = document.getElementById('class-tools-msg'); if (m) m.textContent = text; };
+
+  async function setOption(body) {
+    const c = card();
+    if (!c) return;
+    say('');
+    try {
+      const r = await fetch(`${API}${encodeURIComponent(c.dataset.code)}/options`, { method: 'POST', body: JSON.stringify(body),
+        headers: { 'Content-Type': 'application/json', 'X-Room-Key': c.dataset.key } });
+      if (!r.ok) { const b = await r.json().catch(() => ({})); say(t('room.options_failed', { error: b.error || String(r.status) })); options(R.options); }
+    } catch (err) { say(t('room.options_failed', { error: t('room.unreachable') })); }
+  }
+
+  async function download() {
+    const c = card();
+    if (!c) return;
+    say('');
+    try {
+      const r = await fetch(`${API}${encodeURIComponent(c.dataset.code)}/results.csv`, { headers: { 'X-Room-Key': c.dataset.key } });
+      if (!r.ok) { const b = await r.json().catch(() => ({})); say(t('room.csv_failed', { error: b.error || String(r.status) })); return; }
+      const url = URL.createObjectURL(await r.blob()), a = el('a');
+      a.href = url; a.download = `class-${c.dataset.code}-results.csv`;
+      document.body.append(a); a.click(); a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (err) { say(t('room.csv_failed', { error: t('room.unreachable') })); }
+  }
+
+  document.addEventListener('change', (e) => {
+    if (e.target.id === 'class-profanity') setOption({ profanity: e.target.value });
+    else if (e.target.id === 'class-hide-counts') setOption({ hide_counts: e.target.checked });
+  });
+  document.addEventListener('click', (e) => {
+    const b = e.target.closest && e.target.closest('#class-download, #class-summary-show, #class-summary-close');
+    if (!b) return;
+    if (b.id === 'class-download') download(); else show(b.id === 'class-summary-show');
+  });
+
+  // -- a student's own score ----------------------------------------------------------------------------------------
+  const read = (k) => { try { return JSON.parse(localStorage.getItem(k) || 'null'); } catch (err) { return null; } };
+  const write = (k, v) => { try { localStorage.setItem(k, JSON.stringify(v)); } catch (err) { /* private mode */ } };
+
+  function sent(at, answer) { // the guess's first tokens (each spelling's), kept with the guess: `at` names room, text and step
+    if (answer && Array.isArray(answer.ids)) write(`llmviz-ids-${at}`, answer.ids);
+  }
+
+  function student(bar, at, s, guess) {
+    if (!bar) return;
+    const own = bar.querySelector(':scope > .room-own') || bar.insertBefore(el('p', 'room-own'), bar.querySelector('#room-chart'));
+    const tally = bar.querySelector(':scope > .room-tally') || bar.insertBefore(el('p', 'room-tally'), own.nextSibling);
+    const scores = read(`llmviz-score-${at}`) || {}, ids = read(`llmviz-ids-${at}-${s.step}`);
+    own.textContent = '';
+    own.className = 'room-own';
+    bar.classList.remove('own-shown');
+    if (s.phase === 'revealed' && s.sampled && Array.isArray(ids) && guess) {
+      const right = ids.includes(s.sampled.token_id);
+      scores[s.step] = right ? 1 : 0;
+      write(`llmviz-score-${at}`, scores);
+      own.textContent = t(right ? 'room.score_you_right' : 'room.score_you_wrong', { guess: shown(guess), token: shown(s.sampled.label) });
+      own.classList.add(right ? 'is-right' : 'is-wrong');
+      bar.classList.add('own-shown'); // (it says the guess: room.js's "Your guess: ..." would say it twice)
+    }
+    const steps = Object.keys(scores).length, right = Object.values(scores).reduce((a, v) => a + v, 0);
+    tally.textContent = steps ? t('room.score_you', { right, steps }) : '';
+    Object.assign(tally.dataset, { right, steps });
+  }
+
+  root.LLMRoomTools = { marks, teacher, sent, student };
+})(window);
