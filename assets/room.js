@@ -10,13 +10,12 @@
  * goes to the room (it may be changed until the reveal; a new step starts with an empty box), and on the reveal the
  * page shows the step, rates the student's own guess and draws the room's chart. "Explore on my own" stops following
  * (no server cost); "Follow the teacher" again. The start page's "Join a class" box opens ?room=CODE for a code that
- * has a class, and says why not right under it (a wrong ?room= link too). Polls never faster than once a second, with
- * the room's ETag (an unchanged room: a 304 and no JSON). Every guess shows as the characters typed.
+ * has a class, and says why not right under it (a wrong ?room= link too). Polls at most once a second, with the
+ * room's ETag (unchanged: a 304, no JSON). Every guess shows as the characters typed.
  * The teacher's card offers the gallery's lesson (a step each click, on every screen; "Next in the lesson" in the
  * controls); the teacher's tab keeps the room's code and key and its place in the lesson (sessionStorage), so a
- * reloaded teacher's page gets its room, trace and step back. The teacher's tools and the class's score (the options,
- * Download results, the running score, the summary card, the marks beside the chart, a student's own score):
- * assets/room_tools.js, called at its few spots here (LLMRoomTools).
+ * reloaded teacher's page gets its room, trace and step back. The teacher's tools and the class's score (options,
+ * results, running score, summary card, marks, a student's own score): assets/room_tools.js (LLMRoomTools).
  */
 (function (root) {
   'use strict';
@@ -150,7 +149,6 @@
   }
 
   function drawEnded(box, body) { if (box) box.replaceChildren(el('p', 'room-ended', (body && body.error) || root.LLMText.t('room.unreachable'))); }
-
   // -- the server restarted (its rooms kept on disk: docs/rooms.md): a poll with no answer, or not the API's (a proxy's 502, the
   // server's own 404 before app.py adds the API) marks it lost; the first to work then asks Gradio's app id: another, the page reloads
   let lost = false;
@@ -179,9 +177,11 @@
   function resume() { // once the page shows its first trace (else that trace would come after the room's)
     const saved = kept('llmviz-teacher'), t0 = Date.now();
     if (!saved) return;
-    const tryIt = () => {
-      // (a busy server may take a while to send the page its first trace: the room's must come after it, not before)
-      if ((!app() && Date.now() - t0 < 90000) || !ask('resume', { saved })) { setTimeout(tryIt, 200); return; }
+    let opened = false; // the page's own first trace came (its bundle says so), as rejoin() waits for: mounted is not enough
+    root.LLMBridge.on('bundle', (m) => { if (m.opened) opened = true; });
+    const tryIt = () => { // (a busy server may take a while to send the page its first trace: the room's comes after it)
+      const ready = app() && (opened || Date.now() - t0 > 15000);
+      if ((!ready && Date.now() - t0 < 90000) || !ask('resume', { saved })) { setTimeout(tryIt, 200); return; }
       setTimeout(() => { if (!document.querySelector('#class-info .class-card[data-code]')) keepRoom(null); }, 15000); // (it had ended)
     };
     tryIt();

@@ -104,8 +104,10 @@ def test_a_class_guesses_sees_the_reveal_and_moves_on(browser, app_url):
     assert api(app_url, f"{code}/guesses", {"student": "x", "text": "late"})[0] == 410
 
 
-def lesson_on(page, example_steps, step, timeout=30_000):
-    """The page shows the lesson's trace (told by its number of steps) at `step`."""
+def lesson_on(page, example_steps, step, timeout=60_000):
+    """The page shows the lesson's trace (told by its number of steps) at `step`. (A lesson step's first opening
+    builds its trace's bundle on the server: 1.5-3 s on the quiet 2-core machine, 10 s with other tests running
+    beside, and past 30 s once in a suite run with another suite on the same cores.)"""
     page.wait_for_function("([n, s]) => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === n && LLMApp.state.step === s",
                            arg=[example_steps, step], timeout=timeout)
 
