@@ -54,9 +54,27 @@
     return x >= 1e-4 ? x.toPrecision(1) + '%' : '<0.0001%'; // (one digit: no exact ties in that range)
   }
 
-  // viz.text.pct: digits decimals as Python's '%' format (it multiplies by 100 first, then rounds); null: the
+  // viz.text.number_marks: the catalogue's number.format ("1,234.5"; French "1 234,5"), number.percent ("{x}%")
+  // and number.one_for ("1"; French "0 1"), read once per catalogue
+  let marks = null;
+  function numberMarks() {
+    const cat = root.LLMTextCatalogue || {};
+    if (marks && marks.cat === cat) return marks;
+    const m = /^1(\D*)234(\D)5$/.exec(cat['number.format'] || '1,234.5');
+    marks = { cat, group: m ? m[1] : ',', decimal: m ? m[2] : '.', percent: cat['number.percent'] || '{x}%',
+      one: new Set(String(cat['number.one_for'] || '1').split(/\s+/).map(Number)) };
+    return marks;
+  }
+
+  // viz.text._local: a number written the English way ("12,345.6") written the catalogue's way ("12 345,6")
+  function local(english) {
+    const { group, decimal } = numberMarks();
+    return group === ',' && decimal === '.' ? english : english.replace(/[,.]/g, (c) => (c === ',' ? group : decimal));
+  }
+
+  // viz.text.pct_en: digits decimals as Python's '%' format (it multiplies by 100 first, then rounds); null: the
   // digits its size needs; floor: a share above 0 that would read 0 reads '<0.1%'; NaN reads '–'.
-  function pct(x, digits = 1, floor = false) {
+  function pctEn(x, digits = 1, floor = false) {
     const v = Number(x);
     if (Number.isNaN(v)) return '\u2013';
     if (digits === null) return pctAuto(v);
@@ -65,15 +83,21 @@
     return fixed(v * 100, digits) + '%';
   }
 
+  // viz.text.pct: pctEn written the catalogue's way ('12,3 %' in French)
+  function pct(x, digits = 1, floor = false) {
+    const english = pctEn(x, digits, floor);
+    return english.endsWith('%') ? numberMarks().percent.replace('{x}', local(english.slice(0, -1))) : english;
+  }
+
   // viz.text.thousands: f'{n:,}' of a whole number (a fraction rounded half to even first, as Python's round)
   function thousands(n) {
     const f = Math.floor(n), d = n - f;
     const k = d > 0.5 || (d === 0.5 && f % 2 !== 0) ? f + 1 : f;
-    return (k < 0 ? '-' : '') + String(Math.abs(k)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+    return local((k < 0 ? '-' : '') + String(Math.abs(k)).replace(/\B(?=(\d{3})+(?!\d))/g, ','));
   }
 
-  // viz.text.count: '1 token', '2,048 tokens'
-  const count = (n, unit) => t(`unit.${unit}.${n === 1 ? 'one' : 'other'}`, { n: thousands(n) });
+  // viz.text.count: '1 token', '2,048 tokens' (French: '0 jeton')
+  const count = (n, unit) => t(`unit.${unit}.${numberMarks().one.has(n) ? 'one' : 'other'}`, { n: thousands(n) });
 
-  root.LLMText = { t, parts, pct, fixed, thousands, count, has: (key) => typeof (root.LLMTextCatalogue || {})[key] === 'string' };
+  root.LLMText = { t, parts, pct, fixed, local, thousands, count, has: (key) => typeof (root.LLMTextCatalogue || {})[key] === 'string' };
 })(typeof window !== 'undefined' ? window : globalThis);

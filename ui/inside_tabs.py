@@ -2,7 +2,7 @@
 
 A `Tab` declares what the page shows and how the server fills it (as viz/panels.py does for the step's panels):
 
-- its `id` (the element id is "tab-<id>"), `title` and `caption` (the key in viz.captions.CAPTIONS, shown first);
+- its `id` (the element id is "tab-<id>"), `title` and `caption` (the key in viz.captions.captions(), shown first);
 - its `parts`: the components, each a `Part` (kind, key in the page's components `C`, element id, and the rest of
   its keywords: label, value, scale, ...), laid out in `Box`es (a row, a group). ui/layout.py turns them into
   components (it stays the only module that makes them): a declaration here makes none;
@@ -43,7 +43,7 @@ PAGE_NAMES = ("tab", "trace", "step")  # what every compute reads besides its in
 
 @dataclass(frozen=True)
 class Part:
-    """One component of a tab. `kind`: "caption" (`key`: its key in CAPTIONS; no component of its own), "html",
+    """One component of a tab. `kind`: "caption" (`key`: its key in captions(); no component of its own), "html",
     "plot", "number", "button" or "radio"; `key`: its name in the page's components; `props`: its other keywords."""
     kind: str
     key: str

@@ -15,7 +15,7 @@ import gradio as gr
 from pipeline.records import Trace
 from viz import output, page, panels
 from viz import room as room_viz
-from viz.captions import CAPTIONS
+from viz.captions import captions
 from viz.glossary import gloss
 from viz.text import t
 from ui import bridge, examples, inside_tabs, links
@@ -220,7 +220,7 @@ HAND_LAID = ("panel-distribution", "panel-speculative")  # cards placed by hand:
 
 def _caption(key: str) -> str:
     """A caption, its glossary words marked (a hover or a tap says what they mean: viz/glossary.py)."""
-    return gloss(CAPTIONS[key])
+    return gloss(captions()[key])
 
 
 def _heading(card: panels.Card) -> str:
@@ -261,7 +261,7 @@ def _card(C: Components, card: panels.Card, example: Trace | None, first: dict) 
             for p in panels.in_card(card.elem_id):
                 _panel(C, p, first)
         if card.caption_below:  # (the page's own wording, where it has one: viz/captions.py's "<key>_app")
-            gr.Markdown(_caption(card.caption + "_app" if card.caption + "_app" in CAPTIONS else card.caption), elem_classes="caption")
+            gr.Markdown(_caption(card.caption + "_app" if card.caption + "_app" in captions() else card.caption), elem_classes="caption")
 
 
 def _step_cards(C: Components, example: Trace | None, first: dict) -> None:

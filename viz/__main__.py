@@ -1,4 +1,4 @@
-"""Command line: `python -m viz html TRACE --out FILE.html` writes one self-contained page that
+"""Command line: `python -m viz html TRACE --out FILE.html [--lang fr]` writes one self-contained page that
 replays a trace (no server, no network), drawn by viz from a trace file that `python -m pipeline
 trace` or the app wrote.
 
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+from .text import languages, speaking
 
 
 
@@ -20,6 +22,7 @@ def _parser() -> argparse.ArgumentParser:
     ht.add_argument("--layer", type=int, default=0, help="the attention panel's block, from 0")
     ht.add_argument("--head", type=int, default=0, help="the attention panel's head, from 0")
     ht.add_argument("--max-frames", type=int, default=256, help="steps the page holds at most")
+    ht.add_argument("--lang", default="en", choices=languages(), help="the page's language (its words and numbers)")
     return ap
 
 
@@ -35,7 +38,8 @@ def _html(a) -> int:
         raise SettingsError("the trace has no steps: generate at least one token")
     if not (0 <= a.layer < m.n_layers and 0 <= a.head < m.n_heads and a.max_frames >= 1):
         raise SettingsError(f"--layer must be 0 to {m.n_layers - 1}, --head 0 to {m.n_heads - 1}, --max-frames 1 or more")
-    size = write_html(trace, a.out, layer=a.layer, head=a.head, max_frames=a.max_frames)
+    with speaking(a.lang):
+        size = write_html(trace, a.out, layer=a.layer, head=a.head, max_frames=a.max_frames)
     print(f"[{min(len(trace.steps), a.max_frames)} of {len(trace.steps)} steps; {a.out}: {size / 1e6:.2f} MB]", file=sys.stderr)
     return 0
 

@@ -11,10 +11,8 @@ _NAMES = ("intro", "output", "tokens", "embeddings", "attention", "distribution"
 _DETAILED = ("distribution", "distribution_app")  # these two end with caption.distribution_detail
 
 
-def captions(locale: str = "en") -> dict[str, str]:
-    """Every caption by key, in `locale` (English where it has none)."""
+def captions(locale: str | None = None) -> dict[str, str]:
+    """Every caption by key, in `locale` (None: the language spoken, viz.text.speaking; English where it has none)."""
     detail = t("caption.distribution_detail", locale)
     return {k: t(f"caption.{k}", locale) + (" " + detail if k in _DETAILED else "") for k in _NAMES}
 
-
-CAPTIONS: dict[str, str] = captions()

@@ -29,10 +29,18 @@ from .text import pct, t, t_html, template, thousands
 # the bars: the same for any settings, so moving a sampling slider in the page never moves the bars
 TOP_MARGIN = 211
 # the words are the catalogue's (dist.*, stage.*: locales/en.json); assets/viewer_frames.js writes the stages' lines
-# from it too, and fills this title's {step} and {position} (viz.panels.DIST_STYLE ships it)
-TITLE = f"{template('dist.title')}<br><span style='font-size:13px'>{template('dist.position')}</span>"
-# a candidate's hover when the sampling settings removed it (viz.panels.DIST_STYLE ships it to assets/viewer_frames.js)
-REMOVED_HOVER = "<br>" + t_html("dist.removed", removed=f"<b>{html.escape(t('dist.removed_word'))}</b>")
+# from it too, and fills this title's {step} and {position} (viz.panels.dist_style ships it); both in the language
+# spoken (viz.text.speaking)
+def title_template() -> str:
+    return f"{template('dist.title')}<br><span style='font-size:13px'>{template('dist.position')}</span>"
+
+
+def removed_hover() -> str:
+    """A candidate's hover when the sampling settings removed it (viz.panels.dist_style ships it to
+    assets/viewer_frames.js)."""
+    return "<br>" + t_html("dist.removed", removed=f"<b>{html.escape(t('dist.removed_word'))}</b>")
+
+
 SUBTITLE = "<br><span style='font-size:13px'>{}</span>"  # a title's second lines (plotly's <sup> is 10 px: unreadable)
 
 
@@ -202,14 +210,11 @@ def _cut_text(r: Reshaped) -> list[str]:
     return parts
 
 
-RAW_NAME, FINAL_NAME = t("dist.raw_name"), t("dist.final_name")
-
-
 def _legend(forced: bool) -> list[dict]:
     """The legend: one entry per colour, as traces with no points. The bars stay out of it, because a
     legend shows a bar trace in its first bar's colour: the sampled token's red whenever it ranks first."""
     return [dict(type="scatter", x=[None], y=[None], mode="markers", name=name, hoverinfo="skip", marker=dict(symbol="square", size=12, color=colour))
-            for name, colour in ((RAW_NAME, PROMPT_COLOR), (FINAL_NAME, GEN_COLOR),
+            for name, colour in ((t("dist.raw_name"), PROMPT_COLOR), (t("dist.final_name"), GEN_COLOR),
                                  (t("dist.legend_forced" if forced else "dist.legend_sampled"), NEW_COLOR))]
 
 
@@ -237,18 +242,19 @@ def _bars(step: StepRecord, r: Reshaped, n: int, rank: int | None, vocab_size: i
     fin.append(max(0.0, 1.0 - float(np.sum(r.final_probs[:n]))))
     texts, exact_words = final_words(r, n)
 
+    removed = removed_hover()
     hover = [t("dist.hover_token", piece=plot_piece(step.top_pieces[k], 40), id=int(ids[k])) + "<br>"
              + t("dist.hover_logit", logit=f"{float(step.top_logits[k]):.2f}")
-             + ("" if r.kept[k] else REMOVED_HOVER) for k in range(n)]
+             + ("" if r.kept[k] else removed) for k in range(n)]
     hover.append(t("dist.rest_hover", rest=rest_label, n=n))
     raw_col = [PROMPT_COLOR if r.kept[k] else MUTED for k in range(n)] + ["#cbd5e0"]
     fin_col = [NEW_COLOR if k == rank else GEN_COLOR for k in range(n)] + ["#cbd5e0"]
     line_w = [2.5 if k == rank else 0 for k in range(n)] + [0]
     return [
-        dict(type="bar", y=labels, x=raw, orientation="h", name=RAW_NAME, showlegend=False,
+        dict(type="bar", y=labels, x=raw, orientation="h", name=t("dist.raw_name"), showlegend=False,
              marker=dict(color=raw_col, line=dict(width=line_w, color=NEW_COLOR)),
              customdata=hover, hovertemplate="%{customdata}<br>" + t("dist.hover_raw") + " %{x:.2%}<extra></extra>"),
-        dict(type="bar", y=labels, x=fin, orientation="h", name=FINAL_NAME, marker=dict(color=fin_col), showlegend=False,
+        dict(type="bar", y=labels, x=fin, orientation="h", name=t("dist.final_name"), marker=dict(color=fin_col), showlegend=False,
              customdata=hover, hovertext=exact_words, hovertemplate="%{customdata}<br>" + t("dist.hover_final") + " %{hovertext}<extra></extra>",
              text=texts, textposition="outside", cliponaxis=False,
              constraintext="none", textfont=dict(size=13)),
@@ -319,7 +325,7 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
     # entropies are never negative: + 0.0 turns a -0.0 into 0.0 for display
     lines = [t("stage.entropy_approx" if r.source == "top-N" else "stage.entropy", raw=f"{step.entropy + 0.0:.2f}", sampled=entropy_words(r)),
              *cut]
-    title = TITLE.format(step=step.index, position=step.position + 1) + "".join(SUBTITLE.format(line) for line in lines)
+    title = title_template().format(step=step.index, position=step.position + 1) + "".join(SUBTITLE.format(line) for line in lines)
     # the plot area holds a row of 24 px per bar (less and Plotly labels every other bar): the margins come on top
     layout = base_layout(title, height=max(420, 24 * (n + 1) + TOP_MARGIN + 25 + 18 * len(notes)),
                          margin=dict(l=160, r=60, t=TOP_MARGIN, b=60 + 18 * len(notes)),

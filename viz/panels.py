@@ -29,22 +29,26 @@ from pipeline.tiktoken_offline import ENCODINGS, EncodingUnavailable, encode_pie
 
 from . import attention, distribution, embeddings, kv, output, speculative, tokens
 from .style import MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR
-from .text import t
+from .text import language, t
 from .viewer_attention import attention_panel
 from .viewer_frames import animated_plain
 
 N_CANDIDATES = 20  # bars of the distribution panel (viz.distribution's default)
 
-# How viz.distribution marks a candidate the sampling settings removed (tests pin it to the figure).
-DIST_STYLE = {
-    "kept_color": PROMPT_COLOR, "removed_color": MUTED, "rest_color": "#cbd5e0",
-    "removed_label": f"<span style='color:{MUTED_TEXT}'>{{}}</span>",
-    "removed_hover": distribution.REMOVED_HOVER,
-    "title": distribution.TITLE, "subtitle": distribution.SUBTITLE,
-    "cut_line": dict(type="line", xref="paper", x0=0, x1=1, yref="y", line=dict(color=NEW_COLOR, width=1.5, dash="dash"), name="cut-off"),
-    "cut_label": dict(xref="paper", x=1, xanchor="left", yref="y", yanchor="middle", showarrow=False, text=t("dist.cut_off"),
-                      font=dict(size=13, color=NEW_COLOR), name="cut-off"),
-}
+REMOVED_LABEL = f"<span style='color:{MUTED_TEXT}'>{{}}</span>"
+
+
+def dist_style() -> dict:
+    """How viz.distribution marks a candidate the sampling settings removed (tests pin it to the figure), in the
+    language spoken (viz.text.speaking)."""
+    return {
+        "kept_color": PROMPT_COLOR, "removed_color": MUTED, "rest_color": "#cbd5e0",
+        "removed_label": REMOVED_LABEL, "removed_hover": distribution.removed_hover(),
+        "title": distribution.title_template(), "subtitle": distribution.SUBTITLE,
+        "cut_line": dict(type="line", xref="paper", x0=0, x1=1, yref="y", line=dict(color=NEW_COLOR, width=1.5, dash="dash"), name="cut-off"),
+        "cut_label": dict(xref="paper", x=1, xanchor="left", yref="y", yanchor="middle", showarrow=False, text=t("dist.cut_off"),
+                          font=dict(size=13, color=NEW_COLOR), name="cut-off"),
+    }
 
 
 @dataclass(frozen=True)
@@ -70,11 +74,15 @@ class Card:
     its plots in one row, each as wide as its panel's `scale`."""
     elem_id: str
     number: int
-    title: str
-    caption: str  # the key in viz.captions.CAPTIONS
+    heading: Callable[[], str]  # its title in the language spoken (viz.text.speaking): `title`
+    caption: str  # the key in viz.captions.captions()
     row: str = ""
     side_by_side: bool = False
     caption_below: bool = False  # its caption after its panels (the first screen keeps the figure high)
+
+    @property
+    def title(self) -> str:
+        return self.heading()
 
 
 @dataclass(frozen=True)
@@ -108,14 +116,18 @@ def layer_of(trace: Trace, layer) -> int:
     return clamp_index(layer, trace.model.n_layers, default=0)
 
 
-@lru_cache(maxsize=64)
 def _compare(text: str) -> tuple:
+    return _compare_in(text, language())
+
+
+@lru_cache(maxsize=64)
+def _compare_in(text: str, lang: str) -> tuple:
     out = []
     for name in ENCODINGS:
         try:
             out.append(encode_pieces(name, text))
         except EncodingUnavailable as e:
-            out.append((t("compare.unavailable", name=name, error=e), [], []))
+            out.append((t("compare.unavailable", lang, name=name, error=e), [], []))
     return tuple(out)
 
 
@@ -131,12 +143,13 @@ def compare_html(trace: Trace, step: int | None = None) -> str:
         rows.insert(0, (t("compare.this_model", model=trace.model.id), list(trace.prompt.text_pieces) + [s.piece for s in gen],
                         list(trace.prompt.text_ids) + [s.token_id for s in gen]))
     note = t("compare.note", chars=len(text), tokens=len(trace.prompt.token_ids))
-    return "<div class='cmp-body'>" + tokens.compare_tokenizers_html(text, rows) + f"<p class='cmp-note'>{html.escape(note, quote=False)}</p></div>" + COMPARE_HELD
+    return "<div class='cmp-body'>" + tokens.compare_tokenizers_html(text, rows) + f"<p class='cmp-note'>{html.escape(note, quote=False)}</p></div>" + compare_held()
 
 
 # Guess first (assets/guess.js) holds the comparison back: it spells out the whole text, the steps still to guess
 # included, and follows no step. Shown instead while guessing (assets/style.css); hidden anywhere else (inline).
-COMPARE_HELD = f"<p class='cmp-held' style='display:none'>{html.escape(t('compare.held'), quote=False)}</p>"
+def compare_held() -> str:
+    return f"<p class='cmp-held' style='display:none'>{html.escape(t('compare.held'), quote=False)}</p>"
 
 
 def output_only(trace: Trace, *, step=None) -> str:
@@ -199,8 +212,8 @@ def animated(figure: Callable[[View], dict]) -> Callable[..., dict]:
 
 def _unmarked(labels: list, hover: list, n: int) -> tuple[list, list]:
     """A step's candidate labels and hover texts with the marks of removed candidates taken off."""
-    pre, post = DIST_STYLE["removed_label"].split("{}")
-    mark = DIST_STYLE["removed_hover"]
+    pre, post = REMOVED_LABEL.split("{}")
+    mark = distribution.removed_hover()
     plain = [lab[len(pre):-len(post)] if k < n and lab.startswith(pre) and lab.endswith(post) else lab for k, lab in enumerate(labels)]
     return plain, [h[:-len(mark)] if k < n and h.endswith(mark) else h for k, h in enumerate(hover)]
 
@@ -232,12 +245,12 @@ def _spec(v: View) -> str:
 
 
 CARDS: tuple[Card, ...] = (
-    Card("panel-distribution", 0, t("title.card.distribution"), "distribution", caption_below=True),  # (first screen)
-    Card("panel-tokens", 1, t("title.card.tokens"), "tokens", row="tokens-embeddings"),
-    Card("panel-embeddings", 2, t("title.card.embeddings"), "embeddings", row="tokens-embeddings"),
-    Card("panel-attention", 3, t("title.card.attention"), "attention", side_by_side=True),
-    Card("panel-kv", 4, t("title.card.kv"), "kv"),
-    Card("panel-speculative", 6, t("title.card.speculative"), "speculative"),
+    Card("panel-distribution", 0, lambda: t("title.card.distribution"), "distribution", caption_below=True),  # (first screen)
+    Card("panel-tokens", 1, lambda: t("title.card.tokens"), "tokens", row="tokens-embeddings"),
+    Card("panel-embeddings", 2, lambda: t("title.card.embeddings"), "embeddings", row="tokens-embeddings"),
+    Card("panel-attention", 3, lambda: t("title.card.attention"), "attention", side_by_side=True),
+    Card("panel-kv", 4, lambda: t("title.card.kv"), "kv"),
+    Card("panel-speculative", 6, lambda: t("title.card.speculative"), "speculative"),
 )
 
 # In page order. The HTML panels show every step of the trace with the step's parts marked (data-step):

@@ -10,6 +10,8 @@ import html
 
 import plotly.io as pio
 
+from .text import number_marks
+
 # Every figure's template, as plotly's default rather than in each layout: plotly.py deep-copies a
 # template named in a layout for each figure (most of what building the viewer bundle costs), while
 # the default is linked as it is. The figures' JSON is the same.
@@ -68,6 +70,13 @@ def plot_text(s: str) -> str:
     return html.escape(s, quote=False)
 
 
+def plot_separators() -> str:
+    """Plotly's `separators` (decimal mark, then thousands mark) of the language spoken: ".," in English, ", " in
+    French, so an axis reads 0,5 where the page's sentences write 0,5."""
+    group, decimal, _, _ = number_marks()
+    return decimal + group
+
+
 def base_layout(title: str, *, height: int = 420, **kw) -> dict:
     """The common layout: white template, readable font, short title, compact margins, and a
     transparent paper and plot area, so that a figure sits on the page's own background in the light
@@ -81,6 +90,7 @@ def base_layout(title: str, *, height: int = 420, **kw) -> dict:
         height=height,
         margin=dict(l=60, r=20, t=60, b=50),
         hoverlabel=dict(font_size=13, bgcolor="white"),
+        separators=plot_separators(),
     )
     layout.update(kw)
     return layout

@@ -10,8 +10,10 @@ the catalogue (t_html escapes the sentence's own text, never the values). Counts
 `unit.<name>.other` ("{n} token", "{n} tokens"), picked by count().
 
 Languages: catalogue(locale) reads locales/<locale>.json over the English one, so a sentence not yet translated
-falls back to English (a locale with no file is English). Only English exists today; numbers are written the English
-way whatever the locale.
+falls back to English (a locale with no file is English). Numbers are written the locale's way, told by its own
+catalogue: `number.format` ("1,234.5"; French "1 234,5") gives the thousands mark and the decimal one,
+`number.percent` ("{x}%"; French "{x} %") where the sign goes, `number.one_for` ("1"; French "0 1") the counts that
+take the singular.
 
 A key that is not in the catalogue raises KeyError, as does a placeholder given no value: never a half-written
 sentence on a class's screen. The tests prove that every key the code names (in Python and in assets/*.js) exists
@@ -19,6 +21,8 @@ and every placeholder is given, so neither can happen on a page. (`locale` is no
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import html
 import json
@@ -54,6 +58,45 @@ def _read(locale: str) -> dict[str, str]:
     return _flat(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else {}
 
 
+_LANGUAGE: contextvars.ContextVar[str] = contextvars.ContextVar("language", default=DEFAULT)
+# a browser's or a link's language tag -> the catalogue that serves it ("fr-CA" -> "fr", "zh-Hans" -> "zh-CN")
+_ALIASES = {"pt": "pt-BR", "zh": "zh-CN", "zh-hans": "zh-CN", "zh-sg": "zh-CN", "zh-hans-cn": "zh-CN"}
+
+
+def languages() -> tuple[str, ...]:
+    """The languages the page speaks: English, then every file in locales/ (a new file is a new language)."""
+    return (DEFAULT, *sorted(p.stem for p in LOCALES.glob("*.json") if p.stem != DEFAULT))
+
+
+def known(tag) -> str:
+    """The page's language for a language tag ("fr", "fr-FR", "pt", "zh-Hans-CN"; case ignored); English when the
+    page does not speak it."""
+    if not isinstance(tag, str) or not _LOCALE_NAME.fullmatch(tag.split("-")[0] if tag.count("-") > 1 else tag.replace("_", "-")):
+        return DEFAULT
+    tag = tag.replace("_", "-").lower()
+    have = {x.lower(): x for x in languages()}
+    for cand in (tag, _ALIASES.get(tag), tag.split("-")[0], _ALIASES.get(tag.split("-")[0])):
+        if cand and cand.lower() in have:
+            return have[cand.lower()]
+    return DEFAULT
+
+
+def language() -> str:
+    """The language this request or command speaks (speaking() sets it; English otherwise)."""
+    return _LANGUAGE.get()
+
+
+@contextlib.contextmanager
+def speaking(tag):
+    """Every sentence and number written inside, in `tag`'s language (a ContextVar: each request its own, and a
+    worker thread started inside inherits it)."""
+    token = _LANGUAGE.set(known(tag))
+    try:
+        yield language()
+    finally:
+        _LANGUAGE.reset(token)
+
+
 @functools.cache
 def catalogue(locale: str = DEFAULT) -> Mapping[str, str]:
     """Every sentence by dotted key, in `locale` where it has the sentence, else in English (read once)."""
@@ -70,33 +113,58 @@ def _fill(text: str, key: str, vars: Mapping[str, object], value=str) -> str:
     return PLACEHOLDER.sub(one, text)
 
 
-def t(key: str, /, locale: str = DEFAULT, **vars) -> str:
+def t(key: str, /, locale: str | None = None, **vars) -> str:
     """The sentence `key`, its placeholders filled with `vars` (each as str() writes it). Plain text."""
-    return _fill(catalogue(locale)[key], key, vars)
+    return _fill(catalogue(locale or language())[key], key, vars)
 
 
-def template(key: str, /, locale: str = DEFAULT) -> str:
+def template(key: str, /, locale: str | None = None) -> str:
     """The sentence `key` unfilled, its placeholders as they are: a template that another side fills (the
     distribution's title, filled by Python and by assets/viewer_frames.js)."""
-    return catalogue(locale)[key]
+    return catalogue(locale or language())[key]
 
 
-def t_html(key: str, /, locale: str = DEFAULT, **vars) -> str:
+def t_html(key: str, /, locale: str | None = None, **vars) -> str:
     """The sentence `key` as HTML: its own text escaped, the values put in as they are (the caller's markup,
     already escaped: a guess, a token's piece)."""
-    parts = PLACEHOLDER.split(catalogue(locale)[key])  # literal, name, literal, name, ..., literal
+    parts = PLACEHOLDER.split(catalogue(locale or language())[key])  # literal, name, literal, name, ..., literal
     return "".join(html.escape(p, quote=False) if i % 2 == 0 else _fill(f"{{{p}}}", key, vars) for i, p in enumerate(parts))
 
 
-def thousands(n) -> str:
+_FORMAT = re.compile(r"1(\D*)234(\D)5")  # number.format: "1,234.5" -> (",", ".")
+
+
+def number_marks(locale: str | None = None) -> tuple[str, str, str, frozenset]:
+    """(thousands mark, decimal mark, percent template, the counts that take the singular) of `locale`."""
+    return _marks(locale or language())
+
+
+@functools.cache
+def _marks(locale: str) -> tuple[str, str, str, frozenset]:
+    cat = catalogue(locale)
+    m = _FORMAT.fullmatch(cat["number.format"])
+    if m is None or "{x}" not in cat["number.percent"]:
+        raise ValueError(f"locales/{locale}.json: number.format must look like 1,234.5 and number.percent hold {{x}}")
+    return m.group(1), m.group(2), cat["number.percent"], frozenset(int(k) for k in cat["number.one_for"].split())
+
+
+def _local(english: str, locale: str | None) -> str:
+    """A number written the English way ("12,345.6") written the locale's way ("12 345,6")."""
+    group, decimal, _, _ = number_marks(locale)
+    if (group, decimal) == (",", "."):
+        return english
+    return english.replace(",", "\0").replace(".", decimal).replace("\0", group)
+
+
+def thousands(n, locale: str | None = None) -> str:
     """A whole number with its thousands marked, as f"{n:,}" writes it: 2048 -> '2,048' (a fraction is rounded
-    half to even first, as Python's round does)."""
-    return f"{int(n) if isinstance(n, numbers.Integral) else round(float(n)):,}"
+    half to even first, as Python's round does); in French '2 048'."""
+    return _local(f"{int(n) if isinstance(n, numbers.Integral) else round(float(n)):,}", locale)
 
 
-def count(n: int, unit: str, locale: str = DEFAULT) -> str:
-    """'1 token', '2,048 tokens': the catalogue's unit.<unit>.one or .other with n."""
-    return t(f"unit.{unit}.{'one' if n == 1 else 'other'}", locale, n=thousands(n))
+def count(n: int, unit: str, locale: str | None = None) -> str:
+    """'1 token', '2,048 tokens': the catalogue's unit.<unit>.one or .other with n (French: '0 jeton')."""
+    return t(f"unit.{unit}.{'one' if n in number_marks(locale)[3] else 'other'}", locale, n=thousands(n, locale))
 
 
 def _pct_auto(p: float) -> str:
@@ -113,7 +181,15 @@ def _pct_auto(p: float) -> str:
     return f"{p:.1g}%" if p >= 1e-4 else "<0.0001%"
 
 
-def pct(x, digits: int | None = 1, floor: bool = False) -> str:
+def pct(x, digits: int | None = 1, floor: bool = False, locale: str | None = None) -> str:
+    """pct_en's percentage written the locale's way: '12.3%'; French '12,3 %', German '12,3 %'."""
+    english = pct_en(x, digits, floor)
+    if not english.endswith("%"):
+        return english
+    return number_marks(locale)[2].replace("{x}", _local(english[:-1], locale))
+
+
+def pct_en(x, digits: int | None = 1, floor: bool = False) -> str:
     """The one way to write a share or a probability as a percentage.
 
     digits: that many decimals, as f"{x:.{digits}%}" writes it (0.1234 -> '12.3%'); None: the digits its size
@@ -131,17 +207,17 @@ def pct(x, digits: int | None = 1, floor: bool = False) -> str:
     return f"{x:.{digits}%}"
 
 
-def catalogue_js(locale: str = DEFAULT) -> str:
+def catalogue_js(locale: str | None = None) -> str:
     """The catalogue as a script's statement, `window.LLMTextCatalogue = {...};`: compact JSON with no '<' at all
     (so nothing in it ends a <script> element early, nor opens a comment)."""
-    body = json.dumps(dict(catalogue(locale)), ensure_ascii=False, separators=(",", ":"), sort_keys=True).replace("<", "\\u003c")
+    body = json.dumps(dict(catalogue(locale or language())), ensure_ascii=False, separators=(",", ":"), sort_keys=True).replace("<", "\\u003c")
     return f"window.LLMTextCatalogue = {body};"
 
 
-def head_script(locale: str = DEFAULT) -> str:
+def head_script(locale: str | None = None) -> str:
     """A <script> element defining window.LLMTextCatalogue, for a page's head, before assets/text.js is used."""
     return f"<script>{catalogue_js(locale)}</script>"
 
 
-__all__ = ["DEFAULT", "LOCALES", "PLACEHOLDER", "catalogue", "catalogue_js", "count", "head_script", "pct", "t", "t_html",
-           "template", "thousands"]
+__all__ = ["DEFAULT", "LOCALES", "PLACEHOLDER", "catalogue", "catalogue_js", "count", "head_script", "number_marks", "pct", "pct_en",
+           "t", "t_html", "template", "thousands"]

@@ -20,7 +20,7 @@ from pipeline.indices import clamp_index
 from pipeline.records import Trace
 
 from . import page, panels
-from .panels import DIST_STYLE
+from .panels import dist_style
 from .style import plot_piece
 from .viewer_sampling import sampling_bundle
 
@@ -54,7 +54,7 @@ def viewer_bundle(trace: Trace, *, layer: int = 0, head: int | None = 0, metric:
         "steps": step_labels(trace, steps),
         # every panel that follows the step (viz.panels), in page order; the page draws what this holds
         "panels": {p.elem_id: p.frames(trace, steps, layer=layer, head=head, metric=metric) for p in panels.STEP_PANELS},
-        "dist_style": DIST_STYLE,
+        "dist_style": dist_style(),
         # per step of the whole trace (steps past the frames too): HTML the page writes in place
         "html": page.step_html(trace),
         "sampling": sampling_bundle([trace.steps[s] for s in steps], penalty=st.repetition_penalty, min_p=st.min_p,

@@ -11,10 +11,10 @@ from pathlib import Path
 from pipeline.records import Trace
 
 from . import page, panels
-from .captions import CAPTIONS
+from .captions import captions
 from .output import STOP_WORDS, colour_controls_html, colour_data, piece_title
 from .style import html_piece
-from .text import catalogue_js, t
+from .text import catalogue_js, language, t
 from .viewer import MAX_FRAMES, bundle_json, viewer_bundle
 from .viewer_guess import guess_json
 
@@ -36,9 +36,10 @@ def _slider(elem_id: str, label: str, aria: str) -> str:
             f'      <input type="range" aria-label="{aria}"><input type="number" aria-label="{number}"></div>\n')
 
 
-SAMPLING_CONTROLS = ('  <div class="sampling">\n' + _slider("temperature", t("label.temperature"), t("label.temperature_aria"))
-                     + _slider("top-k", t("label.top_k"), t("label.top_k_aria")) + _slider("top-p", t("label.top_p"), t("label.top_p_aria"))
-                     + "  </div>\n")
+def sampling_controls() -> str:
+    return ('  <div class="sampling">\n' + _slider("temperature", t("label.temperature"), t("label.temperature_aria"))
+            + _slider("top-k", t("label.top_k"), t("label.top_k_aria")) + _slider("top-p", t("label.top_p"), t("label.top_p_aria"))
+            + "  </div>\n")
 
 
 def _plotly() -> tuple[str, str]:
@@ -115,7 +116,7 @@ def _section(card: panels.Card, extra: dict[str, str]) -> str:
     else:
         body = "".join(f"  {x}\n" for x in plots)
     return (f'<section id="{card.elem_id}" class="card">\n  <h2>{html.escape(card.title)}</h2>\n'
-            f'  <p class="caption">{extra.get("caption", html.escape(CAPTIONS[card.caption]))}</p>\n'
+            f'  <p class="caption">{extra.get("caption", html.escape(captions()[card.caption]))}</p>\n'
             f'{extra.get("controls", "")}{body}</section>')
 
 
@@ -124,8 +125,8 @@ def step_sections(trace: Trace, bundle: dict) -> str:
     sliders and how the trace was sampled, the attention's caption naming the block and head shown."""
     head = bundle["attention"]["head"]
     extras = {
-        "panel-distribution": {"controls": SAMPLING_CONTROLS + f'  <p class="caption">{settings_line(trace)}</p>\n'},
-        "panel-attention": {"caption": html.escape(CAPTIONS["attention"] + " " + t(
+        "panel-distribution": {"controls": sampling_controls() + f'  <p class="caption">{settings_line(trace)}</p>\n'},
+        "panel-attention": {"caption": html.escape(captions()["attention"] + " " + t(
             "viewer.attention_shown", layer=bundle["attention"]["layer"], head=t("viewer.every_head") if head is None else t("viewer.one_head", head=head)))},
     }
     cards = [c for c in panels.CARDS if any(p.follows_step for p in panels.in_card(c.elem_id))]
@@ -146,6 +147,7 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
     js, version = _plotly()
     note = "" if n == len(trace.steps) else f"<p class='note'>{html.escape(t('viewer.truncated', n=len(trace.steps), shown=n))}</p>"
     slots = {
+        "LANG": language(),
         "TITLE": html.escape(f"{trace.model.id}: {trace.prompt.text[:60]}"),
         "STYLE": (ASSETS / "viewer.css").read_text(encoding="utf-8"),
         "PLOTLY_JS": js, "PLOTLY_VERSION": version,
@@ -154,7 +156,7 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
         "OUTPUT_HTML": output_html(trace, n),
         "COLOUR_BY": colour_controls_html(),
         "SETTINGS_LINE": settings_line(trace),
-        "CAPTION_OUTPUT": html.escape(CAPTIONS["output"]),
+        "CAPTION_OUTPUT": html.escape(captions()["output"]),
         "STEP_SECTIONS": step_sections(trace, bundle),
         "BUNDLE": bundle_json(bundle),
         "VIEWER_JS": "\n".join([catalogue_js(), *(_inline_script(f) for f in VIEWER_SCRIPTS)]),  # the words first (viz.text)

@@ -2,7 +2,7 @@
 import re
 from pathlib import Path
 
-from viz.captions import CAPTIONS
+from viz.captions import captions
 from viz.glossary import GLOSSARY, gloss, glossary_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,4 +30,4 @@ def test_docs_glossary_says_what_the_page_says():
 
 def test_the_first_screens_captions_gloss_their_words():
     for key in ("distribution_app", "output"):
-        assert '<abbr class="term"' in gloss(CAPTIONS[key]), key
+        assert '<abbr class="term"' in gloss(captions()[key]), key

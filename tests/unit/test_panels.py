@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tests.synthetic import make_trace
 from viz import page, panels, viewer, viewer_page
-from viz.captions import CAPTIONS
+from viz.captions import captions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,7 +15,7 @@ def test_every_list_of_panels_derives_from_the_registry():
     assert page.STEP_FIGURES == {p.key for p in panels.PANELS if p.follows_step}
     assert set(page.HEAVY) == {p.key for p in panels.PANELS if p.heavy}
     assert panels.STEP_IDS == tuple(p.elem_id for p in panels.PANELS if p.follows_step)
-    assert all(c.caption in CAPTIONS for c in panels.CARDS)
+    assert all(c.caption in captions() for c in panels.CARDS)
     assert len({c.number for c in panels.CARDS}) == len(panels.CARDS)
 
 

@@ -164,6 +164,7 @@ def test_every_key_the_code_names_is_in_the_catalogue_and_every_placeholder_is_g
 def test_no_sentence_is_left_unused():
     used = {k for _, keys, _ in USES for k in keys}
     used |= {f"caption.{k}" for k in captions._NAMES} | {"caption.distribution_detail"}  # viz/captions.py: by name
+    used |= {"number.format", "number.percent", "number.one_for"}  # viz.text.number_marks, assets/text.js numberMarks
     assert set(catalogue()) - used == set(), "sentences nothing uses: take them out of locales/en.json"
 
 
@@ -270,14 +271,14 @@ _JOB = """function run(job) { const T = window.LLMText, out = {};
   return out; }"""
 
 
-def _js(job: dict) -> dict:
-    """_JOB run on `job` with the catalogue and assets/text.js loaded: by node, else in headless Chromium."""
+def _js(job: dict, locale: str = "en") -> dict:
+    """_JOB run on `job` with `locale`'s catalogue and assets/text.js loaded: by node, else in headless Chromium."""
     text_js = (ROOT / "assets" / "text.js").read_text(encoding="utf-8")
     if shutil.which("node"):
         import tempfile
 
         with tempfile.TemporaryDirectory() as d:
-            (Path(d) / "a.js").write_text(catalogue_js() + "\n" + _JOB, encoding="utf-8")
+            (Path(d) / "a.js").write_text(catalogue_js(locale) + "\n" + _JOB, encoding="utf-8")
             (Path(d) / "b.js").write_text(text_js, encoding="utf-8")
             (Path(d) / "run.js").write_text(_RUN, encoding="utf-8")
             res = subprocess.run(["node", str(Path(d) / "run.js"), str(Path(d) / "a.js"), str(Path(d) / "b.js")],
@@ -292,31 +293,43 @@ def _js(job: dict) -> dict:
         try:
             page = browser.new_page()
             page.set_content("<!doctype html><meta charset='utf-8'><body></body>")
-            for js in (catalogue_js(), text_js, _JOB):
+            for js in (catalogue_js(locale), text_js, _JOB):
                 page.add_script_tag(content=js)
             return page.evaluate("(job) => run(job)", job)
         finally:
             browser.close()
 
 
+LANGUAGES = sorted(p.stem for p in text.LOCALES.glob("*.json"))
+
+
+@pytest.fixture(scope="module", params=LANGUAGES)
+def both(request):
+    return _both(request.param)
+
+
 @pytest.fixture(scope="module")
-def both():
+def both_en():
+    return _both("en")
+
+
+def _both(loc: str):
     xs = _numbers()
     digits = [None, 0, 1, 2, 3]
     ns = [0, 1, 999, 1000, 1234, -1234, 1234567, 10**15, 2.5, 3.5, -2.5, 1234567.5, 0.49, 12.51]
     units = sorted({k.split(".")[1] for k in catalogue() if k.startswith("unit.")})
     counts = [0, 1, 2, 1000, 49152]
-    sentences = [(k, {name: f"<{name}>" for name in _placeholders(s)}) for k, s in catalogue().items()]
+    sentences = [(k, {name: f"<{name}>" for name in _placeholders(s)}) for k, s in catalogue(loc).items()]
     job = {"xs": [repr(x) for x in xs], "digits": digits, "ns": [repr(n) for n in ns], "units": units, "counts": counts, "sentences": sentences}
-    py = {"pct": [[pct(x, d) for x in xs] for d in digits], "floor": [pct(x, 1, floor=True) for x in xs],
-          "floor0": [pct(x, 0, floor=True) for x in xs], "thousands": [thousands(n) for n in ns],
-          "count": [[count(n, u) for n in counts] for u in units], "t": [t(k, **v) for k, v in sentences]}
-    return py, _js(job), xs
+    py = {"pct": [[pct(x, d, locale=loc) for x in xs] for d in digits], "floor": [pct(x, 1, True, loc) for x in xs],
+          "floor0": [pct(x, 0, True, loc) for x in xs], "thousands": [thousands(n, loc) for n in ns],
+          "count": [[count(n, u, loc) for n in counts] for u in units], "t": [t(k, loc, **v) for k, v in sentences]}
+    return py, _js(job, loc), xs, loc
 
 
 @pytest.mark.parametrize("what", ["pct", "floor", "floor0", "thousands", "count", "t"])
 def test_python_and_the_browser_write_the_same(both, what):
-    py, js, xs = both
+    py, js, xs, _ = both
     if what in ("pct", "floor", "floor0"):
         rows = py[what] if what == "pct" else [py[what]]
         jrows = js[what] if what == "pct" else [js[what]]
@@ -327,11 +340,11 @@ def test_python_and_the_browser_write_the_same(both, what):
         assert py[what] == js[what]
 
 
-def test_the_formatters_keep_the_pages_words(both):
+def test_the_formatters_keep_the_pages_words(both_en):
     assert [pct(p, None) for p in (0.873, 0.023, 0.00123, 4e-6, 0.0, 1e-9)] == ["87%", "2.3%", "0.12%", "0.0004%", "0%", "<0.0001%"]
     assert [pct(f, 1, floor=True) for f in (0.1234, 0.0004, 0.0, math.nan)] == ["12.3%", "<0.1%", "0.0%", "–"]
     assert [pct(0.125, 0), pct(0.0125, 1), pct(0.345, 2)] == [f"{0.125:.0%}", f"{0.0125:.1%}", f"{0.345:.2%}"]
     assert [thousands(n) for n in (0, 999, 1000, -1234567, 2.5, 3.5)] == ["0", "999", "1,000", "-1,234,567", "2", "4"]
-    _, js, _ = both
+    js = both_en[1]
     assert js["parts"] == ["Your guess ", "g", ": the model rated it ", {"b": "1%"}, ", ", {"b": "rank 2"}, " (1 = most likely)."]
     assert "no.such" in js["errors"][0] and "{rank}" in js["errors"][1]

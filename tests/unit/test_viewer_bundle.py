@@ -12,7 +12,7 @@ import pytest
 from tests.synthetic import make_trace
 from viz import attention, distribution, viewer
 from viz.panels import STEP_IDS as IDS
-from viz.viewer import DIST_STYLE, bundle_json, sizes, viewer_bundle
+from viz.viewer import bundle_json, dist_style, sizes, viewer_bundle
 from viz.viewer_attention import attention_panel, windowed
 from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, head_size, min_p_reach, sort_order, step_tables, unpacked
 
@@ -169,6 +169,7 @@ def test_sizes_are_measured_and_the_json_is_safe_in_html(bundle):
 
 
 def test_the_candidates_unmarked_labels_and_the_marks_viz_uses(trace):
+    style = dist_style()
     b = viewer_bundle(trace)
     step = trace.steps[2]
     c = b["panels"]["dist-plot"]["candidates"][2]
@@ -176,13 +177,13 @@ def test_the_candidates_unmarked_labels_and_the_marks_viz_uses(trace):
     raw = greedy.data[0]
     removed = [k for k in range(20) if k != c["rank"] and k != 0]
     for k in removed:
-        assert raw.y[k] == DIST_STYLE["removed_label"].format(c["labels"][k])
-        assert raw.customdata[k] == c["hover"][k] + DIST_STYLE["removed_hover"]
-        assert raw.marker.color[k] == DIST_STYLE["removed_color"]
-    assert raw.marker.color[0] == DIST_STYLE["kept_color"] and raw.marker.color[-1] == DIST_STYLE["rest_color"]
+        assert raw.y[k] == style["removed_label"].format(c["labels"][k])
+        assert raw.customdata[k] == c["hover"][k] + style["removed_hover"]
+        assert raw.marker.color[k] == style["removed_color"]
+    assert raw.marker.color[0] == style["kept_color"] and raw.marker.color[-1] == style["rest_color"]
     line, label = greedy.layout.shapes[0].to_plotly_json(), greedy.layout.annotations[0].to_plotly_json()
-    assert line == {**DIST_STYLE["cut_line"], "y0": 0.5, "y1": 0.5}
-    assert label == {**DIST_STYLE["cut_label"], "y": 0.5}
+    assert line == {**style["cut_line"], "y0": 0.5, "y1": 0.5}
+    assert label == {**style["cut_label"], "y": 0.5}
 
 
 def test_the_head_holds_top_k_ties_and_every_recorded_candidate():

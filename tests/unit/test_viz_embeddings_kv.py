@@ -7,7 +7,7 @@ import pytest
 
 from tests.synthetic import make_trace
 from viz import page, panels
-from viz.captions import CAPTIONS
+from viz.captions import captions
 from viz.embeddings import embeddings_figure
 from viz.kv import kv_summary_html, kv_timing_figure
 from viz.style import GEN_COLOR, PROMPT_COLOR
@@ -99,9 +99,9 @@ def test_kv_summary_spells_out_the_formula_with_the_models_numbers():
 
 def test_captions_cover_every_panel_accurately():
     for key in ("intro", "output", "tokens", "embeddings", "attention", "distribution", "kv"):
-        assert len(CAPTIONS[key]) > 80
-    assert "smallest set of most likely tokens" in CAPTIONS["distribution"]
-    assert "one parallel pass" in CAPTIONS["kv"] and "reuses" in CAPTIONS["kv"]
+        assert len(captions()[key]) > 80
+    assert "smallest set of most likely tokens" in captions()["distribution"]
+    assert "one parallel pass" in captions()["kv"] and "reuses" in captions()["kv"]
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from pipeline import sampling
 from tests.synthetic import make_trace
 from viz.bytes_view import byte_cells, bytes_html, readable_to_bytes
-from viz.captions import CAPTIONS
+from viz.captions import captions
 from viz.context import context_figure, context_html, context_use, format_cost
 from viz.sampling_compare import compare_samples, sampling_compare_figure
 
@@ -295,4 +295,4 @@ def test_new_captions_exist_and_old_ones_are_kept():
     for key in ("intro", "output", "tokens", "embeddings", "attention", "distribution", "kv", "speculative",
                 "inside", "lens", "residual", "contributions", "position", "kv_compare", "accounting",
                 "sampling_compare", "branching", "bytes", "context", "tour"):
-        assert key in CAPTIONS and len(CAPTIONS[key]) > 150, key
+        assert key in captions() and len(captions()[key]) > 150, key
