@@ -27,7 +27,7 @@ import gradio as gr
 from pipeline import gallery, trace_bounds, trace_io
 from pipeline.errors import TraceFormatError
 from pipeline.records import Trace
-from ui import api, bridge, layout, links, listeners, model, network, passages_api, room_store, rooms, rooms_api, wiring
+from ui import api, bridge, language, layout, links, listeners, model, network, passages_api, room_store, rooms, rooms_api, wiring
 from ui import room_filter, rooms_asgi
 from ui import viewer_wiring as viewer
 
@@ -52,7 +52,8 @@ def build(example: Trace | None) -> gr.Blocks:
     with gr.Blocks(title="LLM pipeline visualizer", delete_cache=(3600, 3600)) as demo:
         page = layout.layout(example, model.status(), spec_cost)
         wiring.wire(demo, page, example)
-    return api.publish(demo, model.start_run, listeners.DOWNLOADS, model.MAX_NEW_TOKENS)  # /trace; the page's events hidden from the API
+    api.publish(demo, model.start_run, listeners.DOWNLOADS, model.MAX_NEW_TOKENS)  # /trace; the page's events hidden from the API
+    return language.speak_all(demo)  # every listener in its caller's language; /trace in English
 
 
 def main(argv=None):
@@ -71,12 +72,13 @@ def main(argv=None):
     demo = build(example)
     demo.queue(default_concurrency_limit=8)
     gr.set_static_paths(viewer.static_paths() + [str(gallery.GALLERY_DIR)])  # the page's scripts; the saved traces
-    demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=bridge.head_html() + links.early_head() + viewer.head_html(example), theme=gr.themes.Soft(),
+    demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=language.head_html() + bridge.head_html() + links.early_head() + viewer.head_html(example), theme=gr.themes.Soft(),
                 show_error=True, max_file_size=trace_bounds.MAX_FILE_BYTES,  # a larger upload is refused as it streams in
                 prevent_thread_lock=True)
     demo.app.include_router(rooms_api.router)  # the class rooms' JSON API, beside the page (ui/rooms_api.py)
     rooms_asgi.serve_first(demo.app, rooms_api.router, rooms_api.state_answer)  # ... before Gradio's middleware and routes
     demo.app.include_router(passages_api.router)  # the real-text passages a room can play (ui/passages_api.py)
+    demo.app.include_router(language.router)  # each language's catalogue, for the page's script (ui/language.py)
     demo.block_thread()
 
 

@@ -18,7 +18,7 @@
   const IDS = Object.freeze([...(root.LLMAppPanels || [])]);
   const SAMPLING = '#temperature, #top-k, #top-p, #min-p, #repetition-penalty';
   const SLIDERS = `#step-slider, ${SAMPLING}`; // the sliders the page answers itself
-  const PLAY = '▶ Play', PAUSE = '⏸ Pause';
+  const PLAY = () => root.LLMText.t('button.play'), PAUSE = () => root.LLMText.t('button.pause'); // (read when shown: the page's language)
 
   const st = { bundle: null, key: null, liveT: 0, step: 0, t: 0.7, k: 0, p: 0.9, mp: null, pen: null, drawn: {}, // (mp, pen null: the trace's own) busy: false, dirty: false, dragging: false,
                settleTimer: null, settleMs: 300, sliceMs: 150, rendered: -1, insideStale: true, insideInView: false, // (never drawn yet)
@@ -289,7 +289,7 @@
   let play = null, playWanted = false;
   const playing = () => play !== null && play.playing();
   function stopPlay() { if (play) play.stop(); }
-  function wantPlay(on) { playWanted = on; playLabel(on ? PAUSE : PLAY); }
+  function wantPlay(on) { playWanted = on; playLabel(on ? PAUSE() : PLAY()); }
 
   // The speed control beside Play (ui/layout.py): steps per second, read at every step (a change applies at once)
   const SPEEDS = { slow: 1, normal: 4, fast: 12 };
@@ -302,11 +302,11 @@
     if (b.n_steps < 2) return;
     const n = b.n_steps;
     if (st.step >= n - 1) setStep(0);
-    playLabel(PAUSE);
+    playLabel(PAUSE());
     play = root.LLMViewer.player({
       drawn: () => !st.busy && st.rendered === st.step && st.bundle === b,
       advance: () => { if (st.bundle !== b) return false; showStep(st.step + 1); return st.step < n - 1; },
-      stopped: () => { playLabel(PLAY); setStep(st.step); }, // Gradio's slider told once; the panels off screen catch up
+      stopped: () => { playLabel(PLAY()); setStep(st.step); }, // Gradio's slider told once; the panels off screen catch up
       fps: playSpeed,
     });
     play.start();

@@ -43,7 +43,7 @@
     const plot = ev.target.closest && ev.target.closest('#dist-plot .js-plotly-plot');
     const row = plot && rowAt(plot, ev);
     if (!row) return;
-    const own = /◀ (sampled|forced)/.test(row.label);
+    const own = row.label.includes('◀'); // the step's own token: "◀ sampled" or "◀ forced" (dist.mark_*), in any language
     const label = row.label.replace(/<[^>]*>/g, '').replace(/\s*◀.*$/, '').replace(/^#\d+\s*/, '');
     ask(row.i, root.LLMText.t('branch.candidate', { token: root.LLMText.t('common.quote', { text: label }), rank: row.i + 1 }), own);
   }

@@ -19,13 +19,15 @@
   const PROB_EDGES = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9];
   const BIT_EDGES = [0.5, 1, 2, 3, 4, 6, 8]; // (surprise and entropy on one scale: a step's entropy is its expected surprise)
   const T = () => root.LLMText;
-  const bits = (x) => root.LLMText.t('colour.bits', { n: Number.isFinite(x) ? x.toFixed(2) : '∞' });
+  // a number of bits as viz/output.py writes it (to 2 decimals, with the language's decimal mark: viz.text.decimal)
+  const bits = (x) => root.LLMText.t('colour.bits', { n: Number.isFinite(x) ? T().local(T().fixed(x, 2)) : '∞' });
+  const edge = (x) => T().local(String(x)); // a bin edge: 0.5 (French 0,5)
   const SCALES = {
     // tick: an edge as the legend writes it (lo: as the start of a range, '5–10%'); value: a token's number as the readout does
     prob: { attr: 'prob', edges: PROB_EDGES, tick: (x) => T().pct(x, 0), lo: (x) => String(Math.round(x * 100)),
             value: (x) => T().pct(x, null), what: () => root.LLMText.t('colour.legend.prob') },
-    surprise: { attr: 'surprise', edges: BIT_EDGES, tick: String, lo: String, value: bits, what: () => root.LLMText.t('colour.legend.surprise') },
-    entropy: { attr: 'entropy', edges: BIT_EDGES, tick: String, lo: String, value: bits, what: () => root.LLMText.t('colour.legend.entropy') },
+    surprise: { attr: 'surprise', edges: BIT_EDGES, tick: edge, lo: edge, value: bits, what: () => root.LLMText.t('colour.legend.surprise') },
+    entropy: { attr: 'entropy', edges: BIT_EDGES, tick: edge, lo: edge, value: bits, what: () => root.LLMText.t('colour.legend.entropy') },
   };
   // [background, text] of each shade, lowest first. Light: from the page's white to dark blue; dark: from the page's
   // dark to light blue (more: more contrast with the page, in either theme). Boundaries: the two shades the text had.

@@ -5,6 +5,8 @@
  *   {"copy": URL, "parent": {"origin": O, "queryString": Q}}
  *                                    inside a Hugging Face Space's frame: also ask the Space's page (at O) to show Q in
  *                                    its address bar, by the message Spaces document for it
+ *   {"go": URL}                      the page again at URL (the language picker: assets/language.js), with the page's own
+ *                                    ways of showing it (the presenter view, Guess first)
  *   {"run": true, "step": N, "branch": [[S, R], ...]}
  *                                    click Generate, as a person would; then force the candidate of rank R at step S and
  *                                    generate on (each pair in turn); then move the step slider to N
@@ -20,7 +22,13 @@
     return true;
   };
   const key = () => (root.LLMApp && root.LLMApp.mounted() ? root.LLMApp.state.key : null);
-  const modelReady = () => { const t = document.querySelector('#model-info')?.innerText || ''; return t.startsWith('Model:') || t.includes('failed'); };
+  // the model line says the model is there ("Model: …", model.lead_live) or failed ("Model failed to load: …", model.failed's
+  // words before its {error}), in the page's language
+  const modelReady = () => {
+    const line = (document.querySelector('#model-info')?.innerText || '').trim(), T = root.LLMText;
+    const failed = T.t('model.failed', { error: '\u0000' }).split('\u0000')[0].trim();
+    return line.startsWith(T.t('model.lead_live')) || (failed !== '' && line.includes(failed));
+  };
 
   function say(btn, words) { // the button's own words for a moment ("Copied"), then its label again
     if (!btn) return;
@@ -34,11 +42,19 @@
     btn.__sayTimer = setTimeout(() => { node.nodeValue = btn.__label; }, 2500);
   }
 
+  // the page's own ways of showing it go with a link: the presenter view, Guess first
+  const ownFields = () => [['view', 'present', 'present'], ['guess', '1', 'guessing']].filter(([, , c]) => document.body.classList.contains(c));
+  const withOwnFields = (q) => { const u = new URLSearchParams(q); ownFields().forEach(([k, v]) => u.set(k, v)); return u.toString(); };
+
+  function go(a) {
+    const url = new URL(a.go, root.location.href);
+    url.search = withOwnFields(url.search);
+    root.location.assign(url.toString());
+  }
+
   async function copy(a) {
     const box = root.LLMValues.box('link-box'), btn = document.getElementById('copy-link'), p = a.parent;
-    // the page's own ways of showing it go with the link: the presenter view, Guess first
-    const own = [['view', 'present', 'present'], ['guess', '1', 'guessing']].filter(([, , c]) => document.body.classList.contains(c));
-    const withOwn = (q) => { if (!own.length) return q; const u = new URLSearchParams(q); own.forEach(([k, v]) => u.set(k, v)); return u.toString(); };
+    const own = ownFields(), withOwn = (q) => (own.length ? withOwnFields(q) : q);
     const url = new URL(a.copy, root.location.href);
     if (own.length) { url.search = withOwn(url.search); if (box) box.value = url.toString(); }
     if (p && root.parent !== root) {
@@ -79,6 +95,7 @@
   }
 
   async function act(a) {
+    if (a.go) return go(a);
     if (a.copy) return copy(a);
     if (a.run) {
       if (!(await generate()) || !(await branches(Array.isArray(a.branch) ? a.branch : []))) return;

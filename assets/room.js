@@ -58,7 +58,9 @@
   // Both columns on one absolute scale, a bar's track being 100%: the room's share of its guesses, the model's
   // probability (at a flat step its 2% is a sliver beside the 95% of a confident one). The server writes what is
   // read (ui/rooms.py): a token's `label` as the distribution writes it (viz.style.visible: "·Paris", bytes as
-  // "<0xF0>"), its percentage as viz.fmt.pct does (`pct`); an answer is shown as typed, as text.
+  // "<0xF0>"); its probability (`prob`) written here in the page's language, with the digits its size needs (as
+  // viz.fmt.pct does; a favourite outside the model's kept candidates: "less than" its bound, `below`); an answer is
+  // shown as typed, as text.
   function bars(title, rows, label, value, share, hide) {
     const box = el('div', 'room-col');
     box.append(el('p', 'room-col-title', title));
@@ -75,22 +77,7 @@
     return box;
   }
 
-  const listed = (xs) => (xs.length < 2 ? xs.join('') : root.LLMText.t('room.list_and', { items: xs.slice(0, -1).join(', '), last: xs[xs.length - 1] }));
-  // (the number is the model's for an answer's first token: said so when the answer is more than that token)
-  const beyond = (f) => f.piece && f.piece.trim() !== f.text.trim();
-  function favourite(favs, n, shares) {
-    const f = favs[0];
-    if (favs.length === 1) {
-      return root.LLMText.t(beyond(f) ? 'room.favourite_token' : 'room.favourite', { text: shown(f.text), token: shown(f.label), pct: f.pct });
-    }
-    const tied = (rest) => (shares ? root.LLMText.t('room.options_tied', { share: root.LLMText.pct(f.count / n, 0), rest }) // (hide counts)
-      : root.LLMText.t('room.tied', { guesses: root.LLMText.count(f.count, 'guess'), rest }));
-    if (favs.every((g) => beyond(g) && g.token_id === f.token_id)) { // (emoji that begin with the same bytes)
-      return tied(root.LLMText.t('room.tied_token', { texts: listed(favs.map((g) => shown(g.text))), token: shown(f.label), pct: f.pct }));
-    }
-    const each = favs.map((g) => root.LLMText.t(beyond(g) ? 'room.each_token' : 'room.each', { text: shown(g.text), token: shown(g.label), pct: g.pct }));
-    return tied(root.LLMText.t('room.tied_model', { each: listed(each) }));
-  }
+  const pctOf = (x) => root.LLMRoomTools.pctOf(x), favourite = (favs, n, shares) => root.LLMRoomTools.favourite(favs, n, shares, shown);
   const BYTES = /<0x[0-9A-F]{2}>/;
 
   function drawChart(box, s, hide) {
@@ -106,9 +93,9 @@
     const cols = el('div', 'room-cols'), hideRow = hide && ((r) => hide(r.by_text ? Object.assign({}, r, { token_id: null }) : r));
     cols.append(bars(shares ? root.LLMText.t('room.options_col_room') : root.LLMText.t('room.col_room', { guesses: root.LLMText.count(n, 'guess') }),
       s.room.map((r) => Object.assign({ mark: r.token_id === top.token_id }, r)),
-      (r) => r.text, (r) => (shares ? root.LLMText.pct(r.count / n, 0) : String(r.count)), (r) => r.count / n, hideRow),
+      (r) => r.text, (r) => (shares ? root.LLMText.pct(r.count / n, 0) : root.LLMText.thousands(r.count)), (r) => r.count / n, hideRow),
     bars(root.LLMText.t('room.col_model'), s.model.map((m) => Object.assign({ mark: m.token_id === s.sampled.token_id }, m)),
-      (m) => m.label, (m) => m.pct, (m) => m.prob));
+      (m) => m.label, pctOf, (m) => m.prob));
     box.append(cols);
     if (root.LLMRoomTools) root.LLMRoomTools.marks(box, s); // the class's answer and the model's top pick: right or wrong
     if ([...s.model, s.sampled].some((m) => BYTES.test(m.label))) {
@@ -139,7 +126,7 @@
     call(`${T.code}`, { headers: Object.assign({ 'X-Room-Key': T.key }, T.etag ? { 'If-None-Match': T.etag } : {}) }).then((r) => {
       if (!back(answered(r), (t) => drawEnded(document.getElementById('class-chart'), { error: t }))) return;
       if (!T || r.status === 304) return;
-      if (r.status !== 200) { if (r.status === 404 || r.status === 410) keepRoom(null); drawEnded(document.getElementById('class-chart'), r.body); return; }
+      if (r.status !== 200) { if (r.status === 404 || r.status === 410) keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: why(r, null) }); return; }
       T.etag = r.etag; T.state = r.body;
       if (r.body.closed) { keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: root.LLMText.t('room.ended') }); return; }
       if (r.body.phase === 'revealed' && a && a.state.step === r.body.step) root.LLMGuess && root.LLMGuess.reveal(r.body.step);
@@ -148,6 +135,9 @@
     }).catch(() => back(false, (t) => drawEnded(document.getElementById('class-chart'), { error: t })));
   }
 
+  // why the API refused, in the page's language: a class that has ended (410) said here, any other refusal as the
+  // server wrote it (in the language of the page that asked: ui/rooms_api.py), else `otherwise`
+  const why = (r, otherwise) => (r.status === 410 ? root.LLMText.t('room.ended') : (r.body && r.body.error) || otherwise);
   function drawEnded(box, body) { if (box) box.replaceChildren(el('p', 'room-ended', (body && body.error) || root.LLMText.t('room.unreachable'))); }
   // -- the server restarted (its rooms kept on disk: docs/rooms.md): a poll with no answer, or not the API's (a proxy's 502, the
   // server's own 404 before app.py adds the API) marks it lost; the first to work then asks Gradio's app id: another, the page reloads
@@ -288,7 +278,7 @@
     call(`${code}?student=${encodeURIComponent(me)}`, { headers: S.etag ? { 'If-None-Match': S.etag } : {} }).then((r) => {
       if (!back(answered(r), status, 5000)) return;
       if (r.status === 304) { rejoin(); return follow(); }
-      if (r.status !== 200) { S.ended = true; if (S.joined === null && (r.status === 404 || r.status === 410)) S.refusal = r; else status((r.body && r.body.error) || root.LLMText.t('room.unreachable')); return; }
+      if (r.status !== 200) { S.ended = true; if (S.joined === null && (r.status === 404 || r.status === 410)) S.refusal = r; else status(why(r, root.LLMText.t('room.unreachable'))); return; }
       S.etag = r.etag; S.state = r.body;
       if (r.body.closed) { S.ended = true; status(root.LLMText.t('room.ended_explore')); return; }
       rejoin();
@@ -321,7 +311,8 @@
     if (!box || !msg) return false;
     document.documentElement.classList.remove('room-joining');
     box.value = spacedCode;
-    msg.textContent = r.status === 404 ? noClass(spacedCode) : (r.body && r.body.error) || root.LLMText.t('room.that_ended');
+    msg.textContent = r.status === 404 ? noClass(spacedCode) : r.status === 410 ? root.LLMText.t('room.that_ended')
+      : (r.body && r.body.error) || root.LLMText.t('room.that_ended');
     return true;
   }
 
@@ -366,7 +357,7 @@
       if (r.status === 200) {
         keep(step, text); note(sentNote(r.body.text, 'guessing'));
         if (root.LLMRoomTools) root.LLMRoomTools.sent(`${code}-${S.joined}-${step}`, r.body); // (its ids: right or not, at the reveal)
-      } else note((r.body && r.body.error) || root.LLMText.t('room.not_sent'));
+      } else note(why(r, root.LLMText.t('room.not_sent')));
     }).catch(() => note(root.LLMText.t('room.not_sent_unreachable')));
   }
   document.addEventListener('click', (e) => { if (e.target.closest && e.target.closest('#guess-submit')) send(e); }, true);
@@ -382,9 +373,10 @@
     const say = (t) => { msg.textContent = t; box.focus(); };
     if (c.length !== 6) return say(root.LLMText.t(c ? 'room.code_length_n' : 'room.code_length', { n: c.length }));
     const r = await call(c).catch(() => ({ status: 0 }));
-    if (r.status === 200 && !r.body.closed) { // (the class's link: the page's theme kept, nothing else of this page's link)
-      const u = new URL(root.location.href), theme = u.searchParams.get('__theme');
-      u.search = `?room=${c}${theme ? `&__theme=${encodeURIComponent(theme)}` : ''}`; u.hash = ''; root.location.assign(u.href); return;
+    if (r.status === 200 && !r.body.closed) { // (the class's link: the page's language and theme kept, nothing else of its link)
+      const u = new URL(root.location.href), theme = u.searchParams.get('__theme'), lang = u.searchParams.get('lang');
+      u.search = `?room=${c}${lang ? `&lang=${encodeURIComponent(lang)}` : ''}${theme ? `&__theme=${encodeURIComponent(theme)}` : ''}`;
+      u.hash = ''; root.location.assign(u.href); return;
     }
     say(r.status === 404 ? noClass(nice) : r.status === 410 || (r.body && r.body.closed) ? root.LLMText.t('room.class_ended', { code: nice })
       : (r.body && r.body.error) || root.LLMText.t('room.unreachable_try'));

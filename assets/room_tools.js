@@ -25,7 +25,7 @@
   const card = () => document.querySelector('#class-info .class-card[data-code]');
   // a model's name as a class says it: "HuggingFaceTB/SmolLM2-135M-Instruct" -> "SmolLM2"
   const short = (id) => String(id || '').split('/').pop().split('-')[0];
-  const bits = (x) => (x === null || x === undefined ? '–' : x.toFixed(1));
+  const bits = (x) => (x === null || x === undefined ? '–' : root.LLMText.local(root.LLMText.fixed(x, 1))); // (French 4,7)
   const mark = (ok) => (ok === null || ok === undefined ? '–' : ok ? '✓' : '✗');
 
   // -- the marks beside the chart -------------------------------------------------------------------------------
@@ -194,5 +194,27 @@
     Object.assign(tally.dataset, { right, steps });
   }
 
-  root.LLMRoomTools = { marks, teacher, sent, student };
+  // The reveal's words (assets/room.js): a probability in the page's language, with the digits its size needs (as
+  // viz.fmt.pct does; a favourite outside the model's kept candidates: "less than" its bound, `below`), and the
+  // sentence naming the class's favourite answer(s) beside the model's number for it
+  const pctOf = (x) => (typeof x.prob === 'number' ? root.LLMText.pct(x.prob, null)
+    : typeof x.below === 'number' ? root.LLMText.t('room.less_than', { pct: root.LLMText.pct(x.below, null) }) : x.pct);
+  const listed = (xs) => (xs.length < 2 ? xs.join('') : root.LLMText.t('room.list_and', { items: xs.slice(0, -1).join(', '), last: xs[xs.length - 1] }));
+  // (the number is the model's for an answer's first token: said so when the answer is more than that token)
+  const beyond = (f) => f.piece && f.piece.trim() !== f.text.trim();
+  function favourite(favs, n, shares, shown) {
+    const f = favs[0];
+    if (favs.length === 1) {
+      return root.LLMText.t(beyond(f) ? 'room.favourite_token' : 'room.favourite', { text: shown(f.text), token: shown(f.label), pct: pctOf(f) });
+    }
+    const tied = (rest) => (shares ? root.LLMText.t('room.options_tied', { share: root.LLMText.pct(f.count / n, 0), rest }) // (hide counts)
+      : root.LLMText.t('room.tied', { guesses: root.LLMText.count(f.count, 'guess'), rest }));
+    if (favs.every((g) => beyond(g) && g.token_id === f.token_id)) { // (emoji that begin with the same bytes)
+      return tied(root.LLMText.t('room.tied_token', { texts: listed(favs.map((g) => shown(g.text))), token: shown(f.label), pct: pctOf(f) }));
+    }
+    const each = favs.map((g) => root.LLMText.t(beyond(g) ? 'room.each_token' : 'room.each', { text: shown(g.text), token: shown(g.label), pct: pctOf(g) }));
+    return tied(root.LLMText.t('room.tied_model', { each: listed(each) }));
+  }
+
+  root.LLMRoomTools = { marks, teacher, sent, student, pctOf, favourite };
 })(window);

@@ -55,7 +55,10 @@
     return { ids, els, key, ready, order, inView };
   }
 
-  // The generated text with the step on screen highlighted, later steps dimmed, and a line naming the step.
+  const escapeText = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+  // The generated text with the step on screen highlighted, later steps dimmed, and a line naming the step (the
+  // catalogue's viewer.step_line, its sentence escaped, the step and the token in bold).
   function textView(bundle) {
     const n = bundle.n_steps, spans = Array.from(document.querySelectorAll('#output .step'));
     const label = document.getElementById('step-label'), stopLine = document.querySelector('#output .stop-reason');
@@ -66,8 +69,10 @@
         el.classList.toggle('future', i > s);
       });
       if (stopLine) stopLine.hidden = s !== n - 1; // why it stopped: only with the last step on screen
-      const st = bundle.steps[s];
-      label.innerHTML = `step <b>${s}</b> of ${n - 1} · ${st.phase} · position ${st.position} · token <b>${st.piece}</b>`;
+      const st = bundle.steps[s], { thousands } = root.LLMText; // (the step's piece: HTML already, viz.style.plot_piece)
+      label.innerHTML = root.LLMText.parts('viewer.step_line', { step: { b: String(s) }, last: thousands(n - 1), phase: st.phase,
+        position: thousands(st.position), piece: { b: st.piece } })
+        .map((part) => (typeof part === 'string' ? escapeText(part) : `<b>${part.b}</b>`)).join('');
     };
   }
 
@@ -104,11 +109,11 @@
   function playButton(stepSlider, state, n, drawn, caughtUp) {
     const play = document.getElementById('play');
     const p = player({ drawn, advance: () => { stepSlider.set(state.step + 1); return state.step < n - 1; },
-                       stopped: () => { play.textContent = '▶ Play'; caughtUp(); } });
+                       stopped: () => { play.textContent = root.LLMText.t('button.play'); caughtUp(); } });
     play.addEventListener('click', () => {
       if (p.playing()) return p.stop();
       if (state.step >= n - 1) stepSlider.set(0);
-      play.textContent = '⏸ Pause';
+      play.textContent = root.LLMText.t('button.pause');
       p.start();
     });
     document.querySelector('#step-slider input[type=range]').addEventListener('input', (e) => { if (!e.llmPlay) p.stop(); });

@@ -7,8 +7,10 @@
   'use strict';
 
   const { decode, fixed, pct, tokens, gridIndex, reshape } = root.LLMViewer;
-  const { t, thousands } = root.LLMText;
+  const { t, thousands, local } = root.LLMText;
   const range = (lo, hi) => t('common.range', { lo, hi });
+  // numbers a person reads, with the language's decimal mark (viz.text.decimal; viz.distribution.short_number)
+  const dec = (x, f) => local(fixed(x, f)), short = (x) => local(String(x));
 
   // A frame's {zwin: [lo, n, size]}: its window of the attention bands (viz/viewer_attention.py, windowed
   // there too): rows lo .. lo+n-1 over keys lo .. lo+size-1, then size-n blank rows, each head's window a
@@ -110,8 +112,8 @@
   function entropyWords(r) {
     if (r.kind === 'range' && !r.entropyKnown) return '?';
     const e = r.entropyRange;
-    if (e && fixed(e[0], 2) !== fixed(e[1], 2)) return range(fixed(e[0], 2), fixed(e[1], 2));
-    return (r.approx ? '\u2248' : '') + fixed(r.entropy, 2);
+    if (e && fixed(e[0], 2) !== fixed(e[1], 2)) return range(dec(e[0], 2), dec(e[1], 2));
+    return (r.approx ? '\u2248' : '') + dec(r.entropy, 2);
   }
   function finalWords(r, n) { // the sampled-from bars' labels and hover numbers, the rest of the vocabulary last
     const ends = r.finals || [r.final, r.final], lo = [], hi = [];
@@ -125,9 +127,9 @@
     for (const st of r.stages) {
       const kept = keptWords(st), removed = removedWords(st);
       if (st.name === 'top_k') parts.push(t('stage.top_k', { k: st.param, kept, removed }));
-      else if (st.name === 'top_p') parts.push(t('stage.top_p', { p: st.param, kept, removed }));
-      else if (st.name === 'min_p') parts.push(t('stage.min_p', { p: st.param, kept, removed }));
-      else if (st.name === 'repetition_penalty') parts.push(t('stage.repetition_penalty', { p: st.param }));
+      else if (st.name === 'top_p') parts.push(t('stage.top_p', { p: short(st.param), kept, removed }));
+      else if (st.name === 'min_p') parts.push(t('stage.min_p', { p: short(st.param), kept, removed }));
+      else if (st.name === 'repetition_penalty') parts.push(t('stage.repetition_penalty', { p: short(st.param) }));
       else if (st.name === 'temperature' && st.param === 0) parts.push(t('stage.greedy'));
     }
     if (r.cutoff >= n && parts.length) parts[parts.length - 1] = t('stage.more_than_shown', { line: parts[parts.length - 1], n });
@@ -155,7 +157,7 @@
       shapes.push(Object.assign({}, st.cut_line, { y0: y, y1: y }));
       annotations.push(Object.assign({}, st.cut_label, { y }));
     }
-    const entropy = t(r.kind === 'top-N' ? 'stage.entropy_approx' : 'stage.entropy', { raw: fixed(c.entropy, 2), sampled: entropyWords(r) });
+    const entropy = t(r.kind === 'top-N' ? 'stage.entropy_approx' : 'stage.entropy', { raw: dec(c.entropy, 2), sampled: entropyWords(r) });
     const lines = [entropy].concat(cutText(r, n));
     const title = st.title.replace('{step}', c.step).replace('{position}', c.position) + lines.map((line) => st.subtitle.replace('{}', line)).join('');
     const out = Object.assign({}, layout, { shapes, annotations: annotations.concat(notes),

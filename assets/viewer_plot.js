@@ -15,7 +15,7 @@
   // The mode bar's camera saves the panel's whole figure, its colour scale included (Plotly's own would
   // save the plot as drawn here, without it).
   const config = () => ({ displaylogo: false, responsive: true, modeBarButtonsToRemove: ['lasso2d', 'select2d', 'toImage'],
-    modeBarButtonsToAdd: [{ name: 'saveImage', title: 'Download plot as a PNG', icon: plotly().Icons.camera, click: (el) => saveImage(el) }] });
+    modeBarButtonsToAdd: [{ name: 'saveImage', title: root.LLMText.t('viewer.save_png'), icon: plotly().Icons.camera, click: (el) => saveImage(el) }] });
   const SCALE_CONFIG = { staticPlot: true, displayModeBar: false, responsive: false };
   const SCALE_WIDTH = 80; // px of the plot's right margin that the colour scale takes
   const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
@@ -270,12 +270,21 @@
   }
 
   /* A phone (the page's one-column width, assets/style.css): the distribution's labels short enough for the bars to
-   * use the width ("#3 Paris ◀" and "rest (49,132)"), the whole label kept in the bar's hover. */
+   * use the width ("#3 Paris ◀" and "rest (49,132)"), the whole label kept in the bar's hover. The rest's label is
+   * the catalogue's dist.rest_n in the language spoken (its count of tokens read back, written dist.rest_short). */
   const PHONE = 600, SHORT = 8;
+  function restCount(s) {
+    const T = root.LLMText, body = s.replace(/^<i>|<\/i>$/g, '');
+    if (!T || !T.has('dist.rest_n')) return null;
+    const [pre, post] = T.t('dist.rest_n', { tokens: '\u0000' }).split('\u0000');
+    if (!body.startsWith(pre) || !body.endsWith(post) || body.length <= pre.length + post.length) return null;
+    const n = /\d[\d,.\s\u00a0\u202f]*/.exec(body.slice(pre.length, body.length - post.length));
+    return n ? n[0].trim() : null;
+  }
   function shortLabel(s) {
-    const rest = /rest of vocabulary \(([\d,.\s\u202f]+) tokens\)/.exec(s);
-    if (rest) return `<i>rest (${rest[1]})</i>`;
-    const m = /^(<[^>]+>)?(#\d+ )(.*?)( ◀ \w+)?(<\/[^>]+>)?$/.exec(s);
+    const rest = restCount(s);
+    if (rest !== null) return `<i>${root.LLMText.t('dist.rest_short', { n: rest })}</i>`;
+    const m = /^(<[^>]+>)?(#\d+ )(.*?)( ◀ [^<]+)?(<\/[^>]+>)?$/.exec(s);
     if (!m) return s;
     const chars = m[3].match(/&[#\w]+;|./gsu) || [];
     const piece = chars.length > SHORT ? chars.slice(0, SHORT - 1).join('') + '…' : m[3];

@@ -51,19 +51,21 @@ def out_proj(attn: torch.nn.Module) -> torch.nn.Module:
         if isinstance(m, torch.nn.Module):
             return m
     raise SettingsError(f"this model's attention ({type(attn).__name__}) has no output projection this tool knows: "
-                        "switch off a whole block instead")
+                        "switch off a whole block instead", key="error.ablate_no_projection", name=type(attn).__name__)
 
 
 def check_part(n_layers: int, n_heads: int, layer, part: str, head=None) -> tuple[int, str, int | None]:
     """(layer, part, head) as ints, or a SettingsError that says what to pick instead."""
     if part not in PARTS:
-        raise SettingsError(f"the part to switch off is one of {', '.join(PARTS)}, not {part!r}")
+        raise SettingsError(f"the part to switch off is one of {', '.join(PARTS)}, not {part!r}", key="error.ablate_part", parts=", ".join(PARTS),
+                            value=part)
     if layer is None or int(layer) != layer or not 0 <= int(layer) < n_layers:
-        raise SettingsError(f"block {layer} does not exist: pick a block from 0 to {n_layers - 1}")
+        raise SettingsError(f"block {layer} does not exist: pick a block from 0 to {n_layers - 1}", key="error.ablate_block", value=layer,
+                            high=n_layers - 1)
     if part != "head":
         return int(layer), part, None
     if head is None or int(head) != head or not 0 <= int(head) < n_heads:
-        raise SettingsError(f"head {head} does not exist: pick a head from 0 to {n_heads - 1}")
+        raise SettingsError(f"head {head} does not exist: pick a head from 0 to {n_heads - 1}", key="error.ablate_head", value=head, high=n_heads - 1)
     return int(layer), part, int(head)
 
 
@@ -71,11 +73,12 @@ def _check_context(lm, context_ids: Sequence[int], token_id: int) -> list[int]:
     ids = [int(i) for i in context_ids]
     V = lm.info.vocab_size
     if not ids:
-        raise SettingsError("switching a part off needs a context of at least one token")
+        raise SettingsError("switching a part off needs a context of at least one token", key="error.ablate_empty")
     if len(ids) > lm.info.context_length:
-        raise SettingsError(f"the context is {len(ids)} tokens; the model reads at most {lm.info.context_length}")
+        raise SettingsError(f"the context is {len(ids)} tokens; the model reads at most {lm.info.context_length}", key="error.context_too_long",
+                            n=len(ids), window=lm.info.context_length)
     if not all(0 <= i < V for i in ids) or not 0 <= int(token_id) < V:
-        raise SettingsError("a token id is outside this model's vocabulary: is the trace from another model?")
+        raise SettingsError("a token id is outside this model's vocabulary: is the trace from another model?", key="error.ablate_vocab")
     return ids
 
 
@@ -218,7 +221,7 @@ def iter_head_map(lm, context_ids: Sequence[int], token_id: int, layers: Sequenc
     L, H = lm.info.n_layers, lm.info.n_heads
     layers = list(range(L - 1, -1, -1)) if layers is None else [check_part(L, H, i, "attn")[0] for i in layers]
     if not layers:
-        raise SettingsError("pick at least one block to switch its heads off")
+        raise SettingsError("pick at least one block to switch its heads off", key="error.ablate_no_block")
     ids = _check_context(lm, context_ids, token_id)
     t0 = time.perf_counter()
     with lm.lock, torch.inference_mode():

@@ -25,7 +25,8 @@ def forced_step(lm: LoadedModel, before: Sequence[StepRecord], step: StepRecord,
     """`step` with `token_id` chosen instead of the model's own token."""
     token_id = int(token_id)
     if not 0 <= token_id < lm.info.vocab_size:
-        raise SettingsError(f"token id {token_id} is outside the vocabulary (0 to {lm.info.vocab_size - 1})")
+        raise SettingsError(f"token id {token_id} is outside the vocabulary (0 to {lm.info.vocab_size - 1})", key="error.token_id",
+                            id=token_id, last=lm.info.vocab_size - 1)
     detok = Detokenizer(lm.tokens)
     for s in before:
         detok.add(s.token_id)
@@ -38,7 +39,8 @@ def forced_step(lm: LoadedModel, before: Sequence[StepRecord], step: StepRecord,
     elif hits.size:
         prob = float(step.top_probs[hits[0]])
     else:
-        raise SettingsError("that token is not among the candidates recorded for this step; pick one from the distribution")
+        raise SettingsError("that token is not among the candidates recorded for this step; pick one from the distribution",
+                            key="error.branch_unknown")
     final = float(step.top_final_probs[hits[0]]) if hits.size else 0.0
     return replace(step, **token_fields(lm, token_id), text=text, chosen_prob=prob, chosen_final_prob=final,
                    stop_reason="eos" if is_eos else None, forced=True)

@@ -29,10 +29,11 @@ from .records import Settings, StepRecord, Trace
 
 def _check(lm: LoadedModel, prev: Trace | None) -> Trace:
     if prev is None or not prev.steps:
-        raise SettingsError("there is no generation on screen to continue: press Generate first")
+        raise SettingsError("there is no generation on screen to continue: press Generate first", key="error.continue_nothing")
     if prev.model.id != lm.info.id or prev.model.vocab_size != lm.info.vocab_size:
         raise SettingsError(f"the trace on screen was made by {prev.model.id}, not by the loaded model {lm.info.id}: "
-                            "it can be explored but not continued; press Generate to make one with this model")
+                            "it can be explored but not continued; press Generate to make one with this model",
+                            key="error.continue_other_model", made_by=prev.model.id, loaded=lm.info.id)
     return prev
 
 
@@ -58,7 +59,7 @@ def _kept(lm: LoadedModel, prev: Trace, start_step: int | None, force_rank: int 
     if start_step is None:  # +1 token: after the last step
         if steps[-1].stop_reason == "eos":
             raise SettingsError("the model ended its answer here (end of sequence), so nothing follows it: "
-                                "re-sample from an earlier step, or click another candidate to branch")
+                                "re-sample from an earlier step, or click another candidate to branch", key="error.continue_ended")
         return steps, len(steps)
     s = int(start_step)
     if force_rank is None:  # re-sample from step s
@@ -67,9 +68,11 @@ def _kept(lm: LoadedModel, prev: Trace, start_step: int | None, force_rank: int 
     s = clamp_index(s, len(steps))
     base, k = steps[s], int(force_rank)
     if not 0 <= k < len(base.top_ids):
-        raise SettingsError("click one of the candidate bars to branch; the last bar stands for the rest of the vocabulary")
+        raise SettingsError("click one of the candidate bars to branch; the last bar stands for the rest of the vocabulary",
+                            key="error.branch_rest")
     if int(base.top_ids[k]) == base.token_id:
-        raise SettingsError(f"the model already chose {base.piece!r} at this step: click another candidate to branch")
+        raise SettingsError(f"the model already chose {base.piece!r} at this step: click another candidate to branch",
+                            key="error.branch_same", token=base.piece)
     forced = forced_step(lm, steps[:s], base, int(base.top_ids[k]))
     # a forced token draws nothing: the stream after it is the stream before it
     forced = replace(forced, rng_state=steps[s - 1].rng_state if s else "")
@@ -89,7 +92,8 @@ def continue_generation(lm: LoadedModel, prev: Trace | None, settings: Settings,
                        max_new_tokens=len(kept) + int(n_new))
     gen = start(lm, prev.prompt.text, settings, prefix=[s.token_id for s in kept], rng_state=_stream_state(prev, kept, settings))
     if gen.prompt.token_ids != prev.prompt.token_ids:
-        raise SettingsError("the loaded model's tokenizer reads this trace's prompt differently: press Generate to start afresh")
+        raise SettingsError("the loaded model's tokenizer reads this trace's prompt differently: press Generate to start afresh",
+                            key="error.continue_tokenizer")
     gen.prompt, gen.kept, gen.base, gen.first_new = prev.prompt, kept, prev, first_new
     return gen
 

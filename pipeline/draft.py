@@ -86,14 +86,17 @@ def parse_ngram(spec: str) -> tuple[int, int] | None:
     if m is None:
         if spec.strip().lower().startswith("ngram"):
             raise SpeculativeError(f"'{spec}' is not an n-gram draft: write ngram, or ngram:N (the longest n-gram looked up, "
-                                   f"e.g. ngram:{DEFAULT_NGRAM}), or ngram:N:M (from N tokens down to M)")
+                                   f"e.g. ngram:{DEFAULT_NGRAM}), or ngram:N:M (from N tokens down to M)", key="error.draft_ngram", spec=spec,
+                                   example=f"ngram:{DEFAULT_NGRAM}")
         return None
     n = DEFAULT_NGRAM if m.group(1) is None else int(m.group(1))
     if not 1 <= n <= MAX_NGRAM:
-        raise SpeculativeError(f"an n-gram draft looks up 1 to {MAX_NGRAM} tokens, not {n}: try ngram:{DEFAULT_NGRAM}")
+        raise SpeculativeError(f"an n-gram draft looks up 1 to {MAX_NGRAM} tokens, not {n}: try ngram:{DEFAULT_NGRAM}", key="error.draft_ngram_n",
+                               high=MAX_NGRAM, n=n, example=f"ngram:{DEFAULT_NGRAM}")
     lo = min(DEFAULT_MIN_NGRAM, n) if m.group(2) is None else int(m.group(2))
     if not 1 <= lo <= n:
-        raise SpeculativeError(f"ngram:{n}:{lo} looks up n-grams from {n} tokens down to {lo}: the shortest must be 1 to {n}")
+        raise SpeculativeError(f"ngram:{n}:{lo} looks up n-grams from {n} tokens down to {lo}: the shortest must be 1 to {n}",
+                               key="error.draft_ngram_lo", spec=f"ngram:{n}:{lo}", n=n, lo=lo)
     return n, lo
 
 
@@ -141,7 +144,8 @@ def parse_layers(spec: str) -> int | None:
     m = LAYERS_SPEC.match(spec)
     if m is None:
         if spec.strip().lower().startswith("layers"):
-            raise SpeculativeError(f"'{spec}' is not a layer draft: write layers:N, e.g. layers:10 for the first 10 layers")
+            raise SpeculativeError(f"'{spec}' is not a layer draft: write layers:N, e.g. layers:10 for the first 10 layers", key="error.draft_layers",
+                                   spec=spec)
         return None
     return int(m.group(1))
 
@@ -175,7 +179,8 @@ def first_layers(model: nn.Module, n: int) -> nn.Module:
 def _layers_draft(lm: LoadedModel, spec: str, n: int) -> Draft:
     L = lm.info.n_layers
     if not 1 <= n <= L - 1:
-        raise SpeculativeError(f"a layer draft takes 1 to {L - 1} of the target's {L} layers, not {n}: try layers:{max(1, L // 3)}")
+        raise SpeculativeError(f"a layer draft takes 1 to {L - 1} of the target's {L} layers, not {n}: try layers:{max(1, L // 3)}",
+                               key="error.draft_layers_n", high=L - 1, layers=L, n=n, example=f"layers:{max(1, L // 3)}")
     view = first_layers(lm.model, n)
     blocks = find_arch(lm.model).layers[:n]
     used = {id(p): p for m in (lm.arch.embed, *blocks, lm.arch.norm, lm.arch.lm_head) for p in m.parameters()}
@@ -190,21 +195,22 @@ def check_vocabulary(lm: LoadedModel, other: LoadedModel) -> None:
     if a != b:
         raise SpeculativeError(
             f"the draft '{other.info.id}' has {b} output tokens but the target '{lm.info.id}' has {a}: "
-            "a draft must use the target's tokenizer (pick a smaller model of the same family, or layers:N)"
-        )
+            "a draft must use the target's tokenizer (pick a smaller model of the same family, or layers:N)",
+            key="error.draft_vocab_size", draft=other.info.id, draft_n=b, target=lm.info.id, target_n=a)
     va, vb = lm.tokenizer.get_vocab(), other.tokenizer.get_vocab()
     if va != vb:
         diff = sorted(set(va.items()) ^ set(vb.items()), key=lambda kv: kv[1])[:3]
         raise SpeculativeError(
             f"the draft '{other.info.id}' has a different vocabulary from the target '{lm.info.id}' "
             f"(e.g. {', '.join(f'{t!r}={i}' for t, i in diff)}): a draft must use the target's tokenizer "
-            "(pick a smaller model of the same family, or layers:N)"
-        )
+            "(pick a smaller model of the same family, or layers:N)",
+            key="error.draft_vocab", draft=other.info.id, target=lm.info.id, example=", ".join(f"{t!r}={i}" for t, i in diff))
 
 
 def _model_draft(lm: LoadedModel, other: LoadedModel, spec: str) -> Draft:
     if other.model is lm.model:
-        raise SpeculativeError("the draft is the target itself: pick a smaller model, or layers:N for the target's first N layers")
+        raise SpeculativeError("the draft is the target itself: pick a smaller model, or layers:N for the target's first N layers",
+                               key="error.draft_itself")
     check_vocabulary(lm, other)
     info = DraftInfo(spec=spec, kind="model", id=other.info.id, n_layers=other.info.n_layers,
                      n_params=other.info.n_params, shares_weights=False)

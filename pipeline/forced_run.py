@@ -89,14 +89,16 @@ def branch_trace(lm: LoadedModel, trace: Trace, start_step: int, token_ids: Sequ
     with `settings`: the trace's prompt settings are kept, and a Segment says where other sampling settings begin)."""
     s = int(start_step)
     if not 0 <= s <= len(trace.steps):
-        raise SettingsError(f"the step must be from 0 to {len(trace.steps)}, not {start_step}")
+        raise SettingsError(f"the step must be from 0 to {len(trace.steps)}, not {start_step}", key="error.step_range", high=len(trace.steps),
+                            value=start_step)
     toks = [int(t) for t in token_ids]
     if not toks:
-        raise SettingsError("the continuation has no tokens to open")
+        raise SettingsError("the continuation has no tokens to open", key="error.open_empty")
     if any(not 0 <= t < lm.info.vocab_size for t in toks):
-        raise SettingsError(f"a token id is outside the vocabulary (0 to {lm.info.vocab_size - 1})")
+        raise SettingsError(f"a token id is outside the vocabulary (0 to {lm.info.vocab_size - 1})", key="error.token_ids", last=lm.info.vocab_size - 1)
     if trace.model.id != lm.info.id:
-        raise SettingsError(f"the trace on screen was made by {trace.model.id}, not by the loaded model {lm.info.id}")
+        raise SettingsError(f"the trace on screen was made by {trace.model.id}, not by the loaded model {lm.info.id}", key="error.other_model",
+                            made_by=trace.model.id, loaded=lm.info.id)
     kept = as_before_the_end(lm, trace.steps[:s])
     ps = trace.settings
     settings = replace(settings, chat=ps.chat, system_prompt=ps.system_prompt, parse_special=ps.parse_special, max_new_tokens=s + len(toks))
@@ -111,11 +113,12 @@ def open_sample(lm: LoadedModel, trace: Trace, samples: Samples, index: int) -> 
     """Continuation `index` of `samples` (drawn from `trace` by pipeline.samples.samples_from_trace) as a branch of it."""
     i = int(index)
     if not 0 <= i < samples.n:
-        raise SettingsError(f"there is no continuation {index}: pick one from 0 to {samples.n - 1}")
+        raise SettingsError(f"there is no continuation {index}: pick one from 0 to {samples.n - 1}", key="error.open_index", value=index,
+                            high=samples.n - 1)
     s = samples.start_step
     if (samples.prompt_ids != tuple(trace.prompt.token_ids) or s > len(trace.steps)
             or samples.prefix != tuple(st.token_id for st in trace.steps[:s])):
-        raise SettingsError("these continuations were drawn from another text than the one on screen: sample again")
+        raise SettingsError("these continuations were drawn from another text than the one on screen: sample again", key="error.open_stale")
     x = samples.samples[i]
     return branch_trace(lm, trace, s, x.token_ids, samples.settings, seed=x.seed)
 

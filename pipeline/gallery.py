@@ -95,12 +95,26 @@ def chat_steps(trace: Trace) -> list[int]:
     return []
 
 
+TAX_TOKENS_PER_WORD = 1.5  # a prompt "pays the token tax" when its typed words take this many tokens each, or more
+
+
+def tax_steps(trace: Trace) -> list[int]:
+    """[first step] when the typed prompt takes TAX_TOKENS_PER_WORD tokens a word or more (English text takes about
+    1.2): a prompt in a language the tokenizer was not built around. (Its count against the same prompt in English is
+    asserted when the trace is made: scripts/make_gallery.py.)"""
+    p, words = trace.prompt, len(trace.prompt.text.split())
+    if trace.steps and words and len(p.text_ids) / words >= TAX_TOKENS_PER_WORD:
+        return [trace.steps[0].index]
+    return []
+
+
 CLAIMS: dict[str, Callable[[Trace], list[int]]] = {
     "confident": confident_steps,
     "flat": flat_steps,
     "split_char": split_char_steps,
     "loop": loop_steps,
     "chat": chat_steps,
+    "tax": tax_steps,
 }
 
 

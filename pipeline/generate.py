@@ -32,9 +32,10 @@ def validate(settings: Settings) -> None:
     """Raise SettingsError (one sentence: what is wrong, what to do) for out-of-range settings."""
     settings.stages()  # the sampler's own checks
     if int(settings.max_new_tokens) != settings.max_new_tokens or settings.max_new_tokens < 1:
-        raise SettingsError(f"max new tokens must be a whole number of at least 1, not {settings.max_new_tokens}")
+        raise SettingsError(f"max new tokens must be a whole number of at least 1, not {settings.max_new_tokens}", key="error.max_new",
+                            value=settings.max_new_tokens)
     if int(settings.seed) != settings.seed or settings.seed < 0:
-        raise SettingsError(f"the seed must be a whole number, 0 or more, not {settings.seed}")
+        raise SettingsError(f"the seed must be a whole number, 0 or more, not {settings.seed}", key="error.seed", value=settings.seed)
 
 
 def eos_ids(lm: LoadedModel) -> set[int]:
@@ -160,11 +161,12 @@ def start(lm: LoadedModel, text: str, settings: Settings, *, prefix: Sequence[in
     continuation draws what one longer run would have drawn. pipeline.continuation plans these."""
     validate(settings)
     if not isinstance(text, str) or not text.strip():
-        raise SettingsError("the prompt is empty: type some text for the model to continue")
+        raise SettingsError("the prompt is empty: type some text for the model to continue", key="error.prompt_empty")
     enc = lm.tokens.encode_prompt(text, chat=settings.chat, system_prompt=settings.system_prompt, parse_special=settings.parse_special)
     n, ctx = len(enc.ids) + len(prefix), lm.info.context_length
     if n >= ctx:
-        raise SettingsError(f"the prompt is {n} tokens but the model's context window holds {ctx}: shorten it to under {ctx} tokens")
+        raise SettingsError(f"the prompt is {n} tokens but the model's context window holds {ctx}: shorten it to under {ctx} tokens",
+                            key="error.prompt_too_long", n=n, window=ctx)
     emb = lm.model.get_input_embeddings()
     with torch.inference_mode():
         vecs = emb.weight[torch.as_tensor(enc.ids, dtype=torch.long)].float().cpu().numpy()  # (T, d_model)

@@ -166,10 +166,10 @@ def rate(lm, trace: Trace, step_index: int, guess: str) -> GuessRating:
 
 def clean(guess) -> str:
     if not isinstance(guess, str):
-        raise GuessError("a guess is text: type a word or a few")
+        raise GuessError("a guess is text: type a word or a few", key="error.guess_not_text")
     text = guess.strip("\r\n")
     if not text.strip():
-        raise GuessError("type a guess first: a word, or a piece of one")
+        raise GuessError("type a guess first: a word, or a piece of one", key="error.guess_empty")
     if len(text) > MAX_GUESS_CHARS:
-        raise GuessError(f"a guess is at most {MAX_GUESS_CHARS} characters")
+        raise GuessError(f"a guess is at most {MAX_GUESS_CHARS} characters", key="error.guess_too_long", n=MAX_GUESS_CHARS)
     return text

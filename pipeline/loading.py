@@ -24,7 +24,7 @@ import torch
 
 from .paths import cache_dir
 from .arch import Arch, find_arch, model_info
-from .errors import ModelLoadError
+from .errors import ModelLoadError, Said
 from .records import ModelInfo, Projection, VocabCloud
 from .tokens import TokenView
 
@@ -61,14 +61,16 @@ def convert_embedded(progress: Callable[[str], None] | None = None) -> Path:
     out = cache_dir() / f"{EMBEDDED_NAME}-f32"
     if (out / "config.json").is_file() and (out / "model.safetensors").is_file():
         return out
-    _say(progress, f"Converting the embedded {EMBEDDED_NAME} (GGUF) to float32 once; cached in {out} ...")
+    _say(progress, Said(f"Converting the embedded {EMBEDDED_NAME} (GGUF) to float32 once; cached in {out} ...", "model.converting",
+                         name=EMBEDDED_NAME, folder=str(out)))
     t0 = time.perf_counter()
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     # 1. tokenizer (converted from the GGUF file too: a large part of the wait)
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     tok.save_pretrained(tmp)
-    _say(progress, f"  tokenizer converted ({time.perf_counter() - t0:.0f} s); dequantising weights ...")
+    _say(progress, Said(f"  tokenizer converted ({time.perf_counter() - t0:.0f} s); dequantising weights ...", "model.converted_tokenizer",
+                         seconds=round(time.perf_counter() - t0)))
     # 2. weights, dequantised to float32
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     # The weights are plain float32 now; drop the GGUF marker so they can be saved.
@@ -78,7 +80,7 @@ def convert_embedded(progress: Callable[[str], None] | None = None) -> Path:
     model.save_pretrained(tmp)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
-    _say(progress, f"  done in {time.perf_counter() - t0:.0f} s")
+    _say(progress, Said(f"  done in {time.perf_counter() - t0:.0f} s", "model.converted", seconds=round(time.perf_counter() - t0)))
     return out
 
 
@@ -199,9 +201,11 @@ def resolve(spec: str | None) -> tuple[str, str, str]:
     p = Path(spec).expanduser()
     if p.exists() or spec.startswith((".", "/", "~")):
         if not p.is_dir():
-            raise ModelLoadError(f"'{spec}' is not a directory; pass a folder holding config.json and the weights, or a Hub id like {HUB_DEFAULT}")
+            raise ModelLoadError(f"'{spec}' is not a directory; pass a folder holding config.json and the weights, or a Hub id like {HUB_DEFAULT}",
+                                 key="error.model_not_folder", spec=spec, example=HUB_DEFAULT)
         if not (p / "config.json").is_file():
-            raise ModelLoadError(f"the directory '{spec}' holds no model (no config.json); pass a folder saved with save_pretrained, or a Hub id")
+            raise ModelLoadError(f"the directory '{spec}' holds no model (no config.json); pass a folder saved with save_pretrained, or a Hub id",
+                                 key="error.model_no_config", spec=spec)
         return str(p), p.name, "local"
     return spec, spec, "hub"
 
@@ -222,8 +226,8 @@ def load_model(spec: str | None = None, *, progress: Callable[[str], None] | Non
         first = (str(e).strip().splitlines() or [type(e).__name__])[0].rstrip(".")
         raise ModelLoadError(
             f"could not load the model '{shown}' ({where}): {first[:300]}. "
-            "Check the name, or pass a local directory saved with save_pretrained."
-        ) from e
+            "Check the name, or pass a local directory saved with save_pretrained.",
+            key="error.model_load_local" if source == "local" else "error.model_load_hub", name=shown, reason=first[:300]) from e
     return prepare(model, tok, model_id=shown, source=source, load_seconds=time.perf_counter() - t0, residual_map=residual_map,
                    weights=_weights(path, source))
 

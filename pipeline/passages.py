@@ -72,14 +72,15 @@ def start_token(lm) -> tuple[int, str]:
     for tid, text in (*seps, (tok.bos_token_id, tok.bos_token), (tok.eos_token_id, tok.eos_token)):
         if tid is not None and text:
             return int(tid), str(text)
-    raise PassageError("this model's tokenizer has no document-start token to begin a passage with")
+    raise PassageError("this model's tokenizer has no document-start token to begin a passage with", key="error.passage_no_start")
 
 
 def token_ids(lm, passage: Passage) -> list[int]:
     """The passage as this model's tokens (plain text: no template, no start token)."""
     ids = lm.tokens.plain_ids(passage.text)
     if not 1 <= len(ids) <= MAX_TOKENS:
-        raise PassageError(f"the passage {passage.name!r} is {len(ids)} tokens; a passage has 1 to {MAX_TOKENS}")
+        raise PassageError(f"the passage {passage.name!r} is {len(ids)} tokens; a passage has 1 to {MAX_TOKENS}", key="error.passage_length",
+                           n=len(ids), high=MAX_TOKENS)
     return ids
 
 
@@ -95,7 +96,8 @@ def trace(lm, passage: Passage | str):
     settings = Settings(temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=len(ids), chat=False, parse_special=True)
     prompt = start(lm, text, settings).prompt
     if list(prompt.token_ids) != [sid]:
-        raise PassageError(f"the document-start token {text!r} was read as {list(prompt.token_ids)}, not [{sid}]")
+        raise PassageError(f"the document-start token {text!r} was read as {list(prompt.token_ids)}, not [{sid}]", key="error.passage_start_read",
+                           token=text, ids=str(list(prompt.token_ids)), id=f"[{sid}]")
     steps = forced_steps(lm, prompt.token_ids, [], ids, settings, stop_ids=set())
     return build_trace(lm, settings, prompt, [replace(s, forced=True) for s in steps])  # (the text's token, not drawn)
 

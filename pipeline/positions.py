@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from .capture import run_with_cache
+from .errors import SettingsError
 from .loading import LoadedModel
 from .logit_lens import text_config
 from .records import PositionRecord, SwapRecord
@@ -75,15 +76,17 @@ def swap_demo(lm: LoadedModel, token_ids: Sequence[int] | str, i: int, j: int) -
     ids = lm.tokens.plain_ids(token_ids) if isinstance(token_ids, str) else [int(t) for t in token_ids]
     T = len(ids)
     if T < 2:
-        raise ValueError(f"swapping needs a prompt of at least 2 tokens, not {T}")
+        raise SettingsError(f"swapping needs a prompt of at least 2 tokens, not {T}", key="error.swap_short", n=T)
     if T >= lm.info.context_length:
-        raise ValueError(f"the prompt is {T} tokens but the model's context window holds {lm.info.context_length}")
+        raise SettingsError(f"the prompt is {T} tokens but the model's context window holds {lm.info.context_length}", key="error.swap_too_long", n=T,
+                            window=lm.info.context_length)
     for name, v in (("i", i), ("j", j)):
         if int(v) != v or not 0 <= v < T:
-            raise ValueError(f"token position {name}={v} is outside the prompt: pick a whole number from 0 to {T - 1}")
+            raise SettingsError(f"token position {name}={v} is outside the prompt: pick a whole number from 0 to {T - 1}", key="error.swap_position",
+                                setting=f"{name}={v}", high=T - 1)
     i, j = int(i), int(j)
     if i == j:
-        raise ValueError(f"i and j are both {i}: pick two different token positions to swap")
+        raise SettingsError(f"i and j are both {i}: pick two different token positions to swap", key="error.swap_same", value=i)
     swapped = list(ids)
     swapped[i], swapped[j] = ids[j], ids[i]
     att, top = _last_query_attention(lm, ids)

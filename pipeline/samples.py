@@ -46,9 +46,11 @@ def validate_counts(n, max_new_tokens) -> tuple[int, int]:
         return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and np.isfinite(x) and float(x).is_integer()
 
     if not whole(n) or not 1 <= n <= MAX_N:
-        raise SettingsError(f"the number of continuations must be a whole number from 1 to {MAX_N}, not {n}")
+        raise SettingsError(f"the number of continuations must be a whole number from 1 to {MAX_N}, not {n}", key="error.samples_n",
+                            high=MAX_N, value=n)
     if not whole(max_new_tokens) or not 1 <= max_new_tokens <= MAX_M:
-        raise SettingsError(f"the new tokens per continuation must be a whole number from 1 to {MAX_M}, not {max_new_tokens}")
+        raise SettingsError(f"the new tokens per continuation must be a whole number from 1 to {MAX_M}, not {max_new_tokens}",
+                            key="error.samples_m", high=MAX_M, value=max_new_tokens)
     return int(n), int(max_new_tokens)
 
 
@@ -179,13 +181,13 @@ def draw_samples(lm: LoadedModel, prompt_ids: Sequence[int], settings: Settings,
     settings = replace(settings, max_new_tokens=m)
     settings.stages()  # the sampler's own checks, before any pass
     if int(settings.seed) != settings.seed or settings.seed < 0:
-        raise SettingsError(f"the seed must be a whole number, 0 or more, not {settings.seed}")
+        raise SettingsError(f"the seed must be a whole number, 0 or more, not {settings.seed}", key="error.seed", value=settings.seed)
     context = [int(i) for i in prompt_ids] + [int(i) for i in prefix]
     if not context:
-        raise SettingsError("the prompt is empty: type some text for the model to continue")
+        raise SettingsError("the prompt is empty: type some text for the model to continue", key="error.prompt_empty")
     if len(context) >= lm.info.context_length:
         raise SettingsError(f"the context is {len(context)} tokens and the model's window holds {lm.info.context_length}: "
-                            "there is no room for a continuation")
+                            "there is no room for a continuation", key="error.samples_no_room", n=len(context), window=lm.info.context_length)
     t0 = time.perf_counter()
     rows, first, prefill, clock = _decode(lm, context, prefix, settings, n, m, set() if ignore_eos else eos_ids(lm))
     seconds = time.perf_counter() - t0 - clock.wait
@@ -210,15 +212,17 @@ def samples_from_trace(lm: LoadedModel, trace: Trace | None, step: int, settings
     the steps before it; the continuations replace step `step` and what follows. The trace's prompt settings (chat,
     system prompt) are kept; the sampling settings and the seed are `settings`'."""
     if trace is None or not trace.steps:
-        raise SettingsError("there is no generation on screen to sample from: press Generate first")
+        raise SettingsError("there is no generation on screen to sample from: press Generate first", key="error.samples_nothing")
     if trace.model.id != lm.info.id or trace.model.vocab_size != lm.info.vocab_size:
         raise SettingsError(f"the trace on screen was made by {trace.model.id}, not by the loaded model {lm.info.id}: "
-                            "press Generate to make one with this model")
+                            "press Generate to make one with this model", key="error.samples_other_model", made_by=trace.model.id,
+                            loaded=lm.info.id)
     s = int(step)
     if not 0 <= s <= len(trace.steps):
-        raise SettingsError(f"the step must be from 0 to {len(trace.steps)}, not {step}")
+        raise SettingsError(f"the step must be from 0 to {len(trace.steps)}, not {step}", key="error.step_range", high=len(trace.steps), value=step)
     if s == len(trace.steps) and trace.steps[-1].stop_reason == "eos":
-        raise SettingsError("the model ended its answer here (end of sequence), so nothing follows it: sample from an earlier step")
+        raise SettingsError("the model ended its answer here (end of sequence), so nothing follows it: sample from an earlier step",
+                            key="error.samples_ended")
     ps = trace.settings
     settings = replace(settings, chat=ps.chat, system_prompt=ps.system_prompt, parse_special=ps.parse_special)
     prefix = [st.token_id for st in trace.steps[:s]]

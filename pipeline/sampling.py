@@ -134,7 +134,8 @@ class RepetitionPenalty:
 
     def __post_init__(self):
         if not (self.penalty > 0) or not np.isfinite(self.penalty):
-            raise SettingsError(f"repetition penalty must be a positive number (1.0 turns it off), not {self.penalty}")
+            raise SettingsError(f"repetition penalty must be a positive number (1.0 turns it off), not {self.penalty}",
+                                key="error.repetition_penalty", value=self.penalty)
 
     @property
     def param(self) -> float:
@@ -157,7 +158,7 @@ class Temperature:
 
     def __post_init__(self):
         if not (self.temperature >= 0) or not np.isfinite(self.temperature):
-            raise SettingsError(f"temperature must be 0 (greedy) or more, not {self.temperature}")
+            raise SettingsError(f"temperature must be 0 (greedy) or more, not {self.temperature}", key="error.temperature", value=self.temperature)
 
     @property
     def param(self) -> float:
@@ -180,7 +181,7 @@ class TopK:
 
     def __post_init__(self):
         if int(self.k) != self.k or self.k < 0:
-            raise SettingsError(f"top-k must be a whole number, 0 (off) or more, not {self.k}")
+            raise SettingsError(f"top-k must be a whole number, 0 (off) or more, not {self.k}", key="error.top_k", value=self.k)
 
     @property
     def param(self) -> float:
@@ -201,7 +202,7 @@ class TopP:
 
     def __post_init__(self):
         if not (0 < self.p <= 1):
-            raise SettingsError(f"top-p must be in (0, 1] (1.0 turns it off), not {self.p}")
+            raise SettingsError(f"top-p must be in (0, 1] (1.0 turns it off), not {self.p}", key="error.top_p", value=self.p)
 
     @property
     def param(self) -> float:
@@ -239,7 +240,7 @@ class MinP:
 
     def __post_init__(self):
         if not (0 <= self.p <= 1):
-            raise SettingsError(f"min-p must be in [0, 1] (0 turns it off), not {self.p}")
+            raise SettingsError(f"min-p must be in [0, 1] (0 turns it off), not {self.p}", key="error.min_p", value=self.p)
 
     @property
     def param(self) -> float:

@@ -67,7 +67,8 @@ def validate_k(k) -> int:
     """k as an int (a slider may send 4.0); SpeculativeError unless a whole number in 1..MAX_K."""
     ok = isinstance(k, (int, float, np.integer, np.floating)) and not isinstance(k, bool) and np.isfinite(k) and float(k).is_integer()
     if not ok or not 1 <= k <= MAX_K:
-        raise SpeculativeError(f"k (tokens the draft proposes per round) must be a whole number from 1 to {MAX_K}, not {k}")
+        raise SpeculativeError(f"k (tokens the draft proposes per round) must be a whole number from 1 to {MAX_K}, not {k}", key="error.spec_k",
+                               high=MAX_K, value=k)
     return int(k)
 
 

@@ -18,7 +18,8 @@ DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "u
 
 def damaged(where: str, what: str) -> TraceFormatError:
     """The error for a file whose content is not a trace: where (a field path) and what is wrong."""
-    return TraceFormatError(f"the trace file is damaged or incomplete ({where or 'top level'}: {what}); {TRACE_HINT}")
+    detail = f"{where or 'top level'}: {what}"  # (a field path and what is wrong: the page gives them as they are)
+    return TraceFormatError(f"the trace file is damaged or incomplete ({detail}); {TRACE_HINT}", key="error.trace_damaged", detail=detail)
 
 
 def array_object(a: np.ndarray, dtype: str | None = None, *, tril: bool = False) -> dict:

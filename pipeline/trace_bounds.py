@@ -47,7 +47,7 @@ def check_size(n: int) -> None:
     if n > MAX_FILE_BYTES:
         raise TraceFormatError(
             f"this file is {size_words(n)}, more than the {size_words(MAX_FILE_BYTES)} this app reads "
-            "(set LLM_VIZ_MAX_TRACE_MB to allow more); save a shorter generation")
+            "(set LLM_VIZ_MAX_TRACE_MB to allow more); save a shorter generation", key="error.trace_too_big", size=n, limit=MAX_FILE_BYTES)
 
 
 def json_limit(compressed: int) -> int:
@@ -61,7 +61,8 @@ def gunzip(data: bytes | bytearray, limit: int) -> bytearray:
     out, rest = bytearray(), memoryview(data)
     while rest:
         if bytes(rest[:2]) != b"\x1f\x8b":
-            raise TraceFormatError(f"the gzip file is damaged or cut short (data after its end is not gzip); {TRACE_HINT}")
+            raise TraceFormatError(f"the gzip file is damaged or cut short (data after its end is not gzip); {TRACE_HINT}",
+                                   key="error.trace_gzip_trailing")
         d, buf = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS), rest
         try:
             while not d.eof:
@@ -70,11 +71,11 @@ def gunzip(data: bytes | bytearray, limit: int) -> bytearray:
                 if len(out) > limit:
                     raise TraceFormatError(
                         f"this gzip file inflates to more than {size_words(limit)}, far more than any trace of "
-                        f"its size ({size_words(len(data))}); {TRACE_HINT}")
+                        f"its size ({size_words(len(data))}); {TRACE_HINT}", key="error.trace_inflates", limit=limit, size=len(data))
                 buf = d.unconsumed_tail
                 if not buf and not d.eof:
-                    raise TraceFormatError(f"the gzip file is damaged or cut short (it ends early); {TRACE_HINT}")
+                    raise TraceFormatError(f"the gzip file is damaged or cut short (it ends early); {TRACE_HINT}", key="error.trace_gzip_short")
         except zlib.error as e:
-            raise TraceFormatError(f"the gzip file is damaged or cut short ({e}); {TRACE_HINT}") from e
+            raise TraceFormatError(f"the gzip file is damaged or cut short ({e}); {TRACE_HINT}", key="error.trace_gzip", detail=str(e)) from e
         rest = memoryview(d.unused_data)
     return out

@@ -36,7 +36,8 @@ IDS = {PromptRecord: ("token_ids", "text_ids"), StepRecord: ("token_id", "top_id
 
 
 def _bad(where: str, what: str) -> TraceFormatError:
-    return TraceFormatError(f"the trace file contradicts itself ({where}: {what}); {TRACE_HINT}")
+    return TraceFormatError(f"the trace file contradicts itself ({where}: {what}); {TRACE_HINT}", key="error.trace_contradicts",
+                            detail=f"{where}: {what}")
 
 
 def check(trace: Trace) -> Trace:

@@ -294,7 +294,8 @@ def trace_from_json(d: Any, cls: type = Trace) -> Trace:
     if schema != SCHEMA:
         newer = isinstance(schema, str) and schema.startswith("llm-pipeline-trace/")
         why = "written by a newer version of this app: update it" if newer else "not a trace of this app"
-        raise TraceFormatError(f"this file is {why} (schema: {schema!r}); {TRACE_HINT}")
+        raise TraceFormatError(f"this file is {why} (schema: {schema!r}); {TRACE_HINT}", key="error.trace_newer" if newer else "error.trace_foreign",
+                               schema=repr(schema))
     try:
         hints = _hints(cls)
         for key in ("prompt", "steps"):
@@ -321,9 +322,9 @@ def loads(data: str | bytes, *, check: bool = True) -> Trace:
     try:
         d = json.loads(data)
     except RecursionError as e:
-        raise TraceFormatError(f"the file's JSON is nested too deeply to be a trace; {TRACE_HINT}") from e
+        raise TraceFormatError(f"the file's JSON is nested too deeply to be a trace; {TRACE_HINT}", key="error.trace_nested") from e
     except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError, or a number of over 4300 digits
-        raise TraceFormatError(f"the file is not valid JSON ({str(e):.120}); {TRACE_HINT}") from e
+        raise TraceFormatError(f"the file is not valid JSON ({str(e):.120}); {TRACE_HINT}", key="error.trace_not_json", detail=f"{str(e):.120}") from e
     trace = trace_from_json(d)
     return trace_check.check(trace) if check else trace
 

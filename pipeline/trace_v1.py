@@ -166,7 +166,8 @@ def trace_from_json(d: Any) -> Trace:
     """Rebuild a Trace from its JSON dict. Raises TraceFormatError with a readable reason."""
     if not isinstance(d, dict) or d.get("schema") != SCHEMA_V1:
         found = d.get("schema") if isinstance(d, dict) else type(d).__name__
-        raise TraceFormatError(f"this is not an {SCHEMA_V1} trace (schema: {found!r}); {TRACE_HINT}")
+        raise TraceFormatError(f"this is not an {SCHEMA_V1} trace (schema: {found!r}); {TRACE_HINT}", key="error.trace_not_v1", schema=SCHEMA_V1,
+                               found=repr(found))
     try:
         p = d["prompt"]
         prompt = PromptRecord(
@@ -211,6 +212,7 @@ def trace_from_json(d: Any) -> Trace:
             position=_position_from_json(d["position"]) if d.get("position") else None,
         )
     except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise TraceFormatError(f"the trace file is damaged or incomplete ({type(e).__name__}: {e}); {TRACE_HINT}") from e
+        raise TraceFormatError(f"the trace file is damaged or incomplete ({type(e).__name__}: {e}); {TRACE_HINT}", key="error.trace_damaged",
+                               detail=f"{type(e).__name__}: {e}") from e
 
 

@@ -97,11 +97,16 @@ new MutationObserver(() => {
 """
 
 
-def new_page(browser, *, width: int = 1400, height: int = 1000, record_toasts: bool = True):
+def new_page(browser, *, width: int = 1400, height: int = 1000, record_toasts: bool = True, locale: str | None = None,
+             phone: bool = False):
     """A page that records its script errors, dialogs and console errors in `page.errors`, and its
     error toasts (see error_toasts; record_toasts=False for timings: the record watches every node
-    the page adds or removes, a few ms of each step move)."""
-    page = browser.new_page(viewport={"width": width, "height": height})
+    the page adds or removes, a few ms of each step move). `locale`: the browser's language (its
+    navigator.languages and Accept-Language); `phone`: a touch screen."""
+    extra = {"locale": locale} if locale else {}
+    if phone:
+        extra |= {"is_mobile": True, "has_touch": True, "device_scale_factor": 2}
+    page = browser.new_page(viewport={"width": width, "height": height}, **extra)
     page.errors = []  # type: ignore[attr-defined]
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     page.on("dialog", lambda d: (page.errors.append(f"dialog: {d.message}"), d.dismiss()))

@@ -32,6 +32,7 @@ class Spec:
     settings: Settings
     focus: str = ""  # the piece of the step to point at (else the first step the claim holds at)
     after: str = ""  # a sentence the numbers cannot say, after the "what to look at" sentence
+    english: str = ""  # (claim "tax") the same prompt in English, whose token count the prompt's must exceed
 
 
 SPECS = (
@@ -48,6 +49,9 @@ SPECS = (
     Spec("mountain", "Confident and wrong", "confident", "The tallest mountain in the world is",
          Settings(temperature=0.0, seed=0, max_new_tokens=14, chat=False), focus="9",
          after="Yet Everest is 8,849 m high: the model is sure of a wrong digit, and confidence is not correctness."),
+    Spec("french", "A question in French", "tax", "Pourquoi le ciel est-il bleu ?",
+         Settings(temperature=0.0, seed=0, max_new_tokens=24, chat=True), english="Why is the sky blue?",
+         after="This small model was trained mostly on English text: its French answer goes round in circles."),
 )
 
 
@@ -128,8 +132,23 @@ def look(spec: Spec, trace: Trace, k: int) -> str:
         text = "".join(t.text for t in trace.steps[k : k + period])
         return (f"With temperature 0 the model always takes its top token, and from step {k} it writes {text!r} "
                 f"again and again: a loop it does not leave.")
+    if spec.claim == "tax":
+        n, m = len(trace.prompt.text_ids), english_tokens(spec, trace)
+        return (f"The question takes {n} tokens in French; the same question in English, {spec.english!r}, takes {m}: "
+                f"{n / m:.1f} times as many, for the same meaning. Open \"The same sentence in other languages\" in the "
+                "Tokens panel to see the tax in ten languages.")
     return (f"Open the tokens: the model reads {len(trace.prompt.token_ids)} tokens, not the "
             f"{len(trace.prompt.text_ids)} you typed; the chat template adds a system prompt and the role markers.")
+
+
+_TOKENIZER: list = []  # the model's tokenizer, for the English version's count (claim "tax")
+
+
+def english_tokens(spec: Spec, trace: Trace) -> int:
+    """The English version's token count; asserts that the prompt's own is larger (the token tax, made true)."""
+    m = len(_TOKENIZER[0](spec.english, add_special_tokens=False)["input_ids"])
+    assert len(trace.prompt.text_ids) > m, f"{spec.name}: {len(trace.prompt.text_ids)} tokens, not more than English's {m}"
+    return m
 
 
 def make(lm, spec: Spec, folder: Path) -> dict:
@@ -168,6 +187,7 @@ def main(only: set[str]) -> None:
     folder = gallery.GALLERY_DIR
     folder.mkdir(parents=True, exist_ok=True)
     lm = load_model(None)
+    _TOKENIZER[:] = [lm.tokenizer]
     kept = {e.name: asdict(e) for e in gallery.entries(folder)} if only else {}
     made = [make(lm, spec, folder) if not only or spec.name in only else kept[spec.name] for spec in SPECS]
     manifest = {"format": gallery.MANIFEST_FORMAT, "model": lm.info.id, "entries": made}

@@ -22,6 +22,6 @@ if [ "${1:-}" = "--dev" ]; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     echo "setup: installing Debian's chromium for the browser tests ..."
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji fonts-noto-core fonts-wqy-microhei >/dev/null  # (Devanagari, Arabic, Chinese, Korean: the token tax, the zh-CN page)
   fi
 fi

@@ -38,8 +38,9 @@ def _pieces(lm, ids) -> dict[int, str]:
 
 
 def _int(x, what: str) -> int:
+    """The field `what` ("block" or "head") as a whole number; a SettingsError that says so when it is not one."""
     if x in (None, "") or float(x) != int(float(x)):
-        raise SettingsError(f"the {what} is a whole number, counted from 0")
+        raise SettingsError(text.t("ablate.whole_block" if what == "block" else "ablate.whole_head"))
     return int(float(x))
 
 

@@ -16,6 +16,7 @@ from pipeline.indices import clamp_index
 from ui import examples, network
 from ui.rooms import ROOMS, RoomError
 from viz import room as room_viz
+from viz.text import DEFAULT, language
 
 
 def start_class(address, trace, step, room):
@@ -39,9 +40,16 @@ def join_base(address) -> tuple[str, str]:
     return base, note
 
 
+def join_link(base: str, code: str) -> str:
+    """The class's join link (and its QR code): ?room=CODE, and the teacher's language when it is not English, so that
+    the class's pages open in it (a student's page may switch to another: assets/language.js)."""
+    lang = language()
+    return f"{base}?room={code}" + (f"&lang={lang}" if lang != DEFAULT else "")
+
+
 def _card(address, r, key: str | None = None) -> str:
     base, note = join_base(address)
-    return room_viz.class_card_html(r.code, key or r.key, f"{base}?room={r.code}", examples.lesson_steps(), note=note)
+    return room_viz.class_card_html(r.code, key or r.key, join_link(base, r.code), examples.lesson_steps(), note=note)
 
 
 def resume_class(saved, address):
@@ -79,4 +87,4 @@ def join_trace(code):
     return r.trace
 
 
-__all__ = ["start_class", "sync_class", "join_trace", "resume_class"]
+__all__ = ["start_class", "sync_class", "join_trace", "resume_class", "join_link"]

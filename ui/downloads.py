@@ -18,6 +18,7 @@ from pipeline.errors import SettingsError
 from pipeline.records import Trace
 from ui.lens_cache import LENS, LensCache
 from ui.model_match import same_model
+from viz.text import t
 
 DOWNLOAD_SUFFIX = ".json.gz"  # the trace format /2, gzip-compressed (pipeline/trace_io)
 
@@ -39,7 +40,7 @@ def write_download(lm, trace: Trace, folder: Path, cache: LensCache = LENS) -> P
     in `folder`, replacing the one before; return its path. Called when someone downloads, never
     after every run: the lens of every step costs one pass of the norm and LM head per layer."""
     if not trace.steps:
-        raise SettingsError("there is no generation on screen to download: press Generate first")
+        raise SettingsError(t("warn.no_download"))
     folder.mkdir(parents=True, exist_ok=True)
     for old in list(folder.glob("trace-*")):
         old.unlink(missing_ok=True)

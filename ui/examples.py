@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pipeline import gallery, passages
 from pipeline.errors import GalleryError
 from ui.model import loaded
-from viz.text import t
+from viz.text import DEFAULT, catalogue, t
 
 # Process-wide, shared by every session, no lock (docs/state.md): bounded by the gallery, and by the traces on screen.
 _TRACES: dict = {}  # gallery name -> Trace, loaded once and shared by every session: the viewer's bundle is built once per class
@@ -25,12 +25,20 @@ class Shown:
     step: int
 
 
+def words(area: str, name: str, part: str, english: str) -> str:
+    """An example's title or "what to look at" in the language spoken: the catalogue's `gallery.<name>.<part>` or
+    `passage.<name>.title` (a name's "-" written "_"), while its English there is the manifest's own (a gallery made
+    again since, with other numbers, reads in English until its sentences are translated again)."""
+    key = f"{area}.{name.replace('-', '_')}.{part}"
+    return t(key) if catalogue(DEFAULT).get(key) == english else english
+
+
 def example_choices() -> list[tuple[str, str]]:
     """(title, name) for the dropdown: the gallery's traces, then the real-text passages (pipeline/passages.py); a part
     that cannot be read is left out (said once in the log)."""
     out = []
-    for what, read in (("gallery", lambda: [(e.title, e.name) for e in gallery.entries()]),
-                       ("passages", lambda: [(p.title, p.name) for p in passages.entries()])):
+    for what, read in (("gallery", lambda: [(words("gallery", e.name, "title", e.title), e.name) for e in gallery.entries()]),
+                       ("passages", lambda: [(words("passage", p.name, "title", p.title), p.name) for p in passages.entries()])):
         try:
             out += read()
         except GalleryError as e:
@@ -49,9 +57,9 @@ def entry(name: str) -> Shown:
     """The gallery entry or passage `name` as the page introduces it (GalleryError: neither)."""
     if is_passage(name):
         p = passages.get(name)
-        return Shown(p.title, t("note.passage_look", source=p.source, licence=p.licence), 0)
+        return Shown(words("passage", p.name, "title", p.title), t("note.passage_look", source=p.source, licence=p.licence), 0)
     e = gallery.entry(name)
-    return Shown(e.title, e.look, e.step)
+    return Shown(words("gallery", e.name, "title", e.title), words("gallery", e.name, "look", e.look), e.step)
 
 
 def names() -> tuple:

@@ -22,7 +22,6 @@ from viz.text import t
 from ui import bridge, messages, model, run_inputs
 from ui.speed import speed_against_plain
 from ui import viewer_wiring as viewer
-from ui.layout import DOWNLOAD
 from ui.page import Page
 from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged
 
@@ -115,7 +114,7 @@ class Generation:
             return
         trace, kept = gen.trace(), getattr(gen, "kept", ())
         layers, heads = layer_head_choices(trace)  # (after a loaded trace of another model)
-        first = {C.ran: True, self.p.state: trace, C.bridge: viewer.live_message(), C.download: gr.Button(DOWNLOAD, interactive=False),
+        first = {C.ran: True, self.p.state: trace, C.bridge: viewer.live_message(), C.download: gr.Button(t("button.download"), interactive=False),
                  C.info: model.HOLDER.status, C.layer: layers, C.head: heads,
                  C.spec_summary: page.speculative_summary_html(trace), C.spec: page.speculative.rounds_html(()),
                  C.example: gr.Dropdown(value=None), C.example_look: ""}  # (the page shows this generation, not a gallery trace)
@@ -166,7 +165,7 @@ class Generation:
         only = None if step >= viewer.MAX_FRAMES else viewer.LIGHT
         return {**panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p, min_p, repetition_penalty), only=only),
                 C.slider: slider(trace, keep_value=True),
-                C.download: gr.Button(DOWNLOAD, interactive=bool(trace.steps)), C.bundle_req: f"{id(trace)}:{time.time()}"}
+                C.download: gr.Button(t("button.download"), interactive=bool(trace.steps)), C.bundle_req: f"{id(trace)}:{time.time()}"}
 
     # -- the buttons that start a run (their inputs: the stream's, some with one before) ----------
     # (each takes `stream`'s parameters by name: ui/wiring.py's Wires.run_in)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pipeline.errors import SettingsError
 from pipeline.records import Trace
 from ui.model_match import same_model
+from viz.text import t
 
 
 def accounting_for(lm, trace: Trace):
@@ -41,5 +42,5 @@ def default_swap(trace: Trace) -> tuple[int, int]:
     span = range(start, start + n) if start is not None else range(len(ids))
     words = [k for k in span if p.pieces[k].strip().isalpha()]
     if len(words) < 2:
-        raise SettingsError("the prompt needs two word tokens to swap: type the positions to swap instead")
+        raise SettingsError(t("inside.swap_two_words"))
     return words[0], words[-1]

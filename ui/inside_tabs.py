@@ -205,7 +205,7 @@ def _sampling(v: TabView) -> dict:
 
     cmp, t = v.inputs, v.trace
     if any(cmp[k] in (None, "") for k in CMP_KEYS):
-        raise SettingsError("each of the three columns needs a temperature, a top-k and a top-p")
+        raise SettingsError(text.t("inside.sampling_fields"))
     rows = [dict(temperature=float(cmp[f"cmp_t{n}"]), top_k=int(cmp[f"cmp_k{n}"]), top_p=float(cmp[f"cmp_p{n}"]))
             for n in range(len(SAMPLING_ROWS))]
     return {"cmp_plot": sampling_compare.sampling_compare_figure(v.step, rows, vocab_size=t.model.vocab_size,

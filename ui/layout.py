@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import asdict
+from functools import partial
 from itertools import groupby
 
 import gradio as gr
@@ -18,20 +19,18 @@ from viz import room as room_viz
 from viz.captions import captions
 from viz.glossary import gloss
 from viz.text import t
-from ui import bridge, examples, inside_tabs, links
+from viz.text import language as speaking_now
+from ui import bridge, examples, inside_tabs, language, links
 from ui.model import DRAFT_MODEL, MAX_NEW_TOKENS
 from ui.step_slider import StepSlider
 from ui.page import Page
 from ui.views import Components, ViewOptions, slider_props
 
-DOWNLOAD = t("button.download")  # the download buttons' labels (they read otherwise while the file is made)
-DOWNLOAD_PAGE = t("button.download_page")
 # (assets/room.js loads after the page is drawn) a class's join link (?room=CODE) shows none of the page's own example:
 # from the page's first paint (the join box is drawn before the text) until the room's trace is on screen, only "Joining
 # class ..."; a code typed before room.js is there is kept for it (the form never submits itself: the page stays)
 JOINING_JS = ("if (/[?&]room=/.test(location.search)) document.documentElement.classList.add('room-joining');"
               "element.querySelector('form')?.addEventListener('submit', (e) => { e.preventDefault(); window.LLMJoinAsked = true; });")
-GUESS_LABEL = t("label.guess")  # (the button's word: one act, one name)
 
 
 def layout(example: Trace | None, status: str, spec_cost) -> Page:
@@ -46,11 +45,13 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     # otherwise deep-copy the example per session and re-serialise it on every update.
     p.state = gr.State(None)
     C.ran = gr.State(False)  # whether the last Generate (or +1, re-sample, branch) ran, or was refused
-    gr.Markdown("# " + t("title.page"), elem_id="intro")
+    _md(lambda: "# " + t("title.page"), elem_id="intro")
     C.info = gr.Markdown(status, elem_id="model-info")
+    # the language picker (assets/language.js draws it): at the title line's right, on every screen and in a class room
+    gr.HTML("<span class='language-slot'></span>", elem_id="language-bar", js_on_load="window.LLMLanguage && window.LLMLanguage.picker(element);")
     # a student types the class code the teacher's screen shows (assets/room.js opens ?room=CODE, or says why not): in the
     # title's line on a wide screen, under it on a phone (assets/style.css)
-    gr.HTML(room_viz.join_box_html(), elem_id="join-class", js_on_load=JOINING_JS)
+    language.again(gr.HTML(room_viz.join_box_html(), elem_id="join-class", js_on_load=JOINING_JS), value=room_viz.join_box_html)
     with gr.Row(equal_height=False, elem_id="lesson"):
         with gr.Column(scale=5, min_width=320, elem_id="lesson-text"):
             _prompt(C)
@@ -58,12 +59,12 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
         with gr.Column(scale=6, min_width=340, elem_id="lesson-distribution"):
             _card(C, panels.CARD["panel-distribution"], example, first)
             # (the text's caption, which names the chart: under the chart, so that on a phone the chart comes first)
-            gr.Markdown(_caption("output"), elem_classes="caption", elem_id="output-caption")
+            _md(partial(_caption, "output"), elem_classes="caption", elem_id="output-caption")
             _samples(C)
     _settings(C, example)
     _step_cards(C, example, first)
     with gr.Column(elem_id="panel-inside"):
-        gr.Markdown(f"### {INSIDE_NUMBER} · {t('title.inside')}\n" + _caption("inside"), elem_classes="caption")
+        _md(lambda: f"### {INSIDE_NUMBER} · {t('title.inside')}\n" + _caption("inside"), elem_classes="caption")
         with gr.Tabs(elem_id="inside-tabs"):
             _inside_tabs(C, p.tabs)
     _speculative(C, spec_cost, first, example)
@@ -86,6 +87,20 @@ def _first_values(example: Trace | None) -> dict:
     if example is None or not example.steps:
         return {}
     return page.render(example, step=len(example.steps) - 1, **asdict(ViewOptions.of(example)), only=panels.LIGHT_KEYS)
+
+
+_FIRST: dict = {}  # (id of the example, language) -> its first values in that language
+
+
+def first_values(example: Trace | None) -> dict:
+    """_first_values in the language speaking (made once per language): the page's first panels for a visitor
+    whose language is not English (ui/listeners.py's on_load)."""
+    key = (id(example), speaking_now())
+    if key not in _FIRST:
+        while len(_FIRST) >= 16:  # (one example in the app: a few languages; tests build many pages)
+            _FIRST.pop(next(iter(_FIRST)))
+        _FIRST[key] = _first_values(example)
+    return _FIRST[key]
 
 
 INSIDE_NUMBER = 5  # "Inside the model": after the step cards (viz.panels.CARDS), before speculative decoding
@@ -127,7 +142,7 @@ def _samples(C: Components) -> None:
     from ui.samples import OPEN_JS
 
     with gr.Column(elem_id="samples"):
-        gr.Markdown(t("samples.heading", what=t("samples.heading_what")), elem_classes="caption")
+        _md(lambda: t("samples.heading", what=t("samples.heading_what")), elem_classes="caption")
         with gr.Row(equal_height=True):
             C.samples_n = gr.Number(16, minimum=2, maximum=32, precision=0, step=1, label=t("label.samples_n"), elem_id="samples-n",
                                     min_width=120)
@@ -160,8 +175,8 @@ def _settings(C: Components, example: Trace | None) -> None:
                                            allow_custom_value=True, label=t("label.spec_draft"), elem_id="spec-draft",
                                            info=t("info.spec_draft"))
             with gr.Row():
-                C.download = gr.Button(DOWNLOAD, elem_id="download-trace", interactive=False, size="sm")
-                C.download_page = gr.Button(DOWNLOAD_PAGE, elem_id="download-page", size="sm")  # one file that works offline
+                C.download = gr.Button(t("button.download"), elem_id="download-trace", interactive=False, size="sm")
+                C.download_page = gr.Button(t("button.download_page"), elem_id="download-page", size="sm")  # one file that works offline
                 C.upload = gr.UploadButton(t("button.upload"), file_types=[".json", ".gz"], elem_id="upload-trace", size="sm")
             with gr.Row(equal_height=True):  # "Copy link" and the link it wrote (ui/links.py)
                 C.copy_link = gr.Button(t("button.copy_link"), elem_id="copy-link", size="sm", scale=1)
@@ -205,7 +220,7 @@ def _guess(C: Components) -> None:
     gr.HTML("", elem_id="room-head")  # a student's page in a class: "Class ABC DEF · step 10 · What comes next?" (assets/room.js)
     with gr.Group(elem_id="guess-box"):
         with gr.Row(equal_height=True):  # (the label and the button name the same act: room.js words them for a class)
-            C.guess = gr.Textbox(label=GUESS_LABEL, max_length=40, lines=1,
+            C.guess = gr.Textbox(label=t("label.guess"), max_length=40, lines=1,
                                  placeholder=t("placeholder.guess"), elem_id="guess-input", scale=4)
             C.guess_btn = gr.Button(t("button.guess"), elem_id="guess-submit", variant="primary", scale=1, min_width=100)
         C.guess_result = gr.HTML(elem_id="guess-result")
@@ -216,6 +231,11 @@ def _guess(C: Components) -> None:
 
 
 HAND_LAID = ("panel-distribution", "panel-speculative")  # cards placed by hand: on the first screen, after "Inside the model"
+
+
+def _md(make, **props) -> gr.Markdown:
+    """A Markdown of the page's words, written by `make` (again in the visitor's language as the page opens)."""
+    return language.again(gr.Markdown(make(), **props), value=make)
 
 
 def _caption(key: str) -> str:
@@ -250,7 +270,7 @@ CONTROLS = {"panel-attention": _attention_controls, "panel-distribution": lambda
 def _card(C: Components, card: panels.Card, example: Trace | None, first: dict) -> None:
     """A numbered card: its heading and caption, its controls, its panels (in one row when side by side)."""
     with gr.Column(elem_id=card.elem_id):
-        gr.Markdown(_heading(card), elem_classes="caption")
+        _md(partial(_heading, card), elem_classes="caption")
         if card.elem_id in CONTROLS:
             CONTROLS[card.elem_id](C, example)
         if card.side_by_side:
@@ -261,7 +281,21 @@ def _card(C: Components, card: panels.Card, example: Trace | None, first: dict) 
             for p in panels.in_card(card.elem_id):
                 _panel(C, p, first)
         if card.caption_below:  # (the page's own wording, where it has one: viz/captions.py's "<key>_app")
-            gr.Markdown(_caption(card.caption + "_app" if card.caption + "_app" in captions() else card.caption), elem_classes="caption")
+            _md(partial(_caption, card.caption + "_app" if card.caption + "_app" in captions() else card.caption), elem_classes="caption")
+        if card.elem_id in AFTER:
+            AFTER[card.elem_id](C)
+
+
+def _token_tax(C: Components) -> None:
+    """"The same sentence in other languages" (ui/token_tax.py): counted when opened, a learner's own sentence added."""
+    with gr.Accordion(t("tax.title"), open=False, elem_id="token-tax") as C.tax_box:
+        C.tax_html = gr.HTML("", elem_id="token-tax-body")
+        with gr.Row(equal_height=True):
+            C.tax_own = gr.Textbox(label=t("tax.own_label"), lines=1, max_lines=4, max_length=2000, elem_id="tax-own", scale=4)
+            C.tax_count = gr.Button(t("tax.own_button"), elem_id="tax-count", scale=1, min_width=90)
+
+
+AFTER = {"panel-tokens": _token_tax}  # a card's own part after its panels
 
 
 def _step_cards(C: Components, example: Trace | None, first: dict) -> None:
@@ -281,7 +315,7 @@ def _inside_tabs(C: Components, tabs: dict) -> None:
     caption and components, each tab kept in `tabs` by its id."""
     for tab in inside_tabs.TABS:
         with gr.Tab(tab.title, id=tab.id, elem_id=tab.elem_id) as tabs[tab.id]:
-            gr.Markdown(_caption(tab.caption), elem_classes="caption")
+            _md(partial(_caption, tab.caption), elem_classes="caption")
             _inside_parts(C, tab.parts)
 
 
@@ -296,7 +330,7 @@ def _inside_parts(C: Components, parts: tuple) -> None:
             with INSIDE_BOXES[part.kind](**part.props):
                 _inside_parts(C, part.parts)
         elif part.kind == "caption":
-            gr.Markdown(_caption(part.key), elem_classes="caption")
+            _md(partial(_caption, part.key), elem_classes="caption")
         else:
             C[part.key] = INSIDE_KINDS[part.kind](elem_id=part.elem_id, **part.props)
 
@@ -304,15 +338,17 @@ def _inside_parts(C: Components, parts: tuple) -> None:
 def _speculative(C: Components, spec_cost, first: dict, example: Trace | None) -> None:
     """Panel 7: the rounds of a speculative run, and this machine's cost curve when measured."""
     with gr.Column(elem_id="panel-speculative"):
-        gr.Markdown(_heading(panels.CARD["panel-speculative"]), elem_classes="caption")
-        C.spec_summary = gr.HTML(page.speculative_summary_html(example) if first else None, elem_id="spec-summary")
+        _md(partial(_heading, panels.CARD["panel-speculative"]), elem_classes="caption")
+        C.spec_summary = gr.HTML(page.speculative_summary_html(example) if first else None, elem_id="spec-summary")  # (ui/listeners.py's on_load)
         _panel(C, panels.BY_KEY["spec"], first)
         if spec_cost is not None:
-            gr.HTML(page.speculative.cost_curve_html(spec_cost), elem_id="spec-cost-text")
-            gr.HTML(_static_figure(page.speculative.cost_curve_figure(spec_cost)), elem_id="spec-cost-plot")
+            cost_text, cost_plot = (lambda: page.speculative.cost_curve_html(spec_cost),
+                                    lambda: static_figure(page.speculative.cost_curve_figure(spec_cost)))
+            language.again(gr.HTML(cost_text(), elem_id="spec-cost-text"), value=cost_text)
+            language.again(gr.HTML(cost_plot(), elem_id="spec-cost-plot"), value=cost_plot)
 
 
-def _static_figure(fig) -> str:
+def static_figure(fig) -> str:
     """A figure no event redraws, as HTML the page's script draws with the viewer's Plotly.js (assets/app_viewer.js):
     a gr.Plot with a value would make Gradio load its own copy of Plotly.js as the page opens."""
     return f"<div class='static-figure' data-figure='{html.escape(fig.to_json(), quote=True)}'></div>"

@@ -7,6 +7,7 @@
     &view=present     the presenter view: the lesson alone, large (assets/page.js)
     &guess=1          Guess first: each step's answer hidden until a guess (assets/guess.js)
     &room=CODE        join the class room CODE (assets/room.js, ui/class_room.py)
+    &lang=fr          the page in that language (assets/language.js, ui/language.py); else the browser's
 
 The page's script (assets/links.js, from the page's head) writes a link's fields in the browser as the page is drawn
 (the server answers seconds later, when a person may have typed); what the server sends for the fields later (an
@@ -22,6 +23,7 @@ traces" dropdown (a gallery trace goes on as an uploaded file: ui/listeners.py's
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -34,11 +36,11 @@ import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotatio
 
 from pipeline.errors import GalleryError, TraceFormatError
 from pipeline.indices import clamp_index
-from ui import bridge, examples, network
+from ui import bridge, examples, messages, network
 from ui.network import SPACE_ORIGIN, link_base, space_page  # noqa: F401 (this module's names for them too)
 from ui.views import Call, Components
 from ui.viewer_wiring import LIGHT
-from viz.text import t
+from viz.text import DEFAULT, language, match, number_marks, t, thousands
 
 LINK_FIELDS_JS = (Path(__file__).resolve().parents[1] / "assets" / "link_fields.js").read_text(encoding="utf-8")
 MODES = {"chat": "Chat", "raw": "Raw text"}
@@ -46,8 +48,8 @@ MODES = {"chat": "Chat", "raw": "Raw text"}
 NUMBERS = {"temperature": ("temperature", float, 0.0, 2.0), "top_k": ("top_k", int, 0, 200), "top_p": ("top_p", float, 0.01, 1.0),
            "min_p": ("min_p", float, 0.0, 0.5), "repetition_penalty": ("repetition_penalty", float, 1.0, 2.0),
            "seed": ("seed", int, 0, 2**32 - 1), "max_new_tokens": ("max_new", int, 1, 512), "step": ("step", int, 0, 100_000)}
-KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "branch", "example", "view", "guess", "room")
-PAGE_ONLY = ("view", "guess", "room")  # read by the page's scripts alone (assets/page.js, assets/guess.js, assets/room.js)
+KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "branch", "example", "view", "guess", "room", "lang")
+PAGE_ONLY = ("view", "guess", "room", "lang")  # read by the page's scripts alone (assets/page.js, assets/guess.js, assets/room.js)
 # the fields a link fills, by the page's C key, in the order the page's script gets and gives them, with their element ids
 FIELDS = {"prompt": "prompt", "mode": "mode", "system": "system-prompt", "temperature": "temperature", "top_k": "top-k",
           "top_p": "top-p", "min_p": "min-p", "repetition_penalty": "repetition-penalty", "seed": "seed", "max_new": "max-new-tokens"}
@@ -75,21 +77,26 @@ def _number(name: str, text: str, link: Link):
         if not math.isfinite(v) or (kind is int and not v.is_integer()):
             raise ValueError
     except (TypeError, ValueError):
-        link.warnings.append(f"{name}={text!r} is not {'a whole number' if kind is int else 'a number'}")
+        link.warnings.append(t("links.not_whole" if kind is int else "links.not_number", setting=f"{name}={text!r}"))
         return None
     if not lo <= v <= hi:
-        link.warnings.append(f"{name}={text} is outside {lo}…{hi}")
+        link.warnings.append(t("links.outside", setting=f"{name}={text}", low=_shown(lo), high=_shown(hi)))
         return None
     return kind(v)
+
+
+def _shown(v) -> str:
+    """A range's end as a person reads it, the language's way: 0.01 (French 0,01), 4,294,967,295."""
+    return thousands(v) if isinstance(v, int) else _plain(v).replace(".", number_marks()[1])
 
 
 def _branches(text: str, link: Link) -> None:
     parts = [p for p in text.split(",") if p.strip()]
     pairs = [_BRANCH.match(p) for p in parts]
     if not parts or len(parts) > MAX_BRANCHES or not all(pairs):
-        link.warnings.append(f"branch={text!r} is not STEP:RANK pairs (e.g. 3:2), at most {MAX_BRANCHES}")
+        link.warnings.append(t("links.branch_pairs", setting=f"branch={text!r}", n=MAX_BRANCHES))
     elif any(int(m[2]) < 1 or int(m[2]) > 100 for m in pairs):
-        link.warnings.append(f"branch={text!r}: a rank is from 1 (the likeliest candidate) to 100")
+        link.warnings.append(t("links.branch_rank", setting=f"branch={text!r}", high=100))
     else:
         link.branches = [(int(m[1]), int(m[2])) for m in pairs]
 
@@ -105,14 +112,14 @@ def parse_link(params: Mapping[str, str], example_names=()) -> Link:
             continue
         if name in ("prompt", "system"):
             if len(text) > MAX_TEXT:
-                link.warnings.append(f"{name} is longer than {MAX_TEXT} characters")
+                link.warnings.append(t("links.too_long", name=name, n=thousands(MAX_TEXT)))
             else:
                 link.fields[name] = text
         elif name == "mode":
             if text.strip().lower() in MODES:
                 link.fields["mode"] = MODES[text.strip().lower()]
             else:
-                link.warnings.append(f"mode={text!r} is not chat or raw")
+                link.warnings.append(t("links.mode", setting=f"mode={text!r}"))
         elif name in NUMBERS:
             v = _number(name, text, link)
             if v is not None and name == "step":
@@ -127,14 +134,15 @@ def parse_link(params: Mapping[str, str], example_names=()) -> Link:
             if text in example_names:
                 link.example = text
             else:
-                link.warnings.append(f"there is no example trace {text!r}; the gallery has: {', '.join(example_names) or 'none'}")
+                link.warnings.append(t("links.no_example", name=repr(text), names=", ".join(example_names) or t("links.none")))
         else:
-            link.warnings.append(f"unknown setting {name!r} (known: {', '.join(KNOWN)})")
+            link.warnings.append(t("links.unknown", name=repr(name), names=", ".join(KNOWN)))
     return link
 
 
 def warning_text(link: Link) -> str:
-    return t("warn.link_unused", problems="; ".join(link.warnings))
+    problems = functools.reduce(lambda first, then: t("links.joined", first=first, then=then), link.warnings or [""])  # "a; b" (French "a ; b")
+    return t("warn.link_unused", problems=problems)
 
 
 def _plain(v):
@@ -146,14 +154,15 @@ def _plain(v):
 
 
 def make_link(base: str, *, prompt=None, mode=None, system=None, temperature=None, top_k=None, top_p=None, min_p=None,
-              repetition_penalty=None, seed=None, max_new_tokens=None, step=None, example=None, branches=(), run=False) -> str:
+              repetition_penalty=None, seed=None, max_new_tokens=None, step=None, example=None, branches=(), run=False, lang=None) -> str:
     """The link that opens the page at `base` in this state (None and empty values left out; min-p and the repetition
-    penalty when they are on)."""
+    penalty when they are on), in the language `lang` (None: the language speaking, when it is not English)."""
     pairs = (("example", example or None), ("prompt", prompt), ("mode", {v: k for k, v in MODES.items()}.get(mode)), ("system", system or None),
              ("temperature", temperature), ("top_k", top_k), ("top_p", top_p), ("min_p", min_p or None),
              ("repetition_penalty", None if repetition_penalty in (None, 1, 1.0) else repetition_penalty),
              ("seed", seed), ("max_new_tokens", max_new_tokens),
-             ("branch", ",".join(f"{int(s)}:{int(r)}" for s, r in branches) or None), ("step", step), ("run", "1" if run else None))
+             ("branch", ",".join(f"{int(s)}:{int(r)}" for s, r in branches) or None), ("step", step), ("run", "1" if run else None),
+             ("lang", lang or (language() if language() != DEFAULT else None)))
     q = [(name, _plain(v)) for name, v in pairs if v not in (None, "")]
     base = (base or "").split("?")[0].split("#")[0]
     return base + ("?" + urlencode(q) if q else "")
@@ -180,15 +189,15 @@ def made_tokens(trace) -> int:
     return max(n, int(trace.settings.max_new_tokens)) if ended else max(1, n)
 
 
-def trace_link(base: str, trace, step: int | None, example: str | None = None) -> str:
+def trace_link(base: str, trace, step: int | None, example: str | None = None, lang: str | None = None) -> str:
     """The link that shows `trace` at `step` again: a gallery trace by name; any other by how it was made (run=1: written anew)."""
     if example:
-        return make_link(base, example=example, step=step)
+        return make_link(base, example=example, step=step, lang=lang)
     f = trace_fields(trace)
     return make_link(base, prompt=f["prompt"], mode=f["mode"], system=f["system"], temperature=f["temperature"], top_k=f["top_k"],
                      top_p=f["top_p"], min_p=f["min_p"], repetition_penalty=f["repetition_penalty"], seed=f["seed"],
                      max_new_tokens=made_tokens(trace), branches=trace_branches(trace),
-                     step=step, run=True)
+                     step=step, run=True, lang=lang)
 
 
 # -- inside a Hugging Face Space --------------------------------------------------------------------
@@ -241,7 +250,7 @@ def open_example(d: Deps, name, step=None) -> dict:
         e = examples.entry(name)
         out = d.load_trace(examples.gallery_trace(name))
     except (GalleryError, OSError, EOFError, TraceFormatError) as err:
-        gr.Warning(t("error.example_open", error=err))
+        gr.Warning(t("error.example_open", error=messages.said(err)))
         return {C.example_look: gr.skip()}
     trace = out.get(d.state)
     if trace is None:  # load_trace said why
@@ -260,8 +269,8 @@ def fields_line(trace, what: str = "example") -> str:
     """The one line that says the fields now hold the example's (or trace file's) prompt, mode and settings."""
     f = trace_fields(trace)
     mode = t("choice.mode.raw" if f["mode"] == MODES["raw"] else "choice.mode.chat")  # (the mode as the page names it)
-    return "*" + t("note.fields_trace" if what == "trace" else "note.fields_example", mode=mode, temperature=_plain(f["temperature"]),
-                   top_k=_plain(f["top_k"]), top_p=_plain(f["top_p"]), seed=_plain(f["seed"])) + "*"
+    return "*" + t("note.fields_trace" if what == "trace" else "note.fields_example", mode=mode, temperature=_shown(f["temperature"]),
+                   top_k=_plain(f["top_k"]), top_p=_shown(f["top_p"]), seed=_plain(f["seed"])) + "*"
 
 
 def wire(d: Deps, opened, demo=None) -> None:
@@ -320,12 +329,18 @@ def _wire_copy(d: Deps) -> None:
     C = d.C
 
     def copy(prompt, mode, system, temperature, top_k, top_p, min_p, repetition_penalty, seed, max_new, step, trace, evt: gr.EventData):
-        base, _, in_space = network.shareable_base(bridge.data(evt).get("address"))  # (the network's address where 127.0.0.1 is the page's)
+        data = bridge.data(evt)
+        switch = match(data.get("lang"))  # the language picker: the page again in that language, on this same address
+        base, _, in_space = network.shareable_base(data.get("address"))  # (the network's address where 127.0.0.1 is the page's)
+        if switch:
+            base, in_space = str(data.get("address") or ""), False
         if trace is not None and trace.steps:  # how the text on screen was made, not the what-if sliders
-            url = trace_link(base, trace, clamp_index(step, len(trace.steps)), example=examples.shown_example(trace))
+            url = trace_link(base, trace, clamp_index(step, len(trace.steps)), example=examples.shown_example(trace), lang=switch)
         else:  # nothing on screen: the fields as they are
             url = make_link(base, prompt=prompt, mode=mode, system=system, temperature=temperature, top_k=top_k, top_p=top_p,
-                            min_p=min_p, repetition_penalty=repetition_penalty, seed=seed, max_new_tokens=max_new)
+                            min_p=min_p, repetition_penalty=repetition_penalty, seed=seed, max_new_tokens=max_new, lang=switch)
+        if switch:
+            return gr.skip(), bridge.say("link", go=url)
         action = {"copy": url}
         if in_space:  # the Space's page shows this query in its address bar too (assets/link_actions.js asks it)
             action["parent"] = {"origin": SPACE_ORIGIN, "queryString": urlsplit(url).query}

@@ -23,10 +23,9 @@ from pipeline.records import Trace
 from viz import guess as guess_viz
 from viz import page
 from viz import tour as tour_viz
-from viz.text import t
-from ui import bridge, downloads, links, messages, model, model_match
+from viz.text import DEFAULT, language, t
+from ui import bridge, downloads, layout, links, messages, model, model_match
 from ui import viewer_wiring as viewer
-from ui.layout import DOWNLOAD, DOWNLOAD_PAGE
 from ui.page import Page
 from ui.views import ViewOptions, layer_head_choices, panels, slider, unchanged
 
@@ -59,13 +58,13 @@ class Listeners:
 
     def download_click(self, trace: Trace | None, request: gr.Request = None):
         """The trace file (the logit lens of every step is computed here, not after every run)."""
-        yield from self._download("download", DOWNLOAD, t("common.trace_file"), trace, request,
+        yield from self._download("download", t("button.download"), t("common.trace_file"), trace, request,
                                   lambda folder: downloads.write_download(model.loaded(), trace, folder))
 
     def download_page_click(self, trace: Trace | None, layer, head, metric, request: gr.Request = None):
         """The trace on screen as one web page that needs nothing else (viz.viewer_page), built from the
         viewer bundle the page holds."""
-        yield from self._download("download_page", DOWNLOAD_PAGE, t("common.web_page"), trace, request,
+        yield from self._download("download_page", t("button.download_page"), t("common.web_page"), trace, request,
                                   lambda folder: viewer.web_page(trace, layer, head, metric, folder))
 
     def load_trace(self, file, request: gr.Request = None):
@@ -79,7 +78,7 @@ class Listeners:
             try:
                 trace = trace_io.load(file if isinstance(file, str) else getattr(file, "name", str(file)))  # .json(.gz), /1 or /2
             except (OSError, EOFError, TraceFormatError) as e:
-                gr.Warning(t("error.trace_read", error=e))
+                gr.Warning(t("error.trace_read", error=messages.said(e)))
                 return {**unchanged(C), C.ran: False}  # (`ran` False: the load's follow-ups do nothing, ui/wiring.py)
         if not trace.steps:
             gr.Warning(t("error.trace_empty"))
@@ -96,14 +95,19 @@ class Listeners:
             C.temperature: s.temperature, C.top_k: s.top_k, C.top_p: s.top_p, C.min_p: s.min_p,
             C.repetition_penalty: s.repetition_penalty, C.seed: s.seed,
             C.info: page.model_markdown(model_match.known_weights(trace.model, model.loaded()), loaded_from_file=True),
-            C.download: gr.Button(DOWNLOAD, interactive=True), C.spec_summary: page.speculative_summary_html(trace),
+            C.download: gr.Button(t("button.download"), interactive=True), C.spec_summary: page.speculative_summary_html(trace),
         }
 
     def on_load(self):
         """The session's trace: the example (immutable: every session shares the one object). The page opened
         showing it (ui/layout.py's first values; its bundle named in the page's head)."""
         C, t = self.C, self.example
-        return {C.info: model.HOLDER.status} if t is None else {self.p.state: t, C.info: model.HOLDER.status}
+        if t is None:
+            return {C.info: model.HOLDER.status}
+        # (the page was drawn in English: a visitor speaking another language gets the example's text and chips in it)
+        again = {} if language() == DEFAULT else {**{C[k]: v for k, v in layout.first_values(t).items()},
+                                                   C.spec_summary: page.speculative_summary_html(t)}
+        return {self.p.state: t, C.info: model.HOLDER.status, **again}
 
     def rate_guess(self, trace, step, guess):
         """A person's guess at the step on screen, rated by the model that made the trace when it is loaded (every

@@ -12,10 +12,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ui import model_match
+from ui import messages, model_match
 from pipeline.errors import SettingsError
 from pipeline.records import Trace
 from viz import page
+from viz.text import languages, speaking, t, thousands
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_NEW_TOKENS = 512
@@ -24,7 +25,6 @@ MAX_NEW_TOKENS = 512
 MAX_PROMPT_TOKENS = int(os.environ.get("LLM_VIZ_MAX_PROMPT_TOKENS", 2048))
 
 
-LOADING = "loading the model ..."
 
 
 class ModelNotReady(SettingsError):
@@ -46,9 +46,19 @@ class ModelHolder:
     2-core machine (issue 23). A click used to wait up to 3 s for the model, which widened that window."""
 
     def __init__(self, spec: str | None):
-        self.spec, self.lm, self.error, self.status = spec, None, None, LOADING
+        self.spec, self.lm, self.error, self.line = spec, None, None, None
         self.ready = threading.Event()
-        self.loading_lines = {_same_text(LOADING)}  # every line the page may have been sent while loading
+        # every line the page may have been sent while loading (in each language the page speaks)
+        self.loading_lines = {_same_text(t("model.loading", lang)) for lang in languages()}
+
+    @property
+    def status(self) -> str:
+        """The page's model line, in the language speaking: the model, why it failed, or how far loading has come."""
+        if self.lm is not None and self.error is None:
+            return page.model_markdown(self.lm.info)
+        if self.error is not None:
+            return f"**{t('model.failed', error=messages.said(self.error))}**"
+        return f"_{messages.said(self.line).strip()}_" if self.line else t("model.loading")
 
     def start(self) -> "ModelHolder":
         threading.Thread(target=self._load, daemon=True).start()
@@ -62,18 +72,18 @@ class ModelHolder:
             time.sleep(0.2)
         try:  # the model first, then the line that says so: once the page reads "Model:", get() has it
             self.lm = load_model(self.spec, progress=self._progress)
-            self.status = page.model_markdown(self.lm.info)
-        except Exception as e:  # shown on the page; the example trace stays explorable
-            self.error = str(e)
-            self.status = f"**Model failed to load:** {e}"
+        except Exception as e:  # shown on the page (in each visitor's language: ui/messages.py); the example trace stays explorable
+            self.error = e
         finally:
             self.ready.set()
 
     def _progress(self, msg: str):
+        """A loading step (pipeline.loading's line, a pipeline.errors.Said where the page can say it in its language)."""
         print(msg, flush=True)
-        line = f"_{msg.strip()}_"
-        self.loading_lines.add(_same_text(line))  # before any page can be sent it
-        self.status = line
+        for lang in languages():  # before any page can be sent it, in any language
+            with speaking(lang):
+                self.loading_lines.add(_same_text(f"_{messages.said(msg).strip()}_"))
+        self.line = msg
 
     def get(self, shown: str | None = None):
         """The model, or at once the reason (ModelNotReady) there is none. `shown`: the model line the page
@@ -81,13 +91,10 @@ class ModelHolder:
         if self.lm is not None and _same_text(shown) not in self.loading_lines:
             return self.lm
         if self.lm is not None:  # loaded since the page last asked: the refusal redraws its line
-            raise ModelNotReady("the model was still loading when the page last asked; it has just finished: "
-                                "press Generate again")
+            raise ModelNotReady(t("model.not_ready_done"))
         if not self.ready.is_set():
-            raise ModelNotReady(f"the model is still loading ({self.status.strip('_')}); the example trace below "
-                                "can be explored meanwhile: try Generate again in a moment")
-        raise ModelNotReady(f"the model could not be loaded: {self.error}. Restart the app with --model "
-                            "pointing at a working model")
+            raise ModelNotReady(t("model.not_ready_loading", line=self.status.strip("_")))
+        raise ModelNotReady(t("model.not_ready_failed", error=messages.said(self.error)))
 
 
 # Process-wide state (docs/state.md lists it all): HOLDER, the model, set once; DRAFTS below, the drafts made for it.
@@ -146,7 +153,7 @@ def start_run(prompt, settings, prev: Trace | None, cont: dict | None, n_new: in
     page's model line when it was clicked (ModelHolder.get)."""
     lm = HOLDER.get(shown)
     if not 1 <= n_new <= MAX_NEW_TOKENS:
-        raise SettingsError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS} on this page, not {n_new}")
+        raise SettingsError(t("model.max_new", high=thousands(MAX_NEW_TOKENS), value=thousands(n_new) if isinstance(n_new, int) else n_new))
     spec_on, spec_k, spec_draft = spec
     if cont is not None:  # +1 token, re-sample, branch: as one longer run would have written it
         from pipeline.continuation import continue_generation
@@ -161,6 +168,5 @@ def start_run(prompt, settings, prev: Trace | None, cont: dict | None, n_new: in
 
         gen = start(lm, prompt, replace(settings, max_new_tokens=n_new))
     if len(gen.prompt.token_ids) > MAX_PROMPT_TOKENS:
-        raise SettingsError(f"the prompt is {len(gen.prompt.token_ids)} tokens; this page takes up to {MAX_PROMPT_TOKENS} "
-                            "(every attention map of the prompt is drawn): shorten it")
+        raise SettingsError(t("model.prompt_too_long", n=thousands(len(gen.prompt.token_ids)), high=thousands(MAX_PROMPT_TOKENS)))
     return lm, gen

@@ -23,6 +23,7 @@ from collections import Counter
 
 from viz.fmt import pct
 from viz.style import visible
+from viz.text import t
 
 from pipeline import guess as guessing
 
@@ -160,13 +161,14 @@ def summary(room) -> dict:
 
 def model_prob(step, probs, tid) -> dict:
     """The model's temperature-1 probability of a token (over the whole vocabulary; without it, the kept candidates':
-    outside them, only the bound, said so) and as the page writes it."""
+    outside them, only the bound, said so, with the bound as a number, `below`: assets/room.js writes it in the page's
+    language) and as the page writes it."""
     if tid is not None and probs is not None:
         p = float(probs[tid])
     else:
         p = next((float(q) for t, q in zip(step.top_ids, step.top_probs) if int(t) == tid), None)
     if p is None:
-        return {"prob": None, "pct": f"less than {pct(step.top_probs[-1])}"}
+        return {"prob": None, "pct": t("room.less_than", pct=pct(step.top_probs[-1])), "below": float(step.top_probs[-1])}
     return {"prob": p, "pct": pct(p)}
 
 

@@ -7,7 +7,8 @@ theirs until the reveal) or "revealed" (the room's answers, grouped by the model
 beside the model's top candidates). Every change bumps the room's version: a page polls with it (an ETag), an
 unchanged room costs nothing. The step's distribution over the whole vocabulary (a forward pass for a trace that did
 not keep its logits) is computed when the step opens, and the next step's after it, on the model's own thread: a guess
-never waits for it unless it comes before that pass ends. Errors are RoomError: an HTTP status and one sentence.
+never waits for it unless it comes before that pass ends. Errors are RoomError: an HTTP status and one sentence,
+written in the language spoken where it is read (viz.text: a refusal the page shows, in the page's language).
 """
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ from dataclasses import dataclass, field
 from pipeline import guess as guessing
 from pipeline.records import Trace
 from ui import room_filter, room_scores
+from ui.room_errors import RoomError, refused_guess
 from ui.examples import is_passage
-from ui.messages import sentence
 from ui.model import same_model
 from viz.fmt import pct
 from viz.style import visible
+from viz.text import t, thousands
 
 CODE_LETTERS = "ACDEFGHJKMNPQRTUVWXY34679"  # no 0/O, 1/I/L, 2/Z, 5/S, 8/B: read off a projector without doubt
 CODE_LEN = 6
@@ -40,12 +42,6 @@ SCORE_FIELDS = ("class_right", "class_share_right", "model_right", "model_prob",
 TOP = 10  # the model's candidates shown beside the room's answers
 # the rooms' forward passes, one at a time; process-wide, like ROOMS at the end of this file (docs/state.md)
 MODEL_THREAD = ThreadPoolExecutor(1, thread_name_prefix="rooms-model")
-
-
-class RoomError(Exception):
-    def __init__(self, status: int, sentence: str):
-        super().__init__(sentence)
-        self.status = status
 
 
 @dataclass
@@ -121,11 +117,11 @@ class Rooms:
     # -- the teacher ------------------------------------------------------------------------------------
     def create(self, trace: Trace | None, step: int, example: str | None = None) -> Room:
         if trace is None or not trace.steps:
-            raise RoomError(400, "There is no text on the page to guess in: pick an example or generate some first.")
+            raise RoomError(400, lambda: t("error.guess_no_text"))
         with self.lock:
             self._expire()
             if len([r for r in self.rooms.values() if not r.closed]) >= MAX_ROOMS:
-                raise RoomError(429, f"This server has {MAX_ROOMS} open classes, its most: try again later.")
+                raise RoomError(429, lambda: t("rooms.server_full", n=thousands(MAX_ROOMS)))
             code = self._new_code()
             key = secrets.token_urlsafe(18)
             room = Room(code, key, trace, example, self._step(trace, step), teacher_seen=self.clock(),
@@ -140,7 +136,7 @@ class Rooms:
     def teacher(self, code: str, key: str | None) -> Room:
         room = self._open(code)
         if not room.is_key(key):  # (by its hash: after a restart only the hash is known)
-            raise RoomError(403, "Only the teacher's page can do that.")
+            raise RoomError(403, lambda: t("rooms.teacher_only"))
         room.teacher_seen = self.clock()
         return room
 
@@ -220,7 +216,7 @@ class Rooms:
         with self.lock:
             room = self.rooms.get(str(code).upper())
             if room is None:
-                raise RoomError(404, "There is no class with that code: check the code on the teacher's screen.")
+                raise RoomError(404, lambda: t("rooms.no_class"))
             if key and not room.closed and room.is_key(key) and not self._idle(room):
                 room.teacher_seen = self.clock()
             if not room.closed and self._idle(room):
@@ -250,12 +246,12 @@ class Rooms:
         with self.lock:
             room = self._open(code)
             if room.trace is not trace or room.step != s:
-                raise RoomError(409, "The teacher has moved on: send your guess for the new step.")
+                raise RoomError(409, lambda: t("rooms.moved_on"))
             if room.phase == "revealed":
-                raise RoomError(409, "The teacher has revealed this step: wait for the next one.")
+                raise RoomError(409, lambda: t("rooms.revealed"))
             now = self.clock()
             if now - room.last_guess.get(sid, -1e9) < GUESS_GAP_S:
-                raise RoomError(429, "One guess at a time: wait a moment and send it again.")
+                raise RoomError(429, lambda: t("rooms.one_at_a_time"))
             self._present(room, sid)
             room.last_guess[sid] = now
             room.guesses.setdefault(s, {})[sid] = g  # one live guess per student per step
@@ -322,7 +318,7 @@ class Rooms:
         try:
             text = guessing.clean(text)
         except guessing.GuessError as e:
-            raise RoomError(400, sentence(e)) from None
+            raise RoomError(400, refused_guess(text, e)) from None
         dist = probs.result()
         tid, piece = guessing.first_token(lm, step, text, dist)
         room_filter.warm(text, piece, visible(piece))  # (checked here, outside the lock: the reveal's filter finds it known)
@@ -331,9 +327,9 @@ class Rooms:
     def _open(self, code: str) -> Room:
         room = self.rooms.get(str(code).upper())
         if room is None:
-            raise RoomError(404, "There is no class with that code: check the code on the teacher's screen.")
+            raise RoomError(404, lambda: t("rooms.no_class"))
         if room.closed or self._idle(room):
-            raise RoomError(410, "This class has ended.")
+            raise RoomError(410, lambda: t("room.ended"))
         return room
 
     def _present(self, room: Room, sid: str):
@@ -345,7 +341,7 @@ class Rooms:
             room.students = {k: t for k, t in room.students.items() if now - t < PRESENT_S}
             room.last_guess = {k: t for k, t in room.last_guess.items() if now - t < GUESS_GAP_S}
             if len(room.students) >= MAX_STUDENTS:
-                raise RoomError(429, f"This class is full ({MAX_STUDENTS} students).")
+                raise RoomError(429, lambda: t("rooms.class_full", n=thousands(MAX_STUDENTS)))
         room.students[sid] = now
         if not was:  # one more student present: the count on the teacher's screen changes
             room.bump()

@@ -11,7 +11,10 @@
                                        the teacher's, with the header X-Room-Key
 
 The page's "Start a class" makes its room from the trace on the teacher's screen through the page's own
-event (ui/wiring.py), into the same rooms. Every refusal is a 4xx with {"error": one sentence}.
+event (ui/wiring.py), into the same rooms. Every refusal is a 4xx with {"error": one sentence}: a sentence the page
+shows, in the language of the page that asked (ui/language.py's `of`: its address's ?lang=, else Accept-Language),
+as these routes run outside Gradio's listeners; a refusal only a hand-made request gets (a body that is not JSON, a
+gallery trace's name) in English, as the API's docs.
 """
 from __future__ import annotations
 
@@ -22,7 +25,9 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from pipeline.errors import GalleryError
+from ui.language import of
 from ui.rooms import ROOMS, RoomError
+from viz.text import speaking
 
 router = APIRouter(prefix="/api/rooms")  # its routes, added at import (docs/state.md); the rooms: ui/rooms.py's ROOMS
 
@@ -47,6 +52,11 @@ def _etag(version: int) -> str:
 
 @router.post("")
 async def create(request: Request):
+    with speaking(of(request)):
+        return await _create(request)
+
+
+async def _create(request: Request):
     from ui.examples import gallery_trace, is_passage
 
     try:
@@ -68,19 +78,23 @@ async def create(request: Request):
 
 
 @router.get("/{code}/summary")
-async def summary(code: str):
-    try:
-        return JSONResponse(ROOMS.summary(code))
-    except RoomError as e:
-        return _refused(e)
+async def summary(code: str, request: Request):
+    with speaking(of(request)):
+        try:
+            return JSONResponse(ROOMS.summary(code))
+        except RoomError as e:
+            return _refused(e)
 
 
-def state_answer(code: str, student: str | None, key: str | None, seen_tag: str | None) -> tuple[int, dict, bytes]:
-    """GET /{code}: (status, headers, JSON body). Also answered without FastAPI by ui/rooms_asgi.py (a class's polls)."""
+def state_answer(code: str, student: str | None, key: str | None, seen_tag: str | None, request=None) -> tuple[int, dict, bytes]:
+    """GET /{code}: (status, headers, JSON body). Also answered without FastAPI by ui/rooms_asgi.py (a class's polls).
+    `request` (its headers) says the language of a refusal, read only when there is one (a poll that is answered
+    writes no sentence: the page writes its own words from the state)."""
     try:
         room = ROOMS.seen(code, student, key)  # (the teacher's page sends its key: still there)
     except RoomError as e:
-        return e.status, {}, _json({"error": str(e)})
+        with speaking(of(request)):
+            return e.status, {}, _json({"error": str(e)})
     tag = _etag(room.version)
     if seen_tag == tag:
         return 304, {"ETag": tag}, b""
@@ -93,7 +107,7 @@ def _json(obj) -> bytes:  # (as JSONResponse writes it)
 
 @router.get("/{code}")
 async def state(code: str, request: Request, student: str | None = None):
-    status, headers, body = state_answer(code, student, request.headers.get("x-room-key"), request.headers.get("if-none-match"))
+    status, headers, body = state_answer(code, student, request.headers.get("x-room-key"), request.headers.get("if-none-match"), request)
     return Response(body, status_code=status, headers=headers, media_type="application/json" if body else None)
 
 
@@ -107,16 +121,18 @@ async def guess(code: str, request: Request):
         g = ROOMS.guess(code, body.get("student"), body.get("text"), wait=False) \
             or await run_in_threadpool(ROOMS.guess, code, body.get("student"), body.get("text"))
     except RoomError as e:
-        return _refused(e)
+        with speaking(of(request)):  # (a refusal the student's page shows, in its language)
+            return _refused(e)
     return {"text": g.text, "token_id": g.token_id, "piece": g.piece, "ids": list(g.ids)}
 
 
 async def _teacher(code: str, request: Request, act) -> Response:
-    try:
-        room = await act(request.headers.get("x-room-key"))
-    except RoomError as e:
-        return _refused(e)
-    return JSONResponse(ROOMS.state(room))
+    with speaking(of(request)):
+        try:
+            room = await act(request.headers.get("x-room-key"))
+        except RoomError as e:
+            return _refused(e)
+        return JSONResponse(ROOMS.state(room))
 
 
 @router.post("/{code}/reveal")
@@ -168,14 +184,15 @@ async def results(code: str, request: Request):
     """One row per student and step (anonymous "S1", "S2", ...): the teacher's, with the header X-Room-Key."""
     from ui import room_results
 
-    try:
-        with ROOMS.lock:  # (a copy taken under the lock; the file written outside it)
-            snap = room_results.snapshot(ROOMS.teacher(code, request.headers.get("x-room-key")))
-    except RoomError as e:
-        return _refused(e)
-    name = room_results.filename(snap["code"])
-    return Response(room_results.csv_text(snap), media_type="text/csv; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"})
+    with speaking(of(request)):  # (the refusal's sentence, and the file's headers and yes/no: the teacher's language)
+        try:
+            with ROOMS.lock:  # (a copy taken under the lock; the file written outside it)
+                snap = room_results.snapshot(ROOMS.teacher(code, request.headers.get("x-room-key")))
+        except RoomError as e:
+            return _refused(e)
+        name = room_results.filename(snap["code"])
+        return Response(room_results.csv_text(snap), media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"})
 
 
 __all__ = ["router"]

@@ -9,14 +9,20 @@ ui/rooms_api.state_answer (what the route answers), without FastAPI; anything el
 the rooms' own router (a dozen routes), everything else on to Gradio as before. What the skipped middleware did for
 these requests they do not need (same-origin pages; JSON of a few kB, not compressed) or it is done here (a body over
 MAX_BODY is refused). Cross-origin requests get no CORS headers: a page of another site cannot use the rooms' API.
+A refusal that a page may show (a poll of a class that is not there, a guess pasted too long) is written in the
+language of the page that asked (ui/language.py's `of`), found only when there is a refusal to write.
 """
 from __future__ import annotations
 
 from urllib.parse import parse_qs, unquote
 
 from fastapi import FastAPI
+from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ui.language import of
+from viz.text import speaking, t, thousands
 
 PREFIX = "/api/rooms"
 MAX_BODY = 16 * 1024  # a room's requests are a few hundred bytes of JSON
@@ -48,7 +54,8 @@ class RoomsFirst:
         headers = dict(scope["headers"])
         student = parse_qs(scope["query_string"].decode("latin-1")).get("student", [None])[-1]
         key, tag = (headers.get(h) for h in (b"x-room-key", b"if-none-match"))
-        status, extra, body = self.state(code, student, key and key.decode("latin-1"), tag and tag.decode("latin-1"))
+        status, extra, body = self.state(code, student, key and key.decode("latin-1"), tag and tag.decode("latin-1"),
+                                         HTTPConnection(scope))  # (its headers: a refusal's language)
         out = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
         if body:
             out += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -81,8 +88,9 @@ def too_big(scope: Scope) -> JSONResponse | None:
         if scope["method"] in ("POST", "PUT", "PATCH") and b"transfer-encoding" in headers:
             return JSONResponse({"error": "Send the request's body with its length (Content-Length)."}, status_code=411)
         return None
-    if not size.isdigit() or int(size) > MAX_BODY:
-        return JSONResponse({"error": f"A request to a class is at most {MAX_BODY // 1024} kB."}, status_code=413)
+    if not size.isdigit() or int(size) > MAX_BODY:  # (a guess pasted too long, say: its page says why, in its language)
+        with speaking(of(HTTPConnection(scope))):
+            return JSONResponse({"error": t("rooms.too_big", n=thousands(MAX_BODY // 1024))}, status_code=413)
     return None
 
 

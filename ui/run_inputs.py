@@ -10,6 +10,7 @@ import math
 from pipeline.errors import SettingsError
 from pipeline.indices import clamp_index
 from pipeline.records import Settings, Trace
+from viz.text import t
 
 
 def tokens_to_make(prev: Trace | None, cont: dict | None, max_new: int) -> int:
@@ -21,7 +22,7 @@ def tokens_to_make(prev: Trace | None, cont: dict | None, max_new: int) -> int:
     try:
         s, n = int(cont["start_step"]), len(prev.steps)
     except (TypeError, ValueError) as e:
-        raise SettingsError(f"pick a step on the step slider to go on from ({e})") from e
+        raise SettingsError(t("run_inputs.pick_step")) from e
     # as pipeline.continuation keeps them: a re-sample the steps before s, a branch those and the forced one
     kept = clamp_index(s, n + 1) if cont.get("force_rank") is None else clamp_index(s, n) + 1
     return max(1, max_new - kept)
@@ -34,12 +35,14 @@ def settings_from_inputs(mode, system, temperature, top_k, top_p, seed, max_new,
     try:
         min_p, repetition_penalty = 0.0 if min_p is None else min_p, 1.0 if repetition_penalty is None else repetition_penalty
         if not all(math.isfinite(float(x)) for x in (temperature, top_k, top_p, min_p, repetition_penalty, seed, max_new)):
-            raise SettingsError("a setting is not a finite number: give each field a number within its range")
+            raise SettingsError(t("run_inputs.not_finite"))
         return Settings(
             temperature=float(temperature), top_k=int(top_k) if float(top_k).is_integer() else float(top_k),
             top_p=float(top_p), min_p=float(min_p), repetition_penalty=float(repetition_penalty), seed=int(seed),
             max_new_tokens=int(max_new), chat=chat,
             system_prompt=(system if system and system.strip() else None) if chat else None,
         )
+    except SettingsError:
+        raise
     except (TypeError, ValueError, OverflowError) as e:
-        raise SettingsError(f"a setting is not a number ({e})") from e
+        raise SettingsError(t("run_inputs.not_number")) from e

@@ -43,6 +43,7 @@ from pipeline.records import Trace
 from viz import page, panels
 from viz.viewer import MAX_FRAMES, frame_steps, bundle_json, viewer_bundle
 from viz.viewer_page import VIEWER_SCRIPTS
+from viz.text import language
 from ui.views import Components
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -69,10 +70,9 @@ def head_html(example: Trace | None = None) -> str:
     page, not after the page-load event's round trip (the page opens with the example: ui/layout.py)."""
     ids = json.dumps(list(panels.STEP_IDS))  # the step panels' element ids, for app_viewer.js (viz.panels)
     first = bundle_message(example, 0, "all") if example is not None and example.steps else None
-    inbox = f"window.LLMAppInbox = [{json.dumps(first)}];" if first else ""
-    from viz.text import head_script  # the page's words (locales/en.json), before assets/text.js reads them
-
-    return "\n".join([head_script(), f"<script>window.LLMAppPanels = {ids};{inbox}</script>",
+    # (made in English: a page in another language asks for its own, ui/language.py)
+    inbox = f"window.LLMAppInbox = window.LLMLanguage && window.LLMLanguage.lang !== 'en' ? [] : [{json.dumps(first)}];" if first else ""
+    return "\n".join([f"<script>window.LLMAppPanels = {ids};{inbox}</script>",
                       *(f'<script src="gradio_api/file={p}?v={int(p.stat().st_mtime)}"></script>' for p in SCRIPTS)])
 
 
@@ -104,7 +104,7 @@ _BUILDING = threading.Lock()  # one build at a time: a second ask for the same o
 
 def _cached(trace: Trace, key: tuple, make) -> Path:
     """The file holding `make()`'s JSON text for `trace` and `key` (made once while it is kept)."""
-    key = (id(trace), len(trace.steps), *key)
+    key = (id(trace), len(trace.steps), language(), *key)  # (a figure's titles are in the language asking)
     with _BUILDING:
         hit = _CACHE.get(key)
         if hit is not None and hit[0]() is trace and hit[1].exists():

@@ -12,7 +12,8 @@ from functools import partial
 
 import gradio as gr
 
-from ui import bridge, class_room, links
+from viz import panels as viz_panels
+from ui import bridge, class_room, language, links, token_tax
 from ui import viewer_wiring as viewer
 from ui.generation import Generation
 from ui.inside import Inside
@@ -80,6 +81,7 @@ def wire(demo: gr.Blocks, p: Page, example) -> None:
     _guess(w)
     _class(w)
     _samples(w)
+    _token_tax(w)
     _page_open(demo, w)
 
 
@@ -249,14 +251,22 @@ def _marked(message, **marks):
     return marked
 
 
+def _token_tax(w: Wires) -> None:
+    """The same sentence in other languages: counted when its section opens, and with the learner's own sentence."""
+    C = w.p.C
+    gr.on([C.tax_box.expand, C.tax_count.click, C.tax_own.submit], token_tax.view, inputs_kwargs=dict(own=C.tax_own),
+          outputs=C.tax_html, show_progress="hidden", concurrency_limit=None)
+
+
 def _page_open(demo: gr.Blocks, w: Wires) -> None:
     """The page opened: a link's fields written in the browser at once, the example trace, then the rest of
     what a link asks for (ui/links.py); the model's status line until it has loaded."""
     C, p = w.p.C, w.p
     # (the open "inside" tab is asked for by the page once that panel scrolls into view: assets/app_viewer.js)
     # (its bundle says `opened`: assets/room.js asks for a room's trace only after it, else that trace would come after the room's)
-    opened = Call(_marked(viewer.bundle_message, opened=True), w.send_bundle.inputs, C.bridge).after(
-        demo.load(w.other.on_load, None, [p.state, C.info], show_progress="hidden"))
+    loaded = demo.load(w.other.on_load, None, [p.state, C.info, C.spec_summary, *(C[k] for k in viz_panels.LIGHT_KEYS)], show_progress="hidden")
+    language.relabel(demo, after=loaded)  # Gradio's labels in the visitor's language (ui/language.py)
+    opened = Call(_marked(viewer.bundle_message, opened=True), w.send_bundle.inputs, C.bridge).after(loaded)
     links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside,
                           w.shown), opened, demo)
     C.status_timer.tick(status_tick, None, [C.info, C.status_timer], show_progress="hidden")

@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 
 from pipeline.records_ablate import AblationRecord, HeadMapRecord
 
-from .style import GEN_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_piece, plot_text
-from .text import pct, t, t_html
+from .style import GEN_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_piece, plot_text, significant
+from .text import decimal, number_marks, pct, t, t_html, thousands
 
 SHOWN = 8  # tokens of each distribution in the side-by-side bars (their union is drawn)
 MOVERS = 6  # rows of the "changed most" table
@@ -38,11 +38,12 @@ def part_name(layer: int, part: str, head: int | None = None) -> str:
 
 def factor(change: float) -> str:
     """A change in log-probability as the factor the probability was multiplied by: -0.69 -> '0.5'."""
-    return f"{math.exp(change):.3g}" if np.isfinite(change) else "–"
+    return significant(math.exp(change)) if np.isfinite(change) else "–"
 
 
 def signed(change: float) -> str:
-    return f"{change:+.3f}".replace("-", "−")
+    """-0.123 -> '−0.123', 0.5 -> '+0.500' (the language's decimal mark)."""
+    return f"{change:+.3f}".replace("-", "−").replace(".", number_marks()[1])
 
 
 def note_html(sentence: str) -> str:
@@ -81,7 +82,7 @@ def ablation_html(rec: AblationRecord, pieces: Mapping[int, str], *, step: int) 
     top = (t_html("ablate.top_changed", token=f"<b>{html_piece(_piece(pieces, top_b), 30)}</b>") if top_b == top_a else
            t_html("ablate.top_moved", before=f"<b>{html_piece(_piece(pieces, top_b), 30)}</b>",
                   after=f"<b>{html_piece(_piece(pieces, top_a), 30)}</b>"))
-    ms = f"{rec.ms:,.0f}"
+    ms = thousands(rec.ms)
     timing = t("ablate.timing", ms=ms, layer=rec.layer) if rec.path == "upper" else t("ablate.timing_full", ms=ms)
     head = "" if rec.head is None else f" data-head='{rec.head}'"
     return (f"<div id='ablate-result' class='ablate-result' data-layer='{rec.layer}' data-part='{rec.part}'{head} "
@@ -141,7 +142,7 @@ def head_map_html(hm: HeadMapRecord, pieces: Mapping[int, str], *, step: int, ke
     largest effects, named. `key`: what it was computed for (map_key)."""
     attrs = (f"data-key='{key}' data-token='{hm.token_id}' data-done='{len(hm.layers)}' data-total='{total}' "
              f"data-layers='{','.join(str(i) for i in sorted(hm.layers))}'")
-    secs = f"{hm.seconds:.1f}"
+    secs = decimal(hm.seconds, 1)
     if len(hm.layers) < total:
         return f"<div id='ablate-map-result' {attrs}>{note_html(t('ablate.map_progress', done=len(hm.layers), total=total, seconds=secs))}</div>"
     n = len(hm.layers)

@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 from pipeline.records import StepRecord
 from pipeline.sampling import LOG2E
 
-from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, block_label, plot_piece
+from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, plot_piece
+from .text import decimal, t, thousands
 
 MAX_TOKENS = 128  # a heatmap shows at most the last this many queries / keys
 MAX_GRID_HEADS = 16  # the all-heads grid shows at most this many heads
@@ -35,8 +36,8 @@ def attention_matrix(steps: Sequence[StepRecord], *, upto: int, layers: Sequence
     m = np.full((L, H, T, T), np.nan, dtype=np.float32)  # (L, H, T, T)
     for s in steps[: upto + 1]:
         if s.attention_matrix is not None:
-            t = s.attention_matrix.shape[-1]
-            m[:, :, :t, :t] = s.attention_matrix[sel]
+            n = s.attention_matrix.shape[-1]
+            m[:, :, :n, :n] = s.attention_matrix[sel]
         m[:, :, s.position, : s.position + 1] = s.attention[sel]  # (L, H, position+1)
     m[:, :, np.triu_indices(T, 1)[0], np.triu_indices(T, 1)[1]] = 0.0
     return m
@@ -87,9 +88,9 @@ def tile_labels(labels: Sequence[str], count: int, gap: int) -> list[str]:
     same and stay apart: a category axis names each cell once); the gap cells before tile t are
     'gap t.i', never shown (no ticks in the grid, no hover on blank cells)."""
     out: list[str] = []
-    for t in range(count):
-        out += [f"gap {t}.{i}" for i in range(gap if t else 0)]
-        out += [lab + TAG * t for lab in labels]
+    for k in range(count):
+        out += [f"gap {k}.{i}" for i in range(gap if k else 0)]
+        out += [lab + TAG * k for lab in labels]
     return out
 
 
@@ -130,18 +131,29 @@ def attention_figure_dict(*, steps: Sequence[StepRecord], step: int, layer: int,
     else:
         fig = _single(z[0], labels, heads[0], row=row, n=n, position=st.position)
         height, margin = 600, dict(l=110, r=20, b=110)
-    what = f"all {H} heads" if grid and len(heads) == H else (f"heads 0–{len(heads) - 1} of {H}" if grid else
-                                                               f"head {head} (kv {kv_group(int(head), H, n_kv_heads)})")
-    title = f"{block_label(layer).capitalize()} · {what} · step {step}: query row {st.position} outlined"
-    notes = [f"showing the last {n} of {T} positions"] if lo > 0 else []
+    what = t("attention.heads_all", n=H) if grid and len(heads) == H else (
+        t("attention.heads_some", last=len(heads) - 1, n=H) if grid else _head_kv(int(head), kv_group(int(head), H, n_kv_heads)))
+    title = t("attention.title", block=layer, heads=what, step=step, row=st.position)
+    notes = [t("attention.last_n", n=thousands(n), total=thousands(T))] if lo > 0 else []
     if np.isnan(z[:, np.tril_indices(n)[0], np.tril_indices(n)[1]]).any():
-        notes.append("blank rows: the trace does not hold the prompt's full attention matrix (long prompt)")
+        notes.append(t("attention.blank_rows"))
     if notes:
         title += "<br><sup>" + " · ".join(notes) + "</sup>"
     layout = fig["layout"]
     layout.update(base_layout(title, height=height, margin=dict(margin, t=90 if notes else 70)))
-    layout["coloraxis"] = dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text="weight"), thickness=12, len=0.6))
+    layout["coloraxis"] = dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=t("attention.weight")), thickness=12, len=0.6))
     return fig
+
+
+def _head_kv(head: int, kv: int) -> str:
+    """'head 3 (kv 1)': a query head and the KV head it reads."""
+    return t("attention.head_kv", head=head, kv=kv)
+
+
+def _hover(head: str) -> str:
+    """A cell's hover: its query, its key, its weight, and (aside) the head."""
+    return "<br>".join((t("attention.hover_query", query="%{y}"), t("attention.hover_key", key="%{x}"),
+                        t("attention.hover_weight", weight="%{z:.3f}"))) + "<extra>" + t("viewer.one_head", head=head) + "</extra>"
 
 
 def _outline(x0: float, x1: float, y: float, position: int) -> dict:
@@ -157,11 +169,11 @@ def _axes(nx: int, ny: int, **kw) -> dict:
 
 def _single(z: np.ndarray, labels: list[str], head: int, *, row: int, n: int, position: int) -> dict:
     """One head's heatmap with its labels on the axes."""
-    trace = dict(type="heatmap", z=z, x=labels, y=labels, coloraxis="coloraxis", hoverongaps=False, name=f"head {head}",
-                 hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra>head " + str(head) + "</extra>")
+    trace = dict(type="heatmap", z=z, x=labels, y=labels, coloraxis="coloraxis", hoverongaps=False, name=t("viewer.one_head", head=head),
+                 hovertemplate=_hover(str(head)))
     layout = _axes(len(labels), len(labels), showticklabels=True, tickfont=dict(size=10))
-    layout["xaxis"].update(tickangle=-60, title=dict(text="key (attended to)"))
-    layout["yaxis"]["title"] = dict(text="query (attending)")
+    layout["xaxis"].update(tickangle=-60, title=dict(text=t("attention.axis_key")))
+    layout["yaxis"]["title"] = dict(text=t("attention.axis_query"))
     layout["shapes"] = [_outline(-0.5, n - 0.5, row, position)]
     return {"data": [trace], "layout": layout}
 
@@ -177,12 +189,12 @@ def _grid(z: np.ndarray, labels: list[str], heads: list[int], *, row: int, n: in
     who = tiled(np.broadcast_to(np.asarray(heads, np.int8)[:, None, None], z.shape), cols, gap, fill=-1)
     xl, yl = tile_labels(labels, cols, gap), tile_labels(labels, rows, gap)
     trace = dict(type="heatmap", z=tiled(z, cols, gap), x=xl, y=yl, customdata=who, coloraxis="coloraxis", hoverongaps=False,
-                 name="heads", hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra>head %{customdata}</extra>")
+                 name=t("attention.heads"), hovertemplate=_hover("%{customdata}"))
     shapes, titles = [], []
     for k, h in enumerate(heads):
         r, c = divmod(k, cols)
         shapes.append(_outline(c * step - 0.5, c * step + n - 0.5, r * step + row, position))
-        titles.append(dict(text=f"head {h} (kv {kv_group(h, *n_kv)})", xref="x", yref="y", x=c * step + (size - 1) / 2, y=r * step - 0.5,
+        titles.append(dict(text=_head_kv(h, kv_group(h, *n_kv)), xref="x", yref="y", x=c * step + (size - 1) / 2, y=r * step - 0.5,
                            xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12)))
     layout = _axes(len(xl), len(yl), showticklabels=False)
     layout.update(shapes=shapes, annotations=titles)
@@ -207,10 +219,11 @@ def overview_values(attention: np.ndarray, metric: str) -> tuple[np.ndarray, flo
     raise ValueError(f"unknown attention overview metric {metric!r}: use 'entropy', 'newest' or 'first'")
 
 
+# each metric's (title, explanation, hover line holding {value}), in the language spoken (called when drawn)
 _METRIC_TEXT = {
-    "entropy": ("Entropy of each head's attention", "how spread out the head's attention is: 0 bits = all on one token"),
-    "newest": ("Weight on the newest token (itself)", "how much the head attends to the token at its own position"),
-    "first": ("Weight on the first token", "the first token often acts as an 'attention sink' where heads park weight"),
+    "entropy": lambda: (t("attention.entropy_title"), t("attention.entropy_explain"), t("attention.entropy_hover", value="%{z:.2f}")),
+    "newest": lambda: (t("attention.newest_title"), t("attention.newest_explain"), t("attention.newest_hover", value="%{z:.3f}")),
+    "first": lambda: (t("attention.first_title"), t("attention.first_explain"), t("attention.first_hover", value="%{z:.3f}")),
 }
 
 
@@ -229,22 +242,21 @@ def attention_overview_figure_dict(*, step: StepRecord, n_kv_heads: int, metric:
     L, H = vals.shape
     K = int(np.asarray(step.attention).shape[-1])
     key = "first" if metric == "bos" else metric
-    name, explain = _METRIC_TEXT[key]
+    name, explain, value = _METRIC_TEXT[key]()
     xl = [f"h{h}·kv{kv_group(h, H, n_kv_heads)}" for h in range(H)]
-    fmt = ".2f" if unit == "bits" else ".3f"
-    hover = (f"block %{{y}}, head %{{x}}<br>{name.lower()}: %{{z:{fmt}}} {unit}"
-             + (f"<br>(uniform over all {K} keys: {math.log2(K):.2f} bits)" if unit == "bits" else "") + "<extra></extra>")
+    hover = (t("attention.overview_cell", block="%{y}", head="%{x}") + "<br>" + value
+             + ("<br>" + t("attention.uniform", n=thousands(K), bits=decimal(math.log2(K), 2)) if unit == "bits" else "") + "<extra></extra>")
     heat = dict(
         type="heatmap", z=vals.astype(np.float32), x=xl, y=list(range(L)), zmin=0.0, zmax=vmax,
         colorscale="Viridis" if unit == "bits" else WEIGHT_SCALE, hovertemplate=hover,
-        colorbar=dict(title=dict(text=unit), thickness=12),
+        colorbar=dict(title=dict(text=t("attention.bits") if unit == "bits" else t("attention.weight")), thickness=12),
     )
     per = max(H // max(n_kv_heads, 1), 1)
     # white separators between the groups of query heads sharing one KV head
     seps = [dict(type="line", xref="x", yref="paper", x0=g * per - 0.5, x1=g * per - 0.5, y0=0, y1=1, line=dict(color="white", width=3))
             for g in range(1, math.ceil(H / per))] if 1 < per < H else []
-    layout = base_layout(f"{name} · step {step.index} (position {step.position})<br><sup>{explain}</sup>",
+    layout = base_layout(t("attention.overview_title", name=name, step=step.index, position=step.position) + f"<br><sup>{explain}</sup>",
                          height=max(360, 16 * L + 140), margin=dict(l=60, r=20, t=80, b=70), shapes=seps,
-                         xaxis=dict(type="category", title=dict(text="head · its KV head"), tickangle=-45, tickfont=dict(size=11)),
-                         yaxis=dict(title=dict(text="block"), dtick=max(1, L // 10)))
+                         xaxis=dict(type="category", title=dict(text=t("attention.axis_head")), tickangle=-45, tickfont=dict(size=11)),
+                         yaxis=dict(title=dict(text=t("ablate.map_y")), dtick=max(1, L // 10)))
     return {"data": [heat], "layout": layout}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pipeline.records import Trace
 
 from .style import html_piece
+from .text import count, t_html
 
 
 @dataclass(frozen=True)
@@ -38,19 +39,18 @@ def branch_label(n: int) -> str:
 def branches_html(branches: list[Branch], current: Trace | None) -> str:
     """One row per branch: its label, its fork, and its text with the forced token marked."""
     if not branches:
-        return ("<p class='branch-empty'>No branches yet. Click a candidate bar in the next-token distribution (or pick its rank "
-                "below) to force that token at the step on screen and let the model write on from there. Every branch "
-                "stays here to compare.</p>")
+        return f"<p class='branch-empty'>{t_html('branches.empty')}</p>"
     rows = []
     for b in branches:
         steps = b.trace.steps
-        fork = ("the model's own choices" if b.fork_step is None else
-                f"step {b.fork_step}: forced <code>{html_piece(b.forced_piece or '')}</code> instead of "
-                f"<code>{html_piece(b.model_piece or '')}</code>")
+        fork = (t_html("branches.own") if b.fork_step is None else
+                t_html("branches.fork", step=b.fork_step, forced=f"<code>{html_piece(b.forced_piece or '')}</code>",
+                       model=f"<code>{html_piece(b.model_piece or '')}</code>"))
         # every forced token is marked: a branch of a branch keeps the earlier one's too
         parts = [f"<mark class='forced'>{html.escape(s.text) or html_piece(s.piece)}</mark>" if s.forced else html.escape(s.text)
                  for s in steps]
         on = " branch-current" if current is b.trace else ""
+        shown = " · " + t_html("branches.on_screen") if on else ""
         rows.append(f"<div class='branch-row{on}'><div class='branch-head'><b>{html.escape(b.label)}</b> · {fork} · "
-                    f"{len(steps)} tokens{' · on screen' if on else ''}</div><div class='branch-text'>{''.join(parts)}</div></div>")
+                    f"{html.escape(count(len(steps), 'token'))}{shown}</div><div class='branch-text'>{''.join(parts)}</div></div>")
     return "<div class='branches'>" + "".join(rows) + "</div>"

@@ -23,8 +23,8 @@ from typing import Callable, Sequence
 
 from pipeline.records import PromptRecord, StepRecord
 
-from . import fmt
 from .style import html_piece, visible
+from .text import count, t, t_html, thousands
 
 _MARKER = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 SPLIT_BG = "#fde68a"  # a character split across tokens
@@ -131,20 +131,20 @@ def _group(datas: list[bytes | None]) -> list[tuple[ByteGroup, ...]]:
                     pending = True
                 else:
                     seg = flat[i:i + 1]
-            toks = [t for t, _ in seg]
+            toks = [tk for tk, _ in seg]
             first, last = toks[0], toks[-1]
-            for t in sorted(set(toks)):
-                data = bytes(b for tt, b in seg if tt == t)
-                out[t].append(ByteGroup(data, char, len(seg) if ok else (n if pending else 1),
-                                        from_previous=t != first, to_next=t != last or (pending and t == last), pending=pending))
+            for tk in sorted(set(toks)):
+                data = bytes(b for tt, b in seg if tt == tk)
+                out[tk].append(ByteGroup(data, char, len(seg) if ok else (n if pending else 1),
+                                         from_previous=tk != first, to_next=tk != last or (pending and tk == last), pending=pending))
             i += len(seg)
         flat.clear()
 
-    for t, d in enumerate(datas):
+    for tk, d in enumerate(datas):
         if d is None:
             flush(at_end=False)
             continue
-        flat.extend((t, b) for b in d)
+        flat.extend((tk, b) for b in d)
     flush(at_end=True)
     return [tuple(g) for g in out]
 
@@ -191,54 +191,57 @@ def byte_cells(prompt: PromptRecord, steps: Sequence[StepRecord], upto: int | No
 def _group_html(g: ByteGroup) -> str:
     hexs = html.escape(g.hex) if g.data else "∅"
     if not g.split:
-        title = f"{visible(g.char)!r}: {fmt.count(g.char_len, 'byte')}" if g.char is not None \
-            else "a byte that is not valid UTF-8 on its own"
+        title = f"{visible(g.char)!r}: {count(g.char_len, 'byte')}" if g.char is not None else t("bytes.invalid")
         return (f"<span class='byte-group' style='{_MONO};padding:0 2px;border:1px solid #e2e8f0;border-radius:3px' "
                 f"title=\"{html.escape(title)}\">{hexs}</span>")
-    ch = html_piece(g.char) if g.char is not None else "an unfinished character"
+    ch = html_piece(g.char) if g.char is not None else html.escape(t("bytes.unfinished"))
     notes = []
     if g.from_previous:
-        notes.append("↩ continued from the previous token")
+        notes.append("↩ " + t("bytes.from_previous"))
     if g.pending:
-        notes.append("↪ continues in the next token (not generated yet)")
+        notes.append("↪ " + t("bytes.to_next_pending"))
     elif g.to_next:
-        notes.append("↪ continues in the next token")
-    title = (f"{g.char_len}-byte character {visible(g.char) if g.char is not None else ''} split across tokens: "
-             f"this token holds {len(g.data)} of its bytes")
+        notes.append("↪ " + t("bytes.to_next"))
+    title = t("bytes.split_title", n=g.char_len, char=visible(g.char) if g.char is not None else "", k=len(g.data))
     return (f"<span class='byte-group split' style='{_MONO};padding:0 2px;background:{SPLIT_BG};border:1px dashed #b7791f;"
             f"border-radius:3px' title=\"{html.escape(title)}\">{hexs}</span>"
-            f"<span class='split-note' style='font-size:11px;color:#975a16'>{ch} · {' · '.join(notes)}</span>")
+            f"<span class='split-note' style='font-size:11px;color:#975a16'>{ch} · {html.escape(' · '.join(notes))}</span>")
+
+
+def _release(c: ByteCell, upto_step: int) -> str:
+    """When a generated token's text was released, in words (HTML; empty for a special token)."""
+    if c.data is None:
+        return ""
+    if c.released_at == c.step:
+        return t_html("bytes.released", step=c.step, text=html_piece(c.text or "", 16))
+    if c.released_at is not None:
+        return t_html("bytes.held_released", step=c.released_at)
+    if any(g.to_next for g in c.groups):
+        return t_html("bytes.held_incomplete", step=upto_step)
+    return t_html("bytes.not_released")
 
 
 def _cell_html(c: ByteCell, upto_step: int) -> str:
     gen = c.kind == "generated"
     border = "2px solid #4a5568" if gen else "1px solid #e2e8f0"
-    raw_title = "the tokenizer's own piece" if c.raw_known else "raw piece not recorded: the readable piece is shown"
+    raw_title = t("bytes.raw_known" if c.raw_known else "bytes.raw_unknown")
     parts = [
         f"<span class='piece' style='{_MONO};font-size:14px'>{html_piece(c.piece, 24)}</span>",
-        f"<span class='raw' style='{_MONO};color:#4a5568' title=\"{html.escape(raw_title)}\">raw: "
-        f"{html_piece(c.raw, 24)}</span>",
+        f"<span class='raw' style='{_MONO};color:#4a5568' title=\"{html.escape(raw_title)}\">"
+        f"{t_html('bytes.raw', piece=html_piece(c.raw, 24))}</span>",
     ]
     if c.data is None:
-        parts.append("<span class='special' style='color:#6b46c1;font-weight:600'>special token: no text bytes</span>")
+        parts.append(f"<span class='special' style='color:#6b46c1;font-weight:600'>{t_html('bytes.special')}</span>")
     else:
-        groups = "".join(_group_html(g) for g in c.groups) or "<span style='color:#a0aec0'>no bytes</span>"
+        groups = "".join(_group_html(g) for g in c.groups) or f"<span style='color:#a0aec0'>{t_html('bytes.none')}</span>"
         parts.append(f"<span class='bytes' style='display:flex;flex-wrap:wrap;gap:2px;align-items:baseline'>{groups}</span>")
-    foot = f"position {c.position} · id {c.token_id}"
     if gen:
-        foot = f"step {c.step} · " + foot
-        if c.data is None:
-            rel = ""
-        elif c.released_at == c.step:
-            rel = f"text released at step {c.step}: {html_piece(c.text or '', 16)}"
-        elif c.released_at is not None:
-            rel = f"held back, released at step {c.released_at}"
-        elif any(g.to_next for g in c.groups):
-            rel = f"held back: the character is not complete at step {upto_step}"
-        else:
-            rel = "no text released at this step"
+        foot = t("bytes.foot_step", step=c.step, position=thousands(c.position), id=c.token_id)
+        rel = _release(c, upto_step)
         if rel:
             parts.append(f"<span class='release' style='color:#c05621'>{rel}</span>")
+    else:
+        foot = t("bytes.foot", position=thousands(c.position), id=c.token_id)
     parts.append(f"<span style='font-size:10px;color:#718096'>{html.escape(foot)}</span>")
     return f"<span class='byte-cell {c.kind}' style=\"{_CELL.format(border=border)}\">{''.join(parts)}</span>"
 
@@ -256,14 +259,14 @@ def bytes_html(prompt: PromptRecord, steps: Sequence[StepRecord], upto: int, *,
     n_split = sum(1 for c in cells for g in c.groups if g.split and not g.from_previous)
     total = sum(len(c.data) for c in cells if c.data is not None)
     specials = sum(1 for c in cells if c.data is None)
-    head = (f"<div class='bytes-counts' style='font-size:13.5px;color:#2d3748;margin-bottom:4px'>{len(cells):,} tokens → "
-            f"{total:,} bytes of text" + (f" and {fmt.count(specials, 'special token')}" if specials else "")
-            + (f" · {fmt.count(n_split, 'character')} split across tokens" if n_split else "") + "</div>")
+    counts = t("bytes.counts", tokens=count(len(cells), "token"), bytes=count(total, "byte"))
+    if specials:
+        counts = t("bytes.counts_special", counts=counts, specials=count(specials, "special_token"))
+    if n_split:
+        counts += " · " + t("bytes.counts_split", chars=count(n_split, "character"))
+    head = f"<div class='bytes-counts' style='font-size:13.5px;color:#2d3748;margin-bottom:4px'>{html.escape(counts)}</div>"
     last = max((c.step for c in cells if c.step is not None), default=0)
     body = "<div style='max-height:520px;overflow-y:auto'>" + "".join(_cell_html(c, last) for c in cells) + "</div>"
-    legend = ("<div style='font-size:12px;color:#718096;margin-top:4px'>Top: the readable piece (‘·’ a space, ‘↵’ a newline). "
-              "raw: the tokenizer's own spelling (byte-level BPE writes a space as ‘Ġ’ and a newline as ‘Ċ’; SentencePiece "
-              "writes a space as ‘▁’; ‘&lt;0xE2&gt;’ is a single raw byte). Then the UTF-8 bytes in hex, one box per character; "
-              f"<span style='background:{SPLIT_BG}'>yellow</span>: a character whose bytes are split across tokens. "
-              "Bold border: generated.</div>")
+    yellow = f"<span style='background:{SPLIT_BG}'>{html.escape(t('bytes.yellow'))}</span>"
+    legend = f"<div style='font-size:12px;color:#718096;margin-top:4px'>{t_html('bytes.legend', yellow=yellow)}</div>"
     return head + body + legend

@@ -17,6 +17,7 @@ from pipeline.records import Trace
 
 from . import fmt
 from .style import GEN_COLOR, PROMPT_COLOR, base_layout
+from .text import decimal, t, t_html, thousands
 
 FREE_COLOR = "#e2e8f0"
 
@@ -41,16 +42,19 @@ class ContextUse:
 
 
 def _check_price(price: float | None, what: str) -> float | None:
+    """The price as a number; ValueError in the page's words (a warning on the page) when it is none, or negative.
+    `what`: "input" or "output"."""
     if price is None:
         return None
+    of = t("context.price_input" if what == "input" else "context.price_output")
     try:
         p = float(price)
     except (TypeError, ValueError):
-        raise ValueError(f"the price per million {what} tokens must be a number, not {price!r}") from None
+        raise ValueError(t("context.price_not_number", price=of, value=repr(price))) from None
     if math.isnan(p) or math.isinf(p):
-        raise ValueError(f"the price per million {what} tokens must be a finite number, not {price}")
+        raise ValueError(t("context.price_not_finite", price=of, value=price))
     if p < 0:
-        raise ValueError(f"the price per million {what} tokens cannot be negative ({price}): enter 0 or more")
+        raise ValueError(t("context.price_negative", price=of, value=decimal(p, 2) if p != int(p) else thousands(p)))
     return p
 
 
@@ -79,12 +83,10 @@ def format_cost(x: float, currency: str = "$") -> str:
     0.00000075 -> '$0.00000075' (never scientific notation)."""
     x = float(x)
     if x == 0 or abs(x) >= 1:
-        return f"{currency}{x:,.2f}"
+        return f"{currency}{decimal(x, 2)}"
     digits = 2 - int(math.floor(math.log10(abs(x))))  # three significant digits
-    s = f"{x:.{digits}f}".rstrip("0")
-    if len(s.split(".")[1]) < 2:
-        s = f"{x:.2f}"
-    return f"{currency}{s}"
+    kept = len(f"{x:.{digits}f}".rstrip("0").split(".")[1])
+    return f"{currency}{decimal(x, max(2, kept))}"  # (written the language's way: French 0,0421)
 
 
 def context_html(trace: Trace, step: int, *, price_in_per_m: float | None = None,
@@ -93,21 +95,25 @@ def context_html(trace: Trace, step: int, *, price_in_per_m: float | None = None
     million tokens) the cost of the prompt, of the reply and of both."""
     u = context_use(trace, step, price_in_per_m=price_in_per_m, price_out_per_m=price_out_per_m)
     cur = html.escape(currency)
+    b = lambda words: f"<b>{words}</b>"  # noqa: E731 (a sentence's lead word, in bold)
     lines = [
-        f"<b>Input</b> (prompt with chat template): {fmt.tokens(u.prompt_tokens)} · "
-        f"<b>Output</b> (generated so far): {fmt.tokens(u.generated_tokens)}",
-        f"<b>Context window</b>: {u.used:,} of {u.window:,} tokens used ({fmt.pct_tenths(u.fraction)}), {u.free:,} free",
+        t_html("context.input", what=b(t_html("context.input_word")), tokens=fmt.tokens(u.prompt_tokens)) + " · "
+        + t_html("context.output", what=b(t_html("context.output_word")), tokens=fmt.tokens(u.generated_tokens)),
+        t_html("context.window", what=b(t_html("context.window_word")), used=thousands(u.used), window=thousands(u.window),
+               share=fmt.pct_tenths(u.fraction), free=thousands(u.free)),
     ]
     if u.input_cost is not None or u.output_cost is not None:
         parts = []
         if u.input_cost is not None:
-            parts.append(f"prompt {format_cost(u.input_cost, cur)} ({u.prompt_tokens:,} × {format_cost(float(price_in_per_m), cur)} per million)")
+            parts.append(t_html("context.cost_prompt", cost=format_cost(u.input_cost, cur), n=thousands(u.prompt_tokens),
+                                price=format_cost(float(price_in_per_m), cur)))
         if u.output_cost is not None:
-            parts.append(f"reply {format_cost(u.output_cost, cur)} ({u.generated_tokens:,} × {format_cost(float(price_out_per_m), cur)} per million)")
-        total = f" · <b>total {format_cost(u.total_cost, cur)}</b>" if len(parts) == 2 else ""
-        lines.append("<b>Cost</b>: " + " · ".join(parts) + total)
+            parts.append(t_html("context.cost_reply", cost=format_cost(u.output_cost, cur), n=thousands(u.generated_tokens),
+                                price=format_cost(float(price_out_per_m), cur)))
+        total = f" · <b>{t_html('context.cost_total', cost=format_cost(u.total_cost, cur))}</b>" if len(parts) == 2 else ""
+        lines.append(t_html("context.cost_line", what=b(t_html("context.cost_word")), parts=" · ".join(parts) + total))
     if trace.stop_reason == "context_limit" and u.step == len(trace.steps) - 1:
-        lines.append("The generation stopped here because the context window is full.")
+        lines.append(t_html("context.full"))
     return ("<div class='context-use' style='font-size:13.5px;color:#2d3748;line-height:1.6'>"
             + "".join(f"<div>{ln}</div>" for ln in lines) + "</div>")
 
@@ -115,16 +121,17 @@ def context_html(trace: Trace, step: int, *, price_in_per_m: float | None = None
 def context_figure(trace: Trace, step: int) -> go.Figure:
     """One horizontal stacked bar as long as the context window: prompt, generated, free."""
     u = context_use(trace, step)
-    parts = [("prompt (with chat template)", u.prompt_tokens, PROMPT_COLOR),
-             ("generated", u.generated_tokens, GEN_COLOR), ("free", u.free, FREE_COLOR)]
+    parts = [(t("context.part_prompt"), u.prompt_tokens, PROMPT_COLOR),
+             (t("context.part_generated"), u.generated_tokens, GEN_COLOR), (t("context.part_free"), u.free, FREE_COLOR)]
     bars = [
-        go.Bar(y=["context window"], x=[n], orientation="h", name=f"{name}: {n:,}", marker=dict(color=color),
-               hovertemplate=f"{name}: {n:,} tokens ({fmt.pct_tenths(n / u.window if u.window else float('nan'))} of the window)<extra></extra>")
+        go.Bar(y=[t("context.bar")], x=[n], orientation="h", name=f"{name}: {thousands(n)}", marker=dict(color=color),
+               hovertemplate=t("context.hover", name=name, tokens=fmt.tokens(n),
+                               share=fmt.pct_tenths(n / u.window if u.window else float("nan"))) + "<extra></extra>")
         for name, n, color in parts
     ]
-    title = f"Context window: {u.used:,} of {u.window:,} tokens used ({fmt.pct_tenths(u.fraction)})"
+    title = t("context.title", used=thousands(u.used), window=thousands(u.window), share=fmt.pct_tenths(u.fraction))
     layout = base_layout(title, height=200, barmode="stack", margin=dict(l=20, r=20, t=50, b=40),
                          legend=dict(orientation="h", x=0, y=-0.3, yanchor="top"),
-                         xaxis=dict(range=[0, max(u.window, u.used)], autorange=False, title=dict(text="tokens"), fixedrange=True),
+                         xaxis=dict(range=[0, max(u.window, u.used)], autorange=False, title=dict(text=t("context.axis")), fixedrange=True),
                          yaxis=dict(showticklabels=False, fixedrange=True))
     return go.Figure(data=bars, layout=layout)

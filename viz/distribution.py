@@ -23,7 +23,7 @@ from pipeline.records import Settings, StepRecord
 
 from . import fmt
 from .style import GEN_COLOR, MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
-from .text import pct, t, t_html, template, thousands
+from .text import decimal, number_marks, pct, t, t_html, template, thousands
 
 # the title (position, entropies, up to four stage lines: repetition penalty, top-k, top-p, min-p) and the legend above
 # the bars: the same for any settings, so moving a sampling slider in the page never moves the bars
@@ -39,6 +39,11 @@ def removed_hover() -> str:
     """A candidate's hover when the sampling settings removed it (viz.panels.dist_style ships it to
     assets/viewer_frames.js)."""
     return "<br>" + t_html("dist.removed", removed=f"<b>{html.escape(t('dist.removed_word'))}</b>")
+
+
+def short_number(x: float) -> str:
+    """A setting's value as f"{x:g}" writes it (0.9, 1.1, 50), with the language's decimal mark (French 0,9)."""
+    return f"{float(x):g}".replace(".", number_marks()[1])
 
 
 SUBTITLE = "<br><span style='font-size:13px'>{}</span>"  # a title's second lines (plotly's <sup> is 10 px: unreadable)
@@ -176,10 +181,10 @@ def entropy_words(r: Reshaped) -> str:
     """The sampled-from entropy: '6.22', an estimate '≈6.22', the range '5.10 to 7.30' it lies in, or '?'."""
     if not r.entropy_known:
         return "?"
-    lo, hi = (f"{e + 0.0:.2f}" for e in r.entropy_range) if r.entropy_range else ("", "")
+    lo, hi = (decimal(e + 0.0, 2) for e in r.entropy_range) if r.entropy_range else ("", "")
     if lo != hi:
         return t("common.range", lo=lo, hi=hi)
-    return ("≈" if r.entropy_estimated else "") + f"{r.final_entropy + 0.0:.2f}"
+    return ("≈" if r.entropy_estimated else "") + decimal(r.final_entropy + 0.0, 2)
 
 
 def removed_words(m: float, span: tuple[float, float] | None = None) -> str:
@@ -200,11 +205,11 @@ def _cut_text(r: Reshaped) -> list[str]:
         if name == "top_k":
             parts.append(t("stage.top_k", k=int(param), kept=kept, removed=removed))
         elif name == "top_p":
-            parts.append(t("stage.top_p", p=f"{param:g}", kept=kept, removed=removed))
+            parts.append(t("stage.top_p", p=short_number(param), kept=kept, removed=removed))
         elif name == "min_p":
-            parts.append(t("stage.min_p", p=f"{param:g}", kept=kept, removed=removed))
+            parts.append(t("stage.min_p", p=short_number(param), kept=kept, removed=removed))
         elif name == "repetition_penalty":
-            parts.append(t("stage.repetition_penalty", p=f"{param:g}"))
+            parts.append(t("stage.repetition_penalty", p=short_number(param)))
         elif name == "temperature" and param == 0:
             parts.append(t("stage.greedy"))
     return parts
@@ -244,7 +249,7 @@ def _bars(step: StepRecord, r: Reshaped, n: int, rank: int | None, vocab_size: i
 
     removed = removed_hover()
     hover = [t("dist.hover_token", piece=plot_piece(step.top_pieces[k], 40), id=int(ids[k])) + "<br>"
-             + t("dist.hover_logit", logit=f"{float(step.top_logits[k]):.2f}")
+             + t("dist.hover_logit", logit=decimal(float(step.top_logits[k]), 2))
              + ("" if r.kept[k] else removed) for k in range(n)]
     hover.append(t("dist.rest_hover", rest=rest_label, n=n))
     raw_col = [PROMPT_COLOR if r.kept[k] else MUTED for k in range(n)] + ["#cbd5e0"]
@@ -280,7 +285,7 @@ def _notes(step: StepRecord, r: Reshaped, n: int, rank: int | None) -> list[str]
     N, notes = r.raw_probs.size, []
     what = t("dist.what_forced" if step.forced else "dist.what_sampled")
     if rank is None:
-        notes.append(t("dist.not_top", what=what, piece=plot_piece(step.piece), n=N, p=f"{step.chosen_prob:.2e}"))
+        notes.append(t("dist.not_top", what=what, piece=plot_piece(step.piece), n=N, p=f"{step.chosen_prob:.2e}".replace(".", number_marks()[1])))
     elif rank >= n or step.forced:
         notes.append(t("dist.ranked", what=what, piece=plot_piece(step.piece), rank=rank + 1, p=pct(step.chosen_prob, 2)))
     if r.source == "top-N":
@@ -323,7 +328,7 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
                                 align="left", text="<br>".join(notes), font=dict(size=13, color="#4a5568"), name="notes"))
     # short lines: the panel is half the page wide, and a title line longer than the figure is cut off;
     # entropies are never negative: + 0.0 turns a -0.0 into 0.0 for display
-    lines = [t("stage.entropy_approx" if r.source == "top-N" else "stage.entropy", raw=f"{step.entropy + 0.0:.2f}", sampled=entropy_words(r)),
+    lines = [t("stage.entropy_approx" if r.source == "top-N" else "stage.entropy", raw=decimal(step.entropy + 0.0, 2), sampled=entropy_words(r)),
              *cut]
     title = title_template().format(step=step.index, position=step.position + 1) + "".join(SUBTITLE.format(line) for line in lines)
     # the plot area holds a row of 24 px per bar (less and Plotly labels every other bar): the margins come on top

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from pipeline.records import PromptRecord, StepRecord, VocabCloud
 
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
+from .text import language, t
 
 MAX_LABELS = 60
 
@@ -42,20 +43,26 @@ def _labelled(ids: list[int], max_labels: int) -> set[int]:
     return out
 
 
-_CLOUDS: dict = {}  # id -> (cloud, its trace): a model's cloud is the same at every step of every trace
+_CLOUDS: dict = {}  # (id, language) -> (cloud, its trace): a model's cloud is the same at every step of every trace
+
+
+def _token(piece: str, tid) -> str:
+    """A point's token in its hover: the piece (escaped) and its id."""
+    return t("embeddings.token", piece=plot_piece(piece), id=int(tid))
 
 
 def _cloud_trace(cloud: VocabCloud) -> dict:
-    """The grey vocabulary cloud as a trace (made once per cloud: its 1,500 hover texts)."""
-    hit = _CLOUDS.get(id(cloud))
+    """The grey vocabulary cloud as a trace (made once per cloud and language: its 1,500 hover texts)."""
+    key = (id(cloud), language())
+    hit = _CLOUDS.get(key)
     if hit is None or hit[0] is not cloud:
         if len(_CLOUDS) > 8:
             _CLOUDS.clear()
-        hit = _CLOUDS[id(cloud)] = (cloud, dict(
-            type="scattergl", x=cloud.xy[:, 0], y=cloud.xy[:, 1], mode="markers", name="vocabulary (sample)",
+        hit = _CLOUDS[key] = (cloud, dict(
+            type="scattergl", x=cloud.xy[:, 0], y=cloud.xy[:, 1], mode="markers", name=t("embeddings.cloud"),
             marker=dict(size=4, color=MUTED, opacity=0.35),
-            hovertext=[f"{plot_piece(p)} · id {int(i)}" for p, i in zip(cloud.pieces, cloud.ids)],
-            hovertemplate="%{hovertext}<extra>vocabulary</extra>"))
+            hovertext=[_token(p, i) for p, i in zip(cloud.pieces, cloud.ids)],
+            hovertemplate="%{hovertext}<extra>" + t("embeddings.cloud_extra") + "</extra>"))
     return hit[1]
 
 
@@ -83,36 +90,36 @@ def embeddings_figure_dict(*, prompt: PromptRecord, steps: Sequence[StepRecord],
 
     pxy = np.asarray(prompt.embed_2d, np.float32).reshape(-1, 2)  # (T0, 2)
     traces.append(dict(
-        type="scatter", x=pxy[:, 0], y=pxy[:, 1], mode="markers+text", name="prompt tokens",
+        type="scatter", x=pxy[:, 0], y=pxy[:, 1], mode="markers+text", name=t("embeddings.prompt"),
         marker=dict(size=8, color=PROMPT_COLOR, opacity=0.85),
         text=[plot_piece(p, 12) if k in labelled else "" for k, p in enumerate(prompt.pieces)],
         textposition="top center", textfont=dict(size=11, color=PROMPT_COLOR),
-        hovertext=[f"prompt position {k}: {plot_piece(p)} · id {i}" for k, (p, i) in enumerate(zip(prompt.pieces, prompt.token_ids))],
+        hovertext=[t("embeddings.prompt_hover", position=k, token=_token(p, i)) for k, (p, i) in enumerate(zip(prompt.pieces, prompt.token_ids))],
         hovertemplate="%{hovertext}<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
     ))
     if len(shown) > 1 or (keep_empty and shown):
         old = shown[:-1]
         gxy = np.asarray([s.embed_2d for s in old], np.float32).reshape(-1, 2)  # (step, 2)
         traces.append(dict(
-            type="scatter", x=gxy[:, 0], y=gxy[:, 1], mode="markers+text", name="generated tokens",
+            type="scatter", x=gxy[:, 0], y=gxy[:, 1], mode="markers+text", name=t("embeddings.generated"),
             marker=dict(size=9, color=GEN_COLOR, opacity=0.9, symbol="diamond"),
             text=[plot_piece(s.piece, 12) if T0 + i in labelled else "" for i, s in enumerate(old)],
             textposition="top center", textfont=dict(size=11, color=GEN_COLOR),
-            hovertext=[f"step {i}: {plot_piece(s.piece)} · id {s.token_id}" for i, s in enumerate(old)],
+            hovertext=[t("embeddings.step_hover", step=i, token=_token(s.piece, s.token_id)) for i, s in enumerate(old)],
             hovertemplate="%{hovertext}<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
         ))
     if shown:
         s = shown[-1]
         traces.append(dict(
-            type="scatter", x=[float(s.embed_2d[0])], y=[float(s.embed_2d[1])], mode="markers+text", name=f"newest (step {len(shown) - 1})",
+            type="scatter", x=[float(s.embed_2d[0])], y=[float(s.embed_2d[1])], mode="markers+text", name=t("embeddings.newest", step=len(shown) - 1),
             marker=dict(size=16, color=NEW_COLOR, symbol="star", line=dict(width=1, color="white")),
             text=[f"<b>{plot_piece(s.piece, 16)}</b>"], textposition="top center", textfont=dict(size=14, color=NEW_COLOR),
-            hovertext=[f"newest, step {len(shown) - 1}: {plot_piece(s.piece)} · id {s.token_id}"],
+            hovertext=[t("embeddings.newest_hover", step=len(shown) - 1, token=_token(s.piece, s.token_id))],
             hovertemplate="%{hovertext}<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
         ))
-    title = "Input embeddings, projected to 2D" + (f" · step {len(shown) - 1}" if shown else "")
+    title = t("embeddings.title_step", step=len(shown) - 1) if shown else t("embeddings.title")
     layout = base_layout(title, height=500, legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
                          margin=dict(l=60, r=20, t=110, b=50),
-                         xaxis=dict(range=xr, autorange=False, title=dict(text="direction 1 (PCA)"), zeroline=False),
-                         yaxis=dict(range=yr, autorange=False, title=dict(text="direction 2 (PCA)"), zeroline=False))
+                         xaxis=dict(range=xr, autorange=False, title=dict(text=t("embeddings.axis", n=1)), zeroline=False),
+                         yaxis=dict(range=yr, autorange=False, title=dict(text=t("embeddings.axis", n=2)), zeroline=False))
     return {"data": traces, "layout": layout}

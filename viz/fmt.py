@@ -1,5 +1,6 @@
 """Numbers in words, the same on every panel: counts ("1 token", "2,048 tokens") and percentages, written by
-viz.text (the one formatter of each kind, equal to assets/text.js's); these are the panels' short names for them.
+viz.text (the one formatter of each kind, equal to assets/text.js's); these are the panels' short names for them
+(and a step's phase, "prefill" or "decode", in the language spoken).
 
 Plain text out (no HTML), so a caller escapes or embeds it as it would any other text.
 """
@@ -8,15 +9,14 @@ from __future__ import annotations
 from . import text
 
 
-def count(n: int, word: str, plural: str | None = None) -> str:
-    """'1 byte', '0 bytes', '2,048 bytes'; `plural` for words that add more than an s ('passes'). (Tokens: tokens(),
-    from the catalogue.)"""
-    return f"{text.thousands(n)} {word if n == 1 else plural or word + 's'}"
-
-
 def tokens(n: int) -> str:
-    """'1 token', '2,048 tokens'."""
+    """'1 token', '2,048 tokens' (another unit: viz.text.count(n, "byte"), its words in the catalogue's `unit` area)."""
     return text.count(n, "token")
+
+
+def phase(name: str) -> str:
+    """A step's phase in the language spoken: 'prefill' or 'decode' (another name as it is)."""
+    return text.t("fmt.prefill") if name == "prefill" else text.t("fmt.decode") if name == "decode" else name
 
 
 def pct(p: float) -> str:
@@ -31,4 +31,4 @@ def pct_tenths(f: float) -> str:
     return text.pct(f, 1, floor=True)
 
 
-__all__ = ["count", "tokens", "pct", "pct_tenths"]
+__all__ = ["tokens", "phase", "pct", "pct_tenths"]

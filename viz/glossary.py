@@ -1,48 +1,88 @@
-"""The words a newcomer meets on the page, in plain words: one home for them, read by the page's captions
-(a dotted underline whose hover or tap says what the word means) and written out in docs/glossary.md
-(a test checks that the two agree)."""
+"""The words a newcomer meets on the page, in plain words: one home for them, the text catalogue (locales/<lang>.json,
+"glossary.*"), read by the page's captions (a dotted underline whose hover or tap says what the word means) and
+written out in docs/glossary.md (a test checks that the two agree).
+
+Each word has two sentences in each language: its meaning (`glossary.meaning.<word>`) and the forms a caption in that
+language writes it in (`glossary.words.<word>`: "token(s)", "probabilité(s)", "词元"; forms separated by commas, a
+letter group in brackets optional), so a caption is marked in the language it is written in.
+"""
 from __future__ import annotations
 
+import functools
 import html
 import re
+from typing import Callable
 
-GLOSSARY: dict[str, str] = {
-    "token": "A piece of text the model reads or writes: a word, part of a word, a space or a sign. "
-             "Each token has an id number in the model's vocabulary.",
-    "vocabulary": "Every token the model knows, each with its id number.",
-    "context": "All the tokens the model reads at a step: the prompt (with its chat template) and everything written so far.",
-    "step": "One round of writing: the model reads the context and adds one token. Step 0 writes the first token.",
-    "logit": "The raw score the model's last layer gives each token of the vocabulary; higher means likelier.",
-    "softmax": "The formula that turns scores (logits) into probabilities that add up to 1.",
-    "probability": "How likely a token is to come next, from 0 (never) to 1 (certainly); 49% is 0.49.",
-    "temperature": "Divides the scores before softmax: below 1 makes the likeliest tokens likelier still, above 1 "
-                   "evens the chances; 0 always takes the top token (greedy).",
-    "top-k": "Keeps only the k likeliest tokens and draws among them; 0 keeps all.",
-    "top-p": "Keeps the fewest likeliest tokens whose probabilities add up to at least p, and draws among them; 1 keeps all.",
-    "greedy": "Always taking the likeliest token: the same prompt then always gives the same text.",
-    "sampled": "Drawn at random, each token as likely as its probability says (after the sampling settings: temperature, top-k, top-p, min-p, the repetition penalty).",
-    "entropy": "How unsure the model is, in bits: 0 when one token is certain, higher when many tokens are about as likely.",
-    "parameters": "The numbers the model learned in training (its weights).",
-    "layer": "One of the model's stacked blocks; each one reads every token's vector and adds to it.",
+from .text import language, t
+
+# each word (its name in English, docs/glossary.md's): (its meaning, the forms a caption writes it in), in `locale`
+GLOSSARY: dict[str, tuple[Callable[[str | None], str], Callable[[str | None], str]]] = {
+    "token": (lambda loc=None: t("glossary.meaning.token", loc), lambda loc=None: t("glossary.words.token", loc)),
+    "vocabulary": (lambda loc=None: t("glossary.meaning.vocabulary", loc), lambda loc=None: t("glossary.words.vocabulary", loc)),
+    "context": (lambda loc=None: t("glossary.meaning.context", loc), lambda loc=None: t("glossary.words.context", loc)),
+    "step": (lambda loc=None: t("glossary.meaning.step", loc), lambda loc=None: t("glossary.words.step", loc)),
+    "logit": (lambda loc=None: t("glossary.meaning.logit", loc), lambda loc=None: t("glossary.words.logit", loc)),
+    "softmax": (lambda loc=None: t("glossary.meaning.softmax", loc), lambda loc=None: t("glossary.words.softmax", loc)),
+    "probability": (lambda loc=None: t("glossary.meaning.probability", loc), lambda loc=None: t("glossary.words.probability", loc)),
+    "temperature": (lambda loc=None: t("glossary.meaning.temperature", loc), lambda loc=None: t("glossary.words.temperature", loc)),
+    "top-k": (lambda loc=None: t("glossary.meaning.top_k", loc), lambda loc=None: t("glossary.words.top_k", loc)),
+    "top-p": (lambda loc=None: t("glossary.meaning.top_p", loc), lambda loc=None: t("glossary.words.top_p", loc)),
+    "greedy": (lambda loc=None: t("glossary.meaning.greedy", loc), lambda loc=None: t("glossary.words.greedy", loc)),
+    "sampled": (lambda loc=None: t("glossary.meaning.sampled", loc), lambda loc=None: t("glossary.words.sampled", loc)),
+    "entropy": (lambda loc=None: t("glossary.meaning.entropy", loc), lambda loc=None: t("glossary.words.entropy", loc)),
+    "parameters": (lambda loc=None: t("glossary.meaning.parameters", loc), lambda loc=None: t("glossary.words.parameters", loc)),
+    "layer": (lambda loc=None: t("glossary.meaning.layer", loc), lambda loc=None: t("glossary.words.layer", loc)),
 }
-_TERM = re.compile(r"\b(" + "|".join(re.escape(t) for t in sorted(GLOSSARY, key=len, reverse=True)) + r")s?\b", re.IGNORECASE)
+
+_CJK = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef"  # scripts written without spaces: a word there has no edge to check
+_LETTER = rf"[^\W{_CJK}]"  # a letter or digit of a script written with spaces
+
+
+def forms(words: str) -> list[str]:
+    """The forms a glossary sentence lists: "token(s), tokenizer" -> ['token', 'tokens', 'tokenizer']."""
+    out = []
+    for w in re.split(r"\s*[,，、]\s*", words.strip()):
+        m = re.fullmatch(r"(.*?)\((\w+)\)", w)
+        out += [m.group(1), m.group(1) + m.group(2)] if m else [w]
+    return [w for w in out if w]
+
+
+def _edge(form: str) -> tuple[str, str]:
+    """The checks around a form: no letter just before or after it where its own edge is a letter of a spaced script
+    (so "step" is not found in "stepping"), none beside a Chinese character (no spaces there)."""
+    before = rf"(?<!{_LETTER})" if re.match(_LETTER, form[0]) else ""
+    after = rf"(?!{_LETTER})" if re.match(_LETTER, form[-1]) else ""
+    return before, after
+
+
+@functools.cache
+def _terms(locale: str) -> tuple[re.Pattern, dict[str, str]]:
+    """The pattern that finds every glossary word of `locale` (its longest forms first), and form -> word."""
+    word_of = {f.lower(): term for term, (_, words) in GLOSSARY.items() for f in forms(words(locale))}
+    alts = []
+    for f in sorted(word_of, key=len, reverse=True):
+        before, after = _edge(f)
+        alts.append(before + re.escape(f) + after)
+    return re.compile("|".join(alts), re.IGNORECASE), word_of
 
 
 def gloss(text: str) -> str:
-    """`text` (Markdown or HTML, no tags inside the words) with the first use of each glossary word marked:
-    <abbr class="term" title="its meaning">word</abbr>."""
+    """`text` (Markdown or HTML, no tags inside the words), written in the language spoken, with the first use of each
+    glossary word marked: <abbr class="term" title="its meaning">word</abbr>."""
+    locale = language()
+    pattern, word_of = _terms(locale)
     seen: set[str] = set()
 
     def mark(m: re.Match) -> str:
-        key = m.group(1).lower()
-        if key in seen:
+        term = word_of.get(m.group(0).lower())
+        if term is None or term in seen:
             return m.group(0)
-        seen.add(key)
-        return f'<abbr class="term" title="{html.escape(GLOSSARY[key])}">{m.group(0)}</abbr>'
+        seen.add(term)
+        return f'<abbr class="term" title="{html.escape(GLOSSARY[term][0](locale))}">{m.group(0)}</abbr>'
 
-    return _TERM.sub(mark, text)
+    return pattern.sub(mark, text)
 
 
 def glossary_markdown() -> str:
-    """docs/glossary.md's list: each word and its meaning, in alphabetical order."""
-    return "\n".join(f"- **{term}**: {GLOSSARY[term]}" for term in sorted(GLOSSARY)) + "\n"
+    """docs/glossary.md's list (in English): each word and its meaning, in alphabetical order."""
+    return "\n".join(f"- **{term}**: {GLOSSARY[term][0]('en')}" for term in sorted(GLOSSARY)) + "\n"

@@ -12,26 +12,26 @@ from pipeline.records import LensRecord
 
 from .fmt import pct
 from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, depth_label, html_piece, plot_piece
+from .text import decimal, t, t_html
 
 
 def row_labels(n_rows: int) -> list[str]:
     """['embedding', 'after block 0', ..., 'after block L-1 · output'] for L+1 rows."""
     L = n_rows - 1
-    return [depth_label(k) + (" · output" if k == L and k else "") for k in range(L + 1)]
-
-
-def depth_name(k: int, n_layers: int) -> str:
-    return "the input embedding" if k == 0 else depth_label(k, n_layers)
+    return [t("lens.row_output", depth=depth_label(k)) if k == L and k else depth_label(k) for k in range(L + 1)]
 
 
 def _at(k: int, n_layers: int) -> str:
     """'at the input embedding' / 'after block 3'."""
-    return "at the input embedding" if k == 0 else depth_label(k, n_layers)
+    return t("lens.at_embedding") if k == 0 else depth_label(k, n_layers)
 
 
-def _from(k: int, n_layers: int) -> str:
-    """'the input embedding' / 'block 3 on' (on top in the stream after block k - 1 and later)."""
-    return "the input embedding" if k == 0 else f"block {k - 1} on"
+def _join(*sentences: str) -> str:
+    """Sentences one after the other: a space between them, none after a full-width full stop (Chinese)."""
+    out = ""
+    for x in sentences:
+        out += ("" if not out or out.endswith(("。", "！", "？")) else " ") + x
+    return out
 
 
 def forms_at(ranks) -> int | None:
@@ -67,22 +67,22 @@ def _lens_heatmap(lens: LensRecord, labels: list[str], probs: np.ndarray, ids: n
         top5 = "<br>".join(
             f"{'<b>' if ids[k, c] == lens.token_id else ''}#{c + 1} {plot_piece(lens.top_pieces[k][c], 40)}  {pct(probs[k, c])}"
             f"{'</b>' if ids[k, c] == lens.token_id else ''}" for c in range(K))
-        hover.append([f"<b>{labels[k]}</b> · entropy {entropy[k]:.2f} bits<br>{top5}"] * K)
+        hover.append([f"<b>{labels[k]}</b> · {t_html('lens.entropy', bits=decimal(entropy[k], 2))}<br>{top5}"] * K)
         text.append([(f"<b>{plot_piece(lens.top_pieces[k][c], 9)}</b>" if ids[k, c] == lens.token_id
                       else plot_piece(lens.top_pieces[k][c], 9)) for c in range(K)])
     return go.Heatmap(
         z=probs.astype(np.float32), x=[f"#{c + 1}" for c in range(K)], y=labels, text=text, texttemplate="%{text}",
         textfont=dict(size=11), customdata=hover, hovertemplate="%{customdata}<extra></extra>",
-        colorscale=WEIGHT_SCALE, zmin=0.0, zmax=1.0, showscale=False, xgap=1, ygap=1, name="top 5 per layer",
+        colorscale=WEIGHT_SCALE, zmin=0.0, zmax=1.0, showscale=False, xgap=1, ygap=1, name=t("lens.top5_name"),
     )
 
 
 def _lens_line(lens: LensRecord, labels: list[str], chosen: np.ndarray, ranks: np.ndarray) -> go.Scatter:
     """The chosen token's probability at every depth, a filled marker where it is the top prediction."""
-    line_hover = [f"{labels[k]}: {plot_piece(lens.piece, 24)} has probability {pct(chosen[k])}, rank #{int(ranks[k]) + 1}"
+    line_hover = [t_html("lens.line_hover", depth=labels[k], token=plot_piece(lens.piece, 24), p=pct(chosen[k]), rank=int(ranks[k]) + 1)
                   for k in range(len(labels))]
     return go.Scatter(
-        x=chosen.astype(np.float32), y=labels, xaxis="x2", yaxis="y", mode="lines+markers", name="chosen token's probability",
+        x=chosen.astype(np.float32), y=labels, xaxis="x2", yaxis="y", mode="lines+markers", name=t("lens.line_name"),
         line=dict(color=NEW_COLOR, width=2), marker=dict(size=6, color=[NEW_COLOR if r == 0 else "white" for r in ranks],
                                                          line=dict(color=NEW_COLOR, width=1.5)),
         customdata=line_hover, hovertemplate="%{customdata}<extra></extra>",
@@ -100,10 +100,10 @@ def _lens_marks(lens: LensRecord, ids: np.ndarray, forms: int | None) -> tuple[l
         shapes.append(dict(type="line", xref="paper", yref="y", x0=0, x1=1, y0=forms - 0.5, y1=forms - 0.5,
                            line=dict(color=NEW_COLOR, width=2, dash="dash"), name="forms"))
         annotations.append(dict(xref="x2 domain", yref="y", x=0.98, y=forms - 0.5, xanchor="right", yanchor="bottom",
-                                showarrow=False, text="prediction forms here ↓", font=dict(size=11, color=NEW_COLOR), name="forms"))
+                                showarrow=False, text=t_html("lens.forms_here") + " ↓", font=dict(size=11, color=NEW_COLOR), name="forms"))
     annotations += [
         dict(xref="x domain", yref="paper", x=0.5, y=1.0, xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12),
-             text="top 5 predictions (darker = more likely)"),
+             text=t_html("lens.top5_title")),
         dict(xref="x2 domain", yref="paper", x=0.5, y=1.0, xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12),
              text=f"p({plot_piece(lens.piece, 12)})"),
     ]
@@ -116,7 +116,6 @@ def logit_lens_figure(lens: LensRecord, n_layers: int | None = None, *, forced: 
     The row from which the chosen token stays on top is marked ("prediction forms here"). `forced`: the
     step's token was chosen by a person (a branch), not drawn."""
     rows = _check(lens, n_layers)
-    L = rows - 1
     labels = row_labels(rows)
     probs = np.asarray(lens.top_probs, np.float64)  # (L+1, K)
     ids = np.asarray(lens.top_ids, np.int64)  # (L+1, K)
@@ -125,16 +124,17 @@ def logit_lens_figure(lens: LensRecord, n_layers: int | None = None, *, forced: 
     line = _lens_line(lens, labels, np.asarray(lens.chosen_probs, np.float64), ranks)
     forms = forms_at(ranks)
     shapes, annotations = _lens_marks(lens, ids, forms)
-    sub = (f"the chosen token is on top from {_from(forms, L)}" if forms is not None
-           else f"the chosen token is ranked #{int(ranks[-1]) + 1} at the output "
-                f"({'forced by a branch' if forced else 'sampled'}, not the top prediction)")
-    title = f"Logit lens · step {lens.step}: the prediction after every layer<br><sup>{sub}</sup>"
+    if forms is None:
+        sub = t_html("lens.ranked_forced" if forced else "lens.ranked_sampled", rank=int(ranks[-1]) + 1)
+    else:
+        sub = t_html("lens.on_top_from_embedding") if forms == 0 else t_html("lens.on_top_from_block", block=forms - 1)
+    title = f"{t_html('lens.title', step=lens.step)}<br><sup>{sub}</sup>"
     layout = base_layout(
         title, height=max(380, 21 * rows + 170), margin=dict(l=120, r=20, t=85, b=50), shapes=shapes, annotations=annotations,
         showlegend=False,
-        xaxis=dict(domain=[0.0, 0.66], side="bottom", title=dict(text="candidate rank"), fixedrange=True, showgrid=False),
+        xaxis=dict(domain=[0.0, 0.66], side="bottom", title=dict(text=t_html("lens.rank_axis")), fixedrange=True, showgrid=False),
         xaxis2=dict(domain=[0.71, 1.0], anchor="y", range=[0, 1.05], autorange=False, tickformat=".0%",
-                    title=dict(text="probability"), fixedrange=True),
+                    title=dict(text=t_html("dist.axis")), fixedrange=True),
         yaxis=dict(type="category", autorange="reversed", tickfont=dict(size=11), fixedrange=True),
     )
     return go.Figure(data=[heat, line], layout=layout)
@@ -146,21 +146,20 @@ def lens_summary_html(lens: LensRecord, *, forced: bool = False) -> str:
     ranks = np.asarray(lens.chosen_ranks, np.int64)
     chosen = np.asarray(lens.chosen_probs, np.float64)
     L = ranks.size - 1
-    tok = f"<b>‘{html_piece(lens.piece, 40)}’</b>"
+    tok = f"<b>{t_html('common.quote', text=html_piece(lens.piece, 40))}</b>"
     forms, first = forms_at(ranks), first_top(ranks)
-    if forms is not None:
-        where = "is already the top prediction at the input embedding" if forms == 0 else \
-            f"first becomes the top prediction {depth_name(forms, L)}" if first == forms else \
-            f"becomes the top prediction for good {depth_name(forms, L)} (it was briefly on top {_at(first, L)} before)"
-        s1 = f"The chosen token {tok} {where}" + ("" if forms == L else " and stays there to the output") + "."
+    if forms == 0:
+        s1 = t_html("lens.top_at_embedding", token=tok)
+    elif forms is not None and first == forms:
+        s1 = t_html("lens.first_top_last" if forms == L else "lens.first_top", token=tok, depth=depth_label(forms, L))
+    elif forms is not None:
+        s1 = t_html("lens.for_good_last" if forms == L else "lens.for_good", token=tok, depth=depth_label(forms, L), at=_at(first, L))
     else:
-        top_out = html_piece(lens.top_pieces[-1][0], 40)
-        s1 = (f"The chosen token {tok} was {'forced by a branch' if forced else 'sampled'} although the model's output "
-              f"ranks it #{int(ranks[-1]) + 1}; "
-              f"its top prediction was <b>‘{top_out}’</b>"
-              + (f" (the chosen token was on top {_at(first, L)})" if first is not None else "") + ".")
+        top = f"<b>{t_html('common.quote', text=html_piece(lens.top_pieces[-1][0], 40))}</b>"
+        s1 = t_html("lens.not_top_forced" if forced else "lens.not_top_sampled", token=tok, rank=int(ranks[-1]) + 1, top=top)
+        if first is not None:
+            s1 = _join(s1, t_html("lens.was_on_top", at=_at(first, L)))
     mid = L // 2
-    s2 = (f"Its probability goes from {pct(chosen[0])} at the embedding"
-          + (f" to {pct(chosen[mid])} {depth_label(mid)}" if 0 < mid < L else "")
-          + f" to {pct(chosen[-1])} at the output.")
-    return f"<div class='lens-summary' style='font-size:14px;line-height:1.5'><p style='margin:2px 0'>{s1} {s2}</p></div>"
+    s2 = (t_html("lens.prob_path", p0=pct(chosen[0]), p_mid=pct(chosen[mid]), depth=depth_label(mid), p_out=pct(chosen[-1])) if 0 < mid < L
+          else t_html("lens.prob_path_short", p0=pct(chosen[0]), p_out=pct(chosen[-1])))
+    return f"<div class='lens-summary' style='font-size:14px;line-height:1.5'><p style='margin:2px 0'>{_join(s1, s2)}</p></div>"

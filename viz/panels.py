@@ -29,7 +29,7 @@ from pipeline.tiktoken_offline import ENCODINGS, EncodingUnavailable, encode_pie
 
 from . import attention, distribution, embeddings, kv, output, speculative, tokens
 from .style import MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR
-from .text import language, t
+from .text import language, t, thousands
 from .viewer_attention import attention_panel
 from .viewer_frames import animated_plain
 
@@ -142,7 +142,7 @@ def compare_html(trace: Trace, step: int | None = None) -> str:
         gen = [s for s in reply if s.stop_reason != "eos"]
         rows.insert(0, (t("compare.this_model", model=trace.model.id), list(trace.prompt.text_pieces) + [s.piece for s in gen],
                         list(trace.prompt.text_ids) + [s.token_id for s in gen]))
-    note = t("compare.note", chars=len(text), tokens=len(trace.prompt.token_ids))
+    note = t("compare.note", chars=thousands(len(text)), tokens=thousands(len(trace.prompt.token_ids)))
     return "<div class='cmp-body'>" + tokens.compare_tokenizers_html(text, rows) + f"<p class='cmp-note'>{html.escape(note, quote=False)}</p></div>" + compare_held()
 
 

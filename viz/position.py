@@ -6,7 +6,10 @@ positions add a trained vector per position; some models have neither.
 """
 from __future__ import annotations
 
+import html
 import math
+import re
+import textwrap
 from typing import Sequence
 
 import numpy as np
@@ -14,7 +17,8 @@ import plotly.graph_objects as go
 
 from pipeline.records import PositionRecord, SwapRecord
 
-from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
+from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece, truncate, visible
+from .text import count, decimal, t, t_html, thousands
 
 TWO_PI = 2.0 * math.pi
 MAX_POSITIONS = 96  # the RoPE heatmap shows at most the last this many positions
@@ -36,15 +40,34 @@ def wavelength(inv_freq) -> np.ndarray:
 
 
 def _tokens(x: float) -> str:
-    return "never" if not np.isfinite(x) else f"{x:,.0f}" if x >= 100 else f"{x:.1f}"
+    return thousands(x) if x >= 100 else decimal(x, 1)
+
+
+def _turn(x: float) -> str:
+    """'one turn every 6.3 tokens' (a pair's wavelength, `x` tokens; never for a pair that does not turn)."""
+    return t("position.turn_never") if not np.isfinite(x) else t("position.turn_every", n=_tokens(x))
 
 
 def turn_words(degrees: float) -> str:
     """'only 12.5°' below one turn; '2 turns and 40°' from one turn on (angles wrap at 360°)."""
     if degrees < 360:
-        return f"only {degrees:.1f}°"
+        return t("position.only", degrees=decimal(degrees, 1))
     turns, rest = divmod(degrees, 360.0)
-    return f"{int(turns)} turn{'s' if turns >= 2 else ''} and {rest:.0f}°"
+    return t("position.turns", turns=count(int(turns), "turn"), degrees=thousands(rest))
+
+
+_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
+
+
+def _wrap(sentence: str, width: int = 60) -> str:
+    """A plain sentence, escaped, in lines of about `width` characters joined by <br> (a plotly annotation does not
+    wrap): at spaces, or every width / 2 characters in a language written without them (twice as wide)."""
+    if _CJK.search(sentence):
+        n = width // 2
+        lines = [sentence[i:i + n] for i in range(0, len(sentence), n)]
+    else:
+        lines = textwrap.wrap(sentence, width, break_long_words=False, break_on_hyphens=False)
+    return "<br>".join(html.escape(line, quote=False) for line in lines)
 
 
 def _pos_labels(pieces: Sequence[str], lo: int, hi: int) -> list[str]:
@@ -61,28 +84,32 @@ def rope_angles_figure(position: PositionRecord, pieces: Sequence[str], *, max_p
     wl = wavelength(f)
     P = f.size
     labels = _pos_labels(pieces, lo, T)
-    hover = [[f"position {lo + r}: {plot_piece(pieces[lo + r], 20) if lo + r < len(pieces) else ''}<br>pair {c}: "
-              f"{math.degrees(ang[r, c]):.0f}° ({ang[r, c]:.2f} rad)<br>one turn every {_tokens(wl[c])} tokens"
-              for c in range(P)] for r in range(T - lo)]
+    rows = [t_html("position.at", position=lo + r, piece=plot_piece(pieces[lo + r], 20) if lo + r < len(pieces) else "")
+            for r in range(T - lo)]
+    turns = [html.escape(_turn(wl[c])) for c in range(P)]
+    hover = [[f"{rows[r]}<br>{t_html('position.pair', pair=c, degrees=thousands(math.degrees(ang[r, c])), radians=decimal(ang[r, c], 2))}"
+              f"<br>{turns[c]}" for c in range(P)] for r in range(T - lo)]
     heat = go.Heatmap(
         z=ang.astype(np.float32), x=list(range(P)), y=labels, zmin=0.0, zmax=TWO_PI, colorscale="Twilight",
-        customdata=hover, hovertemplate="%{customdata}<extra></extra>", name="rotation angle",
-        colorbar=dict(title=dict(text="angle"), tickvals=ANGLE_TICKS[0], ticktext=ANGLE_TICKS[1], thickness=12, len=0.7),
+        customdata=hover, hovertemplate="%{customdata}<extra></extra>", name=t("position.rotation"),
+        colorbar=dict(title=dict(text=t_html("position.angle")), tickvals=ANGLE_TICKS[0], ticktext=ANGLE_TICKS[1], thickness=12, len=0.7),
     )
     fast, slow = int(np.argmax(f)), int(np.argmin(f))
     turned = math.degrees(float(f[slow]) * (T - 1))
-    note = (f"fastest pair ({fast}): one turn every {_tokens(wl[fast])} tokens<br>slowest pair ({slow}): one turn every "
-            f"{_tokens(wl[slow])} tokens, {turn_words(turned)} over these {T} positions")
-    theta = f"θ = {position.rope_theta:,.0f}, " if position.rope_theta else ""
-    rd = f"{position.rotary_dim} rotating dimensions = " if position.rotary_dim else ""
-    title = (f"RoPE: how far each pair of dimensions is rotated at each position<br><sup>{theta}{rd}{P} pairs"
-             + (f" · last {T - lo} of {T} positions" if lo else "") + "</sup>")
+    note = (t_html("position.fastest", pair=fast, turn=html.escape(_turn(wl[fast]))) + "<br>"
+            + t_html("position.slowest", pair=slow, turn=html.escape(_turn(wl[slow])), turned=html.escape(turn_words(turned)), n=thousands(T)))
+    sub = t_html("position.dims", dims=thousands(position.rotary_dim), pairs=thousands(P)) if position.rotary_dim else t_html("position.pairs", pairs=thousands(P))
+    if position.rope_theta:
+        sub = f"θ = {thousands(position.rope_theta)}, {sub}"
+    if lo:
+        sub += " · " + t_html("position.last", shown=thousands(T - lo), n=thousands(T))
+    title = f"{t_html('position.rope_title')}<br><sup>{sub}</sup>"
     layout = base_layout(
         title, height=int(min(900, max(380, 16 * (T - lo) + 190))), margin=dict(l=110, r=20, t=70, b=115),
         annotations=[dict(xref="paper", yref="paper", x=0, y=0, yshift=-62, xanchor="left", yanchor="top", showarrow=False,
                           align="left", text=note, font=dict(size=12, color="#4a5568"), name="wavelengths")],
-        xaxis=dict(title=dict(text="frequency pair (fast → slow)"), dtick=max(1, P // 8)),
-        yaxis=dict(type="category", autorange="reversed", title=dict(text="position"), tickfont=dict(size=11)),
+        xaxis=dict(title=dict(text=t_html("position.pair_axis")), dtick=max(1, P // 8)),
+        yaxis=dict(type="category", autorange="reversed", title=dict(text=t_html("position.axis")), tickfont=dict(size=11)),
     )
     return go.Figure(data=[heat], layout=layout)
 
@@ -93,27 +120,26 @@ def learned_positions_figure(position: PositionRecord, pieces: Sequence[str] | N
     xy = np.asarray(position.learned_2d, np.float64).reshape(-1, 2)  # (n, 2)
     n = xy.shape[0]
     traces = [go.Scatter(
-        x=xy[:, 0], y=xy[:, 1], mode="lines+markers", name="position vectors 0…" + str(n - 1),
+        x=xy[:, 0], y=xy[:, 1], mode="lines+markers", name=t("position.vectors", last=n - 1),
         line=dict(color=MUTED, width=1), marker=dict(size=6, color=np.arange(n), colorscale="Viridis", cmin=0, cmax=max(n - 1, 1),
-                                                     colorbar=dict(title=dict(text="position"), thickness=12, len=0.7)),
-        customdata=np.arange(n), hovertemplate="position %{customdata}<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
+                                                     colorbar=dict(title=dict(text=t_html("position.axis")), thickness=12, len=0.7)),
+        customdata=np.arange(n), hovertemplate=t_html("position.one", position="%{customdata}") + "<br>(%{x:.2f}, %{y:.2f})<extra></extra>",
     )]
     if pieces:
         k = min(len(pieces), n)
         traces.append(go.Scatter(
-            x=xy[:k, 0], y=xy[:k, 1], mode="markers", name=f"used by this context (0…{k - 1})",
+            x=xy[:k, 0], y=xy[:k, 1], mode="markers", name=t("position.used", last=k - 1),
             marker=dict(size=11, color="rgba(0,0,0,0)", line=dict(color=NEW_COLOR, width=2)),
-            hovertext=[f"position {i}: {plot_piece(pieces[i], 20)}" for i in range(k)], hovertemplate="%{hovertext}<extra></extra>",
+            hovertext=[t_html("position.at", position=i, piece=plot_piece(pieces[i], 20)) for i in range(k)], hovertemplate="%{hovertext}<extra></extra>",
         ))
     ticks = sorted({0, n - 1, *range(0, n, max(1, n // 8))})
     anns = [dict(x=xy[i, 0], y=xy[i, 1], xref="x", yref="y", text=str(i), showarrow=False, yshift=10, font=dict(size=11),
                  name=f"position {i}") for i in ticks]
-    title = (f"Learned positions: one trained vector per position ({n:,})<br><sup>added to each token's embedding; "
-             "projected to 2D with the embeddings' fixed projection</sup>")
+    title = f"{t_html('position.learned_title', n=thousands(n))}<br><sup>{t_html('position.learned_note')}</sup>"
     layout = base_layout(title, height=500, margin=dict(l=60, r=20, t=100, b=50), annotations=anns,
                          legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
-                         xaxis=dict(title=dict(text="direction 1 (PCA)"), zeroline=False),
-                         yaxis=dict(title=dict(text="direction 2 (PCA)"), zeroline=False))
+                         xaxis=dict(title=dict(text=t_html("residual.direction_1")), zeroline=False),
+                         yaxis=dict(title=dict(text=t_html("residual.direction_2")), zeroline=False))
     return go.Figure(data=traces, layout=layout)
 
 
@@ -131,12 +157,8 @@ def position_figure(position: PositionRecord, pieces: Sequence[str]) -> go.Figur
     if position.kind == "learned" and position.learned_2d is not None and np.asarray(position.learned_2d).size:
         return learned_positions_figure(position, pieces)
     if position.kind == "none":
-        return _message_figure(
-            "No position encoding",
-            "This model adds no position information to its vectors.<br>It can still tell order apart: the causal mask lets "
-            "each token<br>see only earlier tokens, so how many tokens it sees differs by position.")
-    return _message_figure("Position information unavailable",
-                           f"This model's position information ({plot_piece(str(position.kind), 20)}) cannot be drawn here.")
+        return _message_figure(t_html("position.none_title"), _wrap(t("position.none_adds")) + "<br>" + _wrap(t("position.none_order")))
+    return _message_figure(t_html("position.unknown_title"), _wrap(t("position.unknown", kind=truncate(visible(str(position.kind)), 20))))
 
 
 def swap_figure(swap: SwapRecord, layer: int | None = None) -> go.Figure:
@@ -152,29 +174,31 @@ def swap_figure(swap: SwapRecord, layer: int | None = None) -> go.Figure:
     diff = np.abs(a - b)  # (L, T)
     per_layer = diff.max(axis=1)  # (L,)
     keys = [("⇄ " if k in (swap.i, swap.j) else "") + f"{k} {plot_piece(swap.pieces[k], 10)}" for k in range(T)]
-    hover = [f"key {k}: {plot_piece(swap.pieces[k], 24)}" + (" (swapped)" if k in (swap.i, swap.j) else "") for k in range(T)]
+    hover = [t_html("position.key_swapped" if k in (swap.i, swap.j) else "position.key", key=k, piece=plot_piece(swap.pieces[k], 24))
+             for k in range(T)]
     traces = [
-        go.Bar(x=keys, y=a[layer], name="original", marker=dict(color=PROMPT_COLOR), customdata=hover,
-               hovertemplate="%{customdata}<br>original: %{y:.3f}<extra></extra>"),
-        go.Bar(x=keys, y=b[layer], name=f"tokens {swap.i} and {swap.j} swapped", marker=dict(color=GEN_COLOR), customdata=hover,
-               hovertemplate="%{customdata}<br>swapped: %{y:.3f}<extra></extra>"),
-        go.Bar(x=list(range(L)), y=per_layer, xaxis="x2", yaxis="y2", name="max change per layer", showlegend=False,
+        go.Bar(x=keys, y=a[layer], name=t("position.original"), marker=dict(color=PROMPT_COLOR), customdata=hover,
+               hovertemplate="%{customdata}<br>" + t_html("position.original_weight", weight="%{y:.3f}") + "<extra></extra>"),
+        go.Bar(x=keys, y=b[layer], name=t("position.swapped", i=swap.i, j=swap.j), marker=dict(color=GEN_COLOR), customdata=hover,
+               hovertemplate="%{customdata}<br>" + t_html("position.swapped_weight", weight="%{y:.3f}") + "<extra></extra>"),
+        go.Bar(x=list(range(L)), y=per_layer, xaxis="x2", yaxis="y2", name=t("position.max_change_name"), showlegend=False,
                marker=dict(color=[NEW_COLOR if l == layer else MUTED for l in range(L)]),
-               hovertemplate="block %{x}: largest change of a weight %{y:.3f}<extra></extra>"),
+               hovertemplate=t_html("position.block_change", block="%{x}", change="%{y:.3f}") + "<extra></extra>"),
     ]
     same = swap.top_piece == swap.top_piece_swapped
-    title = (f"Swap {plot_piece(swap.pieces[swap.i], 12)} ({swap.i}) ⇄ {plot_piece(swap.pieces[swap.j], 12)} ({swap.j}): "
-             f"attention changes by up to {swap.max_abs_diff:.3f}"
-             f"<br><sup>next token: {plot_piece(swap.top_piece, 16)} → {plot_piece(swap.top_piece_swapped, 16)}"
-             f"{' (unchanged)' if same else ' (changed)'} · attention of the last query in block {layer} (the mean of its heads), keys in the original order</sup>")
+    title = (t_html("position.swap_title", a=plot_piece(swap.pieces[swap.i], 12), i=swap.i, b=plot_piece(swap.pieces[swap.j], 12), j=swap.j,
+                    change=decimal(swap.max_abs_diff, 3))
+             + "<br><sup>" + t_html("position.next_same" if same else "position.next_changed", before=plot_piece(swap.top_piece, 16),
+                                    after=plot_piece(swap.top_piece_swapped, 16))
+             + " · " + t_html("position.swap_where", block=layer) + "</sup>")
     shade = [dict(type="rect", xref="x", yref="y domain", x0=k - 0.5, x1=k + 0.5, y0=0, y1=1, fillcolor="rgba(192,38,45,0.08)",
                   line=dict(width=0), layer="below", name=f"swapped {k}") for k in (swap.i, swap.j) if 0 <= k < T]
     layout = base_layout(
         title, height=560, margin=dict(l=60, r=20, t=100, b=60), barmode="group", bargap=0.2, shapes=shade,
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
         xaxis=dict(domain=[0, 1], anchor="y", type="category", tickangle=-50, tickfont=dict(size=11)),
-        yaxis=dict(domain=[0.42, 1.0], title=dict(text="attention weight, mean of heads"), rangemode="tozero"),
-        xaxis2=dict(domain=[0, 1], anchor="y2", title=dict(text="block"), dtick=1 if L <= 16 else 2),
-        yaxis2=dict(domain=[0.0, 0.18], title=dict(text="max change", font=dict(size=12)), rangemode="tozero"),
+        yaxis=dict(domain=[0.42, 1.0], title=dict(text=t_html("position.weight_axis")), rangemode="tozero"),
+        xaxis2=dict(domain=[0, 1], anchor="y2", title=dict(text=t_html("residual.block")), dtick=1 if L <= 16 else 2),
+        yaxis2=dict(domain=[0.0, 0.18], title=dict(text=t_html("position.max_change"), font=dict(size=12)), rangemode="tozero"),
     )
     return go.Figure(data=traces, layout=layout)

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, block_label, depth_label, plot_piece, plot_text
-from .text import pct, t
+from .text import decimal, pct, t
 
 DEPTH_SCALE = "Viridis"
 
@@ -47,9 +47,9 @@ def residual_path_figure(resid_2d, resid_norm=None, update_norm=None, *, piece: 
     for k in range(n):
         h = f"<b>{plot_text(labels[k])}</b>"
         if rn is not None:
-            h += "<br>" + t("residual.stream_norm", norm=f"{rn[k]:.1f}")
+            h += "<br>" + t("residual.stream_norm", norm=decimal(rn[k], 1))
         if un is not None and k >= 1:
-            h += "<br>" + t("residual.added", block=block_label(k - 1), norm=f"{un[k - 1]:.1f}")
+            h += "<br>" + t("residual.added", block=block_label(k - 1), norm=decimal(un[k - 1], 1))
             if rn is not None and rn[k - 1] > 0:
                 h += " " + t("residual.added_share", share=pct(un[k - 1] / rn[k - 1], 0))
         hover.append(h)
@@ -106,7 +106,7 @@ def contributions_figure(attn_out_norm, mlp_out_norm, resid_norm=None, update_no
         ratio = update_ratio(un, rn)  # (L,)
         traces.append(go.Scatter(x=x, y=ratio, xaxis="x2", yaxis="y3", mode="lines+markers", name=t("residual.ratio"),
                                  line=dict(color="#2f855a", width=2), marker=dict(size=5), showlegend=False,
-                                 customdata=[t("residual.ratio_hover", block=block_label(k), update=f"{un[k]:.1f}", norm=f"{rn[k]:.1f}") for k in x],
+                                 customdata=[t("residual.ratio_hover", block=block_label(k), update=decimal(un[k], 1), norm=decimal(rn[k], 1)) for k in x],
                                  hovertemplate="%{customdata}: %{y:.0%}<extra></extra>"))
         layout_extra = dict(
             xaxis2=dict(domain=[0, 1], anchor="y3", title=dict(text=t("residual.block")), range=[-1.5, L - 0.5], autorange=False, dtick=_dtick(L)),

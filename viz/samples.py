@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from pipeline.records_samples import Samples
 from viz.style import html_piece
-from viz.text import pct, t, t_html
+from viz.text import decimal, pct, t, t_html
 
 TREE_DEPTH = 16  # tokens of each continuation the tree shows (N = 32, M = 24: the branching is nearly all before)
 TREE_WIDTH = 8  # branches shown per node (the rest are counted in one line)
@@ -119,7 +119,7 @@ def first_counts(s: Samples) -> list[tuple[int, str, int, float]]:
 
 
 def _secs(x: float) -> str:
-    return f"{x:.1f}" if x >= 1 else f"{x:.2f}"
+    return decimal(x, 1) if x >= 1 else decimal(x, 2)
 
 
 def cost_sentence(s: Samples, alone_seconds: float | None = None) -> str:

@@ -27,8 +27,9 @@ from plotly.subplots import make_subplots
 from pipeline import sampling
 from pipeline.records import Settings, StepRecord
 
-from .distribution import reshape
+from .distribution import reshape, short_number
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
+from .text import count, decimal, pct, t, t_html, thousands
 
 OTHER_COLOR = "#cbd5e0"
 
@@ -60,24 +61,24 @@ class SettingSample:
         return self.counts / self.draws
 
 
-def _label(t: float, k: int, p: float, rp: float) -> str:
-    if t == 0:
-        s = "temperature 0 (greedy)"
+def _label(temperature: float, k: int, p: float, rp: float) -> str:
+    """The setting in words, in the language spoken (viz.text.speaking)."""
+    if temperature == 0:
+        s = t("sampling_compare.greedy")
     else:
-        s = f"temperature {t:g} · top-k {k if k else 'off'} · top-p {f'{p:g}' if p < 1 else 'off'}"
-    if rp != 1.0:
-        s += f" · repetition penalty {rp:g}"
-    return s
+        s = t("sampling_compare.setting", t=short_number(temperature), k=thousands(k) if k else t("common.off"),
+              p=short_number(p) if p < 1 else t("common.off"))
+    return t("sampling_compare.penalty", setting=s, p=short_number(rp)) if rp != 1.0 else s
 
 
 def _one(step: StepRecord, s: Mapping, *, vocab_size: int, repetition_penalty: float, draws: int, seed: int, top: int) -> SettingSample:
-    t = float(s.get("temperature", 1.0))
+    temp = float(s.get("temperature", 1.0))
     k = s.get("top_k", 0)
     k = int(k) if float(k).is_integer() else k
     p = float(s.get("top_p", 1.0))
     rp = float(s.get("repetition_penalty", repetition_penalty))
-    stages = Settings(temperature=t, top_k=k, top_p=p, repetition_penalty=rp).stages(step.context_ids)
-    greedy = t == 0
+    stages = Settings(temperature=temp, top_k=k, top_p=p, repetition_penalty=rp).stages(step.context_ids)
+    greedy = temp == 0
     n = max(1, min(int(top), len(step.top_ids)))
     ids = np.asarray(step.top_ids, np.int64)[:n]
     rng = np.random.default_rng(seed)
@@ -93,7 +94,7 @@ def _one(step: StepRecord, s: Mapping, *, vocab_size: int, repetition_penalty: f
         counts[-1] = draws - counts[:-1].sum()
         entropy, n_kept, exact, source = sampling.entropy_bits(final), int(np.isfinite(res.final_logits).sum()), True, "logits"
     else:  # the recorded top N (exact at the step's own settings), the rest as one category
-        r = reshape(step, temperature=t, top_k=k, top_p=p, repetition_penalty=rp)
+        r = reshape(step, temperature=temp, top_k=k, top_p=p, repetition_penalty=rp)
         cats = np.append(r.final_probs, max(0.0, 1.0 - float(r.final_probs.sum())))  # (N+1,)
         if greedy:
             drawn = np.full(draws, int(np.argmax(cats)), np.int64)
@@ -105,7 +106,7 @@ def _one(step: StepRecord, s: Mapping, *, vocab_size: int, repetition_penalty: f
         entropy, n_kept, exact, source = r.final_entropy, r.n_kept, r.exact, r.source
     probs = np.asarray(probs, np.float64)
     return SettingSample(
-        temperature=t, top_k=int(k), top_p=p, repetition_penalty=rp, label=_label(t, int(k), p, rp),
+        temperature=temp, top_k=int(k), top_p=p, repetition_penalty=rp, label=_label(temp, int(k), p, rp),
         ids=ids, pieces=tuple(step.top_pieces[:n]), probs=probs, other_prob=max(0.0, 1.0 - float(probs.sum())),
         counts=counts, draws=int(draws), entropy=float(entropy) + 0.0, n_kept=int(n_kept), greedy=greedy,
         exact=bool(exact), source=source,
@@ -127,9 +128,11 @@ def compare_samples(step: StepRecord, settings: Sequence[Mapping], *, vocab_size
 
 
 def subplot_title(r: SettingSample) -> str:
-    survive = "1 token survives" if r.n_kept == 1 else f"{r.n_kept:,} tokens survive"
-    approx = {"top-N": " · approximate", "range": " · ranges", "rest": " · ≈ survivors"}.get(r.source, "") if not r.exact else ""
-    return f"<b>{html.escape(r.label, quote=False)}</b><br>entropy {r.entropy:.2f} bits · {survive}{approx}"
+    line = t("sampling_compare.entropy", bits=decimal(r.entropy, 2), survive=count(r.n_kept, "survivor"))
+    if not r.exact and r.source in ("top-N", "range", "rest"):
+        line += " · " + t("dist.approximate" if r.source == "top-N" else "sampling_compare.ranges" if r.source == "range"
+                          else "sampling_compare.estimated")
+    return f"<b>{html.escape(r.label, quote=False)}</b><br>{html.escape(line, quote=False)}"
 
 
 def sampling_compare_figure(step: StepRecord, settings: Sequence[Mapping], *, vocab_size: int, repetition_penalty: float = 1.0,
@@ -144,45 +147,44 @@ def sampling_compare_figure(step: StepRecord, settings: Sequence[Mapping], *, vo
     labels = []
     for j in range(n):
         lab = f"#{j + 1} {plot_piece(results[0].pieces[j], 14)}"
-        labels.append(f"<b>{lab} ◀ {'forced' if step.forced else 'sampled'}</b>" if chosen and j == chosen[0] else lab)
+        labels.append(f"<b>{lab} {t('dist.mark_forced' if step.forced else 'dist.mark_sampled')}</b>" if chosen and j == chosen[0] else lab)
     rest = max(0, int(vocab_size) - n)
-    labels.append(f"<i>other tokens ({rest:,})</i>")
+    labels.append(f"<i>{t('sampling_compare.others', n=thousands(rest))}</i>")
     fig = make_subplots(rows=1, cols=len(results), shared_yaxes=True, horizontal_spacing=0.04,
                         subplot_titles=[subplot_title(r) for r in results])
     xmax = max(max(float(r.probs.max(initial=0.0)), r.other_prob, float(r.freqs.max())) for r in results)
     xmax = min(1.0, xmax * 1.15 + 0.02)
+    removed = t_html("sampling_compare.removed", removed=f"<b>{html.escape(t('dist.removed_word'))}</b>")
     for c, r in enumerate(results, start=1):
         exact = list(r.probs) + [r.other_prob]
         kept = [pp > 0 for pp in r.probs]
-        hover = [f"{plot_piece(r.pieces[j], 40)} · id {int(r.ids[j])}" + ("" if kept[j] else "<br><b>removed</b> by this setting")
-                 for j in range(n)] + [f"every token outside the top {n} ({rest:,} tokens)"]
+        hover = [t("dist.hover_token", piece=plot_piece(r.pieces[j], 40), id=int(r.ids[j])) + ("" if kept[j] else "<br>" + removed)
+                 for j in range(n)] + [t("sampling_compare.rest_hover", n=n, tokens=count(rest, "token"))]
         colors = [(NEW_COLOR if chosen and j == chosen[0] else GEN_COLOR) if kept[j] else MUTED for j in range(n)] + [OTHER_COLOR]
         fig.add_trace(go.Bar(
-            y=labels, x=exact, orientation="h", name="exact probability", legendgroup="exact", showlegend=c == 1,
+            y=labels, x=exact, orientation="h", name=t("sampling_compare.exact"), legendgroup="exact", showlegend=c == 1,
             marker=dict(color=colors), customdata=hover, meta=dict(setting=c - 1, kind="exact"),
-            hovertemplate="%{customdata}<br>exact probability %{x:.2%}<extra></extra>",
+            hovertemplate="%{customdata}<br>" + t("sampling_compare.exact") + " %{x:.2%}<extra></extra>",
         ), row=1, col=c)
         counts = [int(x) for x in r.counts]
         fig.add_trace(go.Bar(
-            y=labels, x=list(r.freqs), orientation="h", name=f"share of {r.draws:,} draws (seed {seed})", legendgroup="draws",
-            showlegend=c == 1, marker=dict(color=PROMPT_COLOR, opacity=0.75), meta=dict(setting=c - 1, kind="draws"),
+            y=labels, x=list(r.freqs), orientation="h", name=t("sampling_compare.draws", draws=thousands(r.draws), seed=seed),
+            legendgroup="draws", showlegend=c == 1, marker=dict(color=PROMPT_COLOR, opacity=0.75), meta=dict(setting=c - 1, kind="draws"),
             customdata=[[h, k] for h, k in zip(hover, counts)],
-            hovertemplate="%{customdata[0]}<br>%{customdata[1]} of " + f"{r.draws:,}" + " draws (%{x:.1%})<extra></extra>",
+            hovertemplate="%{customdata[0]}<br>" + t("sampling_compare.draws_hover", count="%{customdata[1]:,}", draws=thousands(r.draws),
+                                                      share="%{x:.1%}") + "<extra></extra>",
         ), row=1, col=c)
         fig.update_xaxes(range=[0, xmax], autorange=False, tickformat=".0%", fixedrange=True, row=1, col=c)
     fig.update_yaxes(type="category", autorange="reversed", fixedrange=True, tickfont=dict(size=12))
-    notes = []
     inexact = {r.source for r in results if not r.exact}
+    notes = []
     if "top-N" in inexact:
-        notes.append(f"approximate: the trace holds only the top {len(step.top_ids)} logits of this step, "
-                     "so settings other than its own are applied to them alone")
+        notes.append(t("sampling_compare.note_top_n", n=thousands(len(step.top_ids))))
     if "range" in inexact:
-        notes.append(f"ranges: the trace holds only the top {len(step.top_ids)} logits of this step, so a number is "
-                     "given as the range it must lie in")
+        notes.append(t("sampling_compare.note_ranges", n=thousands(len(step.top_ids))))
     if "rest" in inexact:
-        notes.append("≈: top-p cuts among the rarest tokens, whose count is estimated (within about 1%)")
-    title = (f"The same step ({step.phase}, position {step.position + 1}) under {len(results)} settings: "
-             f"exact probabilities and {draws:,} random draws")
+        notes.append(t("sampling_compare.note_rest", within=pct(0.01, 0)))
+    title = t("sampling_compare.title", phase=step.phase, position=thousands(step.position + 1), n=len(results), draws=thousands(draws))
     if notes:
         title += "<br><sup>" + "; ".join(notes) + "</sup>"
     fig.update_layout(**base_layout(title, height=max(420, 24 * (n + 1) + 200),

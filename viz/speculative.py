@@ -2,7 +2,7 @@
 and the cost curve that says when a draft pays off.
 
 Pure: rounds (pipeline.records.RoundRecord) or a measured CostCurve in, HTML or a Plotly figure
-out. Every piece is escaped.
+out, in the catalogue's words (speculative.*: locales/en.json, viz.text). Every piece is escaped.
 """
 from __future__ import annotations
 
@@ -16,15 +16,16 @@ from pipeline.speculative_cost import CostCurve, break_even_alpha, round_ms
 
 from . import fmt
 from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_text, visible
+from .text import count, decimal, pct, t, t_html, thousands
 
-# status -> (background, border, words)
+# status -> (background, border, its words: made when the legend is drawn, in the language spoken)
 STYLE = {
-    "accepted": ("#d9f2e3", "#2f9e5b", "accepted"),
-    "rejected": ("#fde2e2", "#c0262d", "rejected"),
-    "discarded": ("#f1f1f1", "#b8b8b8", "never tested (the round ended before it)"),
-    "resampled": ("#ffe8cc", "#e07b1a", "drawn from the residual"),
-    "bonus": ("#dbe7fb", "#3b6fd8", "bonus from the target"),
-    "plain": ("#eef0f3", "#718096", "plain step (nothing to propose)"),
+    "accepted": ("#d9f2e3", "#2f9e5b", lambda: t("speculative.status.accepted")),
+    "rejected": ("#fde2e2", "#c0262d", lambda: t("speculative.status.rejected")),
+    "discarded": ("#f1f1f1", "#b8b8b8", lambda: t("speculative.status.discarded")),
+    "resampled": ("#ffe8cc", "#e07b1a", lambda: t("speculative.status.resampled")),
+    "bonus": ("#dbe7fb", "#3b6fd8", lambda: t("speculative.status.bonus")),
+    "plain": ("#eef0f3", "#718096", lambda: t("speculative.status.plain")),
 }
 
 
@@ -52,19 +53,20 @@ def _copied_from(p, r: RoundRecord, pieces: Sequence[str] | None) -> str:
     if src is None:
         return ""
     if src > r.position:  # past the context's end: the lookup repeats its own earlier proposal
-        return f"copied from proposal {src - r.position} of this round (the pattern repeats)"
-    t = _text_at(pieces, src, src + 1)
-    return f"copied from position {src}" + (f" ({t!r})" if t is not None else "")
+        return t("speculative.copied_from_proposal", n=src - r.position)
+    piece = _text_at(pieces, src, src + 1)
+    return t("speculative.copied_from", position=src) + (f" ({piece!r})" if piece is not None else "")
 
 
 def _proposal_title(p, r: RoundRecord, pieces: Sequence[str] | None) -> str:
-    test = (f"u = {p.u:.3f} {'<' if p.status == 'accepted' else '≥'} {p.accept_prob:.3f} → {p.status}"
-            if p.u is not None else "not tested: the round ended before it (a rejection, or an accepted end of text)")
+    outcome = t("speculative.status.accepted") if p.status == "accepted" else t("speculative.status.rejected")
+    test = (f"u = {decimal(p.u, 3)} {'<' if p.status == 'accepted' else '≥'} {decimal(p.accept_prob, 3)} → {outcome}"
+            if p.u is not None else t("speculative.not_tested"))
     if p.source_position is not None:  # prompt lookup: q is one-hot, the test is "keep with probability p"
-        return (f"{p.piece!r}: {_copied_from(p, r, pieces)}. The lookup is certain (q = 1), so it is kept with probability "
-                f"p = {p.target_prob:.4f}, the target's; {test}")
-    return (f"{p.piece!r}: draft q = {p.draft_prob:.4f}, target p = {p.target_prob:.4f}; "
-            f"accept with probability min(1, p/q) = {p.accept_prob:.3f}; {test}")
+        return t("speculative.title_lookup", piece=repr(p.piece), copied=_copied_from(p, r, pieces), p=decimal(p.target_prob, 4),
+                 test=test)
+    return t("speculative.title_draft", piece=repr(p.piece), q=decimal(p.draft_prob, 4), p=decimal(p.target_prob, 4),
+             a=decimal(p.accept_prob, 3), test=test)
 
 
 def _lookup_words(r: RoundRecord, pieces: Sequence[str] | None) -> str:
@@ -74,8 +76,8 @@ def _lookup_words(r: RoundRecord, pieces: Sequence[str] | None) -> str:
     src, n = r.proposals[0].source_position, r.match_length
     gram = _text_at(pieces, src - n, src)
     copied = _text_at(pieces, src, min(src + r.k, r.position + 1))
-    return (f"lookup: the last {fmt.tokens(n)}{f' {gram!r}' if gram is not None else ''} also stand at "
-            f"position{'s' if n != 1 else ''} {src - n}{f'–{src - 1}' if n > 1 else ''}; copied from position {src} on"
+    where = t("speculative.at_positions", first=src - n, last=src - 1) if n > 1 else t("speculative.at_position", position=src - n)
+    return (t("speculative.lookup", tokens=fmt.tokens(n) + (f" {gram!r}" if gram is not None else ""), where=where, position=src)
             + (f" ({copied!r}…)" if copied is not None else ""))
 
 
@@ -85,34 +87,30 @@ def round_html(r: RoundRecord, *, on_screen: bool = False, pieces: Sequence[str]
     chips = [_chip(p.piece, p.status, _proposal_title(p, r, pieces), strike=p.status != "accepted") for p in r.proposals]
     if r.residual is not None:
         res = r.residual
-        chips.append(_chip(res.piece, "resampled",
-                           f"{res.piece!r} drawn from the residual max(0, p − q), normalised: probability {res.prob:.4f} there. "
-                           f"The residual's mass {res.mass:.3f} is the chance that a draft proposal at this position is rejected."))
+        chips.append(_chip(res.piece, "resampled", t("speculative.title_residual", piece=repr(res.piece), prob=decimal(res.prob, 4),
+                                                      mass=decimal(res.mass, 3))))
     if r.bonus is not None and r.k == 0:
-        chips.append(_chip(r.bonus.piece, "plain",
-                           f"{r.bonus.piece!r}: the draft had nothing to propose, so this round was a plain decode step: one target "
-                           f"pass, the token drawn from p (p = {r.bonus.prob:.4f})"))
+        chips.append(_chip(r.bonus.piece, "plain", t("speculative.title_plain", piece=repr(r.bonus.piece), p=decimal(r.bonus.prob, 4))))
     elif r.bonus is not None:
-        chips.append(_chip(r.bonus.piece, "bonus",
-                           f"{r.bonus.piece!r}: every proposal was accepted, so the target's pass gives one more token "
-                           f"(p = {r.bonus.prob:.4f})"))
+        chips.append(_chip(r.bonus.piece, "bonus", t("speculative.title_bonus", piece=repr(r.bonus.piece), p=decimal(r.bonus.prob, 4))))
     rollback = ""
     if r.draft_passes == 0 and r.draft_rollback == 0 and r.target_rollback:  # a lookup keeps no cache of its own
-        rollback = f" · KV roll-back: target −{r.target_rollback} positions"
+        rollback = " · " + t("speculative.rollback_target", target=r.target_rollback)
     elif r.target_rollback or r.draft_rollback:
-        rollback = f" · KV roll-back: target −{r.target_rollback}, draft −{r.draft_rollback} positions"
+        rollback = " · " + t("speculative.rollback", target=r.target_rollback, draft=r.draft_rollback)
     n_tok = len(r.token_ids)
-    head = ("nothing proposed → a plain step" if r.k == 0 else f"{r.n_accepted}/{r.k} accepted")
-    meta = (f"{head} → {fmt.tokens(n_tok)} from {r.target_passes} target pass of {fmt.tokens(r.target_tokens_fed)} fed · "
-            f"draft {r.draft_ms:.1f} ms" + (f" ({fmt.count(r.draft_passes, 'pass', 'passes')})" if r.draft_passes else "")
-            + f" + verify {r.target_ms:.0f} ms{rollback}")
+    head = t("speculative.head_plain") if r.k == 0 else t("speculative.head", accepted=r.n_accepted, k=r.k)
+    ms = dict(draft=decimal(r.draft_ms, 1), verify=decimal(r.target_ms, 0))
+    time = (t("speculative.time_passes", passes=count(r.draft_passes, "pass"), **ms) if r.draft_passes else t("speculative.time", **ms))
+    meta = (t("speculative.meta", head=head, tokens=fmt.tokens(n_tok), passes=r.target_passes, fed=fmt.tokens(r.target_tokens_fed))
+            + f" · {time}{rollback}")
     lookup = _lookup_words(r, pieces)
     # the round holding the step on screen: a class (assets/style.css), moved by the page's step viewer
     # from data-first / data-steps with no request
     on = " on-screen" if on_screen else ""
     return (f"<div class='spec-round{on}' data-round='{r.index}' data-first='{r.first_step}' data-steps='{len(r.token_ids)}' "
             f"style='margin:3px 0;padding:2px 4px;border-radius:4px'>"
-            f"<span style='display:inline-block;width:5.5em;color:#4a5568;font-size:13px'>round {r.index}</span>"
+            f"<span style='display:inline-block;width:5.5em;color:#4a5568;font-size:13px'>{t_html('speculative.round', n=r.index)}</span>"
             f"{''.join(chips)} <span style='color:#718096;font-size:12.5px'>{html.escape(meta)}</span>"
             + (f"<div class='spec-lookup' style='margin-left:5.5em;color:#4a5568;font-size:12.5px'>{html.escape(lookup)}</div>"
                if lookup else "") + "</div>")
@@ -120,71 +118,75 @@ def round_html(r: RoundRecord, *, on_screen: bool = False, pieces: Sequence[str]
 
 def legend_html() -> str:
     return "<div class='spec-legend' style='font-size:13px;margin:4px 0'>" + " ".join(
-        _chip(words, status, words, words=True).replace("spec-chip spec-", "spec-chip spec-legend-")
+        _chip(words(), status, words(), words=True).replace("spec-chip spec-", "spec-chip spec-legend-")
         for status, (_, _, words) in STYLE.items()) + "</div>"
 
 
 def _draft_words(draft: DraftInfo) -> str:
     if draft.kind == "ngram":
-        return "no model: it copies what followed the last tokens' most recent earlier occurrence in the context, 0 parameters per proposal"
+        return t("speculative.draft_ngram")
     if draft.kind == "layers":
-        return (f"the target's own first {draft.n_layers} layers with its final norm and LM head (weights shared), "
-                f"{draft.n_params / 1e6:.1f} M parameters per proposal")
-    return f"{draft.id}, {draft.n_layers} layers, {draft.n_params / 1e6:.1f} M parameters per proposal"
+        return t("speculative.draft_layers", layers=draft.n_layers, params=decimal(draft.n_params / 1e6, 1))
+    return t("speculative.draft_model", layers=draft.n_layers, params=decimal(draft.n_params / 1e6, 1))
+
+
+def _draft_name(draft: DraftInfo) -> str:
+    """The draft as the Draft box names it (ngram, layers:N): the pipeline's own id of these is English; a model's
+    id is its name."""
+    return draft.spec if draft.kind in ("ngram", "layers") else draft.id
 
 
 def summary_html(rounds: Sequence[RoundRecord], draft: DraftInfo, k: int, *, speed: dict | None = None) -> str:
     """Acceptance (the paper's alpha and the share of all proposals), tokens per target pass against
     the paper's expectation, the time split, and, when measured, speed against plain decoding."""
     s = speculative_summary(rounds)
-    rate = "–" if s["acceptance_rate"] is None else f"{100 * s['acceptance_rate']:.0f}%"
-    share = "–" if s["share_accepted"] is None else f"{100 * s['share_accepted']:.0f}%"
-    tpp = "–" if s["tokens_per_target_pass"] is None else f"{s['tokens_per_target_pass']:.2f}"
-    exp = "–" if s["expected_tokens_per_target_pass"] is None else f"{s['expected_tokens_per_target_pass']:.2f}"
-    plain_steps = (f" · {s['rounds_without_proposals']} of them plain steps (nothing to propose)" if s["rounds_without_proposals"] else "")
+    rate = "–" if s["acceptance_rate"] is None else pct(s["acceptance_rate"], 0)
+    share = "–" if s["share_accepted"] is None else pct(s["share_accepted"], 0)
+    tpp = "–" if s["tokens_per_target_pass"] is None else decimal(s["tokens_per_target_pass"], 2)
+    exp = "–" if s["expected_tokens_per_target_pass"] is None else decimal(s["expected_tokens_per_target_pass"], 2)
+    rounds = f"<b>{html.escape(count(s['rounds'], 'round'))}</b>"
+    if s["rounds_without_proposals"]:
+        rounds += " · " + t_html("speculative.rounds_plain", n=s["rounds_without_proposals"])
+    formula = "(1 − α<sup>k+1</sup>) / (1 − α)"
     lines = [
-        f"Draft: <b>{html.escape(draft.id)}</b>, {html.escape(_draft_words(draft))} · k = {k} proposals per round.",
-        f"<b>{s['rounds']}</b> rounds{plain_steps} · acceptance rate α = <b>{rate}</b> ({s['accepted']} accepted of "
-        f"{s['tested']} tested proposals, as Leviathan et al. count it) · {share} of all {s['proposed']} proposals "
-        f"(a proposal after a rejection is never tested).",
-        f"<b>{tpp}</b> tokens per target forward pass, measured (plain decoding: 1) · the paper's (1 − α<sup>k+1</sup>) / (1 − α) "
-        f"expects <b>{exp}</b> at this α · {s['draft_passes']} draft passes.",
-        f"Time in the rounds: draft {s['draft_ms']:.0f} ms + verify {s['target_ms']:.0f} ms (each pass timed inside the model's "
-        f"lock) of {s['ms']:.0f} ms in all.",
+        t_html("speculative.draft", draft=f"<b>{html.escape(_draft_name(draft))}</b>", words=html.escape(_draft_words(draft)), k=k),
+        " · ".join((rounds, t_html("speculative.acceptance", rate=f"<b>{rate}</b>", accepted=s["accepted"], tested=s["tested"]),
+                    t_html("speculative.share", share=share, proposed=s["proposed"]))),
+        " · ".join((t_html("speculative.per_pass", n=f"<b>{tpp}</b>"), t_html("speculative.expected", formula=formula, n=f"<b>{exp}</b>"),
+                    t_html("speculative.draft_passes", n=s["draft_passes"]))),
+        t_html("speculative.time_rounds", draft=decimal(s["draft_ms"], 0), verify=decimal(s["target_ms"], 0), total=decimal(s["ms"], 0)),
     ]
     if draft.kind == "ngram" and s["rounds"] and 2 * s["rounds_without_proposals"] > s["rounds"]:
-        lines.append(
-            f"{s['rounds_without_proposals']} of {s['rounds']} rounds found no earlier occurrence of the last tokens, so they ran "
-            "as plain decode steps: this reply writes new text rather than copying its context, and prompt lookup then runs at "
-            "about plain speed (it pays off on replies that repeat, fix or reformat their input).")
+        lines.append(t_html("speculative.lookup_plain", n=s["rounds_without_proposals"], rounds=s["rounds"]))
     if speed:
         ratio = speed["speculative_tok_s"] / speed["plain_tok_s"] if speed["plain_tok_s"] else float("nan")
-        lines.append(
-            f"Measured on this machine, same prompt and settings: speculative <b>{speed['speculative_tok_s']:.2f}</b> tokens/s, "
-            f"plain <b>{speed['plain_tok_s']:.2f}</b> tokens/s → speed-up <b>{ratio:.2f}×</b>.")
+        lines.append(t_html("speculative.speed", speculative=f"<b>{decimal(speed['speculative_tok_s'], 2)}</b>",
+                            plain=f"<b>{decimal(speed['plain_tok_s'], 2)}</b>", ratio=f"<b>{decimal(ratio, 2)}×</b>"))
         if ratio < 1 and draft.kind == "ngram":
-            lines.append(
-                "Below 1 here: this reply did not copy much from its context, so few proposals were accepted, and each "
-                "rejected one still made the checking pass a little longer. Prompt lookup pays off on replies that repeat, fix "
-                "or reformat their input.")
+            lines.append(t_html("speculative.slower_lookup"))
         elif ratio < 1:
-            lines.append(
-                f"Below 1 here: every proposal costs a draft pass through {draft.n_params / 1e6:.0f}M parameters (the LM head "
-                "included), and a small model's early layers rarely agree with its last one. The cost curve below shows the "
-                "acceptance rate this draft would need.")
+            lines.append(t_html("speculative.slower_layers", params=decimal(draft.n_params / 1e6, 0)))
     return "<div class='spec-summary' style='font-size:14px;line-height:1.5'>" + "".join(
         f"<p style='margin:2px 0'>{x}</p>" for x in lines) + "</div>"
+
+
+def switch_words() -> dict[str, str]:
+    """{box, button}: the page's names of the setting that turns speculative decoding on and of the Generate button,
+    quoted and escaped, for a sentence that says how to get rounds."""
+    return dict(box=html.escape(t("common.quote", text=t("label.speculative_settings"))),
+                button=html.escape(t("common.quote", text=t("button.generate"))))
 
 
 def rounds_html(rounds: Sequence[RoundRecord], *, step: int | None = None, last: int = 40, pieces: Sequence[str] | None = None) -> str:
     """The rounds as rows of chips (the most recent `last`), the round holding `step` shaded.
     `pieces`: the whole context's pieces, to show where prompt-lookup proposals were copied from."""
     if not rounds:
-        return "<p class='spec-empty' style='color:#718096'>No speculative rounds yet: tick “Speculative decoding” and press Generate.</p>"
+        return f"<p class='spec-empty' style='color:#718096'>{t_html('speculative.empty', **switch_words())}</p>"
     shown = list(rounds)[-last:]
     on = None if step is None else round_of_step(rounds, step)
     rows = [round_html(r, on_screen=r is on, pieces=pieces) for r in shown]
-    more = f"<p style='color:#718096;font-size:12.5px'>{len(rounds) - len(shown)} earlier rounds not shown.</p>" if len(rounds) > len(shown) else ""
+    more = (f"<p style='color:#718096;font-size:12.5px'>{t_html('speculative.more', rounds=count(len(rounds) - len(shown), 'round'))}</p>"
+            if len(rounds) > len(shown) else "")
     return legend_html() + more + "".join(rows)
 
 
@@ -201,6 +203,7 @@ def round_of_step(rounds: Sequence[RoundRecord], step: int) -> RoundRecord | Non
 LOOKUP_COLOR = "#2f9e5b"
 DRAFT_COLORS = (GEN_COLOR, NEW_COLOR, "#805ad5", "#975a16", "#2b6cb0")  # model and layer drafts, in turn
 NEVER = 1.06  # where "never pays off" sits on the break-even axis
+COST_COMMAND = "<code>python -m pipeline bench --cost-curve</code>"  # what measures the curve (a command: no words to translate)
 
 
 def _colors(curve: CostCurve) -> dict[str, str]:
@@ -217,46 +220,51 @@ def cost_curve_figure(curve: CostCurve, *, ks: Sequence[int] | None = None) -> g
     t1 = curve.pass_ms(1)
     colors = _colors(curve)
     free = [d.spec for d in curve.drafts if d.ms_per_proposal < 0.01 * t1]  # a round costs the pass alone
+    formula, measured = html.escape(t("kv.formula")), html.escape(t("kv.measured"))
     traces = [
-        go.Scatter(x=n, y=[t1 * x for x in n], mode="lines", name="plain decoding: n passes of 1 token",
-                   line=dict(color=MUTED, width=2, dash="dot"), hovertemplate="%{x} tokens by plain decoding: %{y:.0f} ms<extra>formula</extra>"),
+        go.Scatter(x=n, y=[t1 * x for x in n], mode="lines", name=t("speculative.curve_plain"),
+                   line=dict(color=MUTED, width=2, dash="dot"),
+                   hovertemplate=t_html("speculative.hover_plain", x="%{x}", ms="%{y:.0f}") + f"<extra>{formula}</extra>"),
         go.Scatter(x=n, y=list(curve.target_ms), mode="lines+markers",
-                   name="one target pass fed n tokens (measured)" + (f" = a round with {', '.join(free)}" if free else ""),
+                   name=t("speculative.curve_pass_free", drafts=", ".join(free)) if free else t("speculative.curve_pass"),
                    line=dict(color=PROMPT_COLOR, width=3), marker=dict(size=7),
-                   hovertemplate="one pass fed %{x} tokens: %{y:.1f} ms<extra>measured</extra>"),
+                   hovertemplate=t_html("speculative.hover_pass", x="%{x}", ms="%{y:.1f}") + f"<extra>{measured}</extra>"),
     ]
     for d in curve.drafts:
         if d.spec in free:
             continue
         color = colors[d.spec]
         traces.append(go.Scatter(
-            x=n, y=[round_ms(curve, d.ms_per_proposal, x - 1) for x in n], mode="lines", name=f"round with {d.spec}: k proposals + pass",
+            x=n, y=[round_ms(curve, d.ms_per_proposal, x - 1) for x in n], mode="lines", name=t("speculative.curve_round", draft=d.spec),
             line=dict(color=color, width=2, dash="dash"), legendgroup=d.spec,
-            hovertemplate=f"{plot_text(d.spec)}, k = %{{customdata}}: %{{y:.0f}} ms per round<extra>formula</extra>",
+            hovertemplate=t_html("speculative.hover_round", draft=plot_text(d.spec), k="%{customdata}", ms="%{y:.0f}")
+            + f"<extra>{formula}</extra>",
             customdata=[x - 1 for x in n]))
     for d in curve.drafts:
         color = colors[d.spec]
         be = [break_even_alpha(curve, d.spec, k) for k in ks]
         traces.append(go.Scatter(
-            x=ks, y=[NEVER if a is None else a for a in be], mode="lines+markers", name=f"{d.spec}: break-even α",
+            x=ks, y=[NEVER if a is None else a for a in be], mode="lines+markers", name=t("speculative.curve_break_even", draft=d.spec),
             xaxis="x2", yaxis="y2", line=dict(color=color, width=2), legendgroup=d.spec, showlegend=d.spec in free,
             marker=dict(size=8, symbol=["x" if a is None else "circle" for a in be]),
-            customdata=["never: slower even if every proposal is accepted" if a is None else f"α ≥ {a:.2f} pays off" for a in be],
+            customdata=[html.escape(t("speculative.never_hover") if a is None else t("speculative.pays_from", alpha=decimal(a, 2)))
+                        for a in be],
             hovertemplate=f"{plot_text(d.spec)}, k = %{{x}}: %{{customdata}}<extra></extra>"))
     sub = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=13))
-    annotations = [dict(sub, x=0.22, xanchor="center", text="Cost: one round against plain decoding"),
-                   dict(sub, x=0.78, xanchor="center", text="Acceptance rate needed to break even")]
+    annotations = [dict(sub, x=0.22, xanchor="center", text=t_html("speculative.cost_title")),
+                   dict(sub, x=0.78, xanchor="center", text=t_html("speculative.break_even_title"))]
     k4 = 4 if 4 in ks else ks[-1]
     words = why_words(curve, k=k4)
     ymax = max(max(t1 * x for x in n), max(round_ms(curve, d.ms_per_proposal, max(n) - 1) for d in curve.drafts))
     layout = base_layout(
-        f"When speculative decoding pays off on this machine ({plot_text(curve.machine)}, {curve.date})", height=470,
+        t_html("speculative.curve_title", machine=plot_text(curve.machine), date=html.escape(str(curve.date))), height=470,
         margin=dict(l=70, r=20, t=80, b=150), annotations=annotations, legend=dict(orientation="h", x=0, y=-0.2, font=dict(size=12)),
-        xaxis=dict(domain=[0.0, 0.44], title=dict(text="tokens fed to the target's pass (k + 1)"), dtick=1, anchor="y"),
-        yaxis=dict(range=[0, ymax * 1.05], title=dict(text="milliseconds"), anchor="x"),
-        xaxis2=dict(domain=[0.56, 1.0], title=dict(text="k: proposals per round"), dtick=1, anchor="y2"),
-        yaxis2=dict(range=[0, 1.12], title=dict(text="break-even acceptance rate α"), anchor="x2",
-                    tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0, NEVER], ticktext=["0", "0.2", "0.4", "0.6", "0.8", "1", "never"]),
+        xaxis=dict(domain=[0.0, 0.44], title=dict(text=t_html("speculative.axis_fed")), dtick=1, anchor="y"),
+        yaxis=dict(range=[0, ymax * 1.05], title=dict(text=t_html("kv.milliseconds")), anchor="x"),
+        xaxis2=dict(domain=[0.56, 1.0], title=dict(text=t_html("speculative.axis_k")), dtick=1, anchor="y2"),
+        yaxis2=dict(range=[0, 1.12], title=dict(text=t_html("speculative.axis_break_even")), anchor="x2",
+                    tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0, NEVER],
+                    ticktext=["0", *(decimal(v, 1) for v in (0.2, 0.4, 0.6, 0.8)), "1", t_html("speculative.never")]),
         meta=dict(why=words, context=curve.context),
     )
     return go.Figure(data=traces, layout=layout)
@@ -265,19 +273,15 @@ def cost_curve_figure(curve: CostCurve, *, ks: Sequence[int] | None = None) -> g
 def why_words(curve: CostCurve, *, k: int = 4) -> str:
     """Why the lookup wins and a layer draft loses here, with the curve's own numbers."""
     t1, tk = curve.pass_ms(1), curve.pass_ms(k + 1)
-    parts = [f"On this machine one target pass fed {k + 1} tokens costs {tk:.0f} ms, {tk / t1:.2f}× a pass fed 1 token "
-             f"({t1:.0f} ms): decoding reads every weight whether it checks one token or {k + 1}, so checking is cheap."]
+    parts = [t("speculative.why_pass", n=k + 1, ms=decimal(tk, 0), ratio=decimal(tk / t1, 2), one=decimal(t1, 0))]
     for d in curve.drafts:
         a = break_even_alpha(curve, d.spec, k)
-        need = "never pays off, even if every proposal is accepted" if a is None else f"pays off from α = {a:.2f}"
-        parts.append(f"{d.spec} costs {d.ms_per_proposal:.2f} ms a proposal ({d.ms_per_proposal / t1:.2f} of a target pass): at "
-                     f"k = {k} it {need}.")
-    parts.append("Prompt lookup costs nothing, so any acceptance it gets is profit; a layer draft runs most of the model and "
-                 "its LM head per proposal, and a 135M model's early layers rarely agree with its last one.")
+        cost = dict(draft=d.spec, ms=decimal(d.ms_per_proposal, 2), share=decimal(d.ms_per_proposal / t1, 2), k=k)
+        parts.append(t("speculative.why_never", **cost) if a is None else t("speculative.why_pays", alpha=decimal(a, 2), **cost))
+    parts.append(t("speculative.why_lookup"))
     return " ".join(parts)
 
 
 def cost_curve_html(curve: CostCurve, *, k: int = 4) -> str:
     return (f"<div class='spec-cost' style='font-size:13.5px;line-height:1.5;color:#2d3748'>{html.escape(why_words(curve, k=k))} "
-            f"<span style='color:#718096'>Measured with <code>python -m pipeline bench --cost-curve</code>: {curve.context} positions "
-            f"cached, median of {curve.repeats} alternating repeats, {curve.threads} torch threads.</span></div>")
+            f"<span style='color:#718096'>{t_html('speculative.measured_with', command=COST_COMMAND, context=thousands(curve.context), repeats=curve.repeats, threads=curve.threads)}</span></div>")

@@ -10,7 +10,7 @@ import html
 
 import plotly.io as pio
 
-from .text import number_marks
+from .text import count, number_marks, t
 
 # Every figure's template, as plotly's default rather than in each layout: plotly.py deep-copies a
 # template named in a layout for each figure (most of what building the viewer bundle costs), while
@@ -96,21 +96,26 @@ def base_layout(title: str, *, height: int = 420, **kw) -> dict:
     return layout
 
 
+def significant(x: float, digits: int = 3) -> str:
+    """`x` to `digits` significant digits, as f"{x:.3g}" writes it, with the language's decimal mark: 1.66 (French 1,66)."""
+    return f"{float(x):.{digits}g}".replace(".", number_marks()[1])
+
+
 def human_bytes(n: float) -> str:
-    """1658880 -> '1.66 MB' (decimal units, as people read them)."""
+    """1658880 -> '1.66 MB' (decimal units, as people read them; the number the language's way)."""
     n = float(n)
     for unit in ("bytes", "kB", "MB", "GB", "TB"):
         if abs(n) < 1000 or unit == "TB":
-            return f"{int(n)} bytes" if unit == "bytes" else f"{n:.3g} {unit}"
+            return count(int(n), "byte") if unit == "bytes" else f"{significant(n)} {unit}"
         n /= 1000.0
-    return f"{n:.3g} TB"
+    return f"{significant(n)} TB"
 
 
 # One name for one thing: blocks are numbered from 0, as in the hook names (`blocks.{i}`); a
 # depth of the residual stream is "embedding" (the input to block 0) or "after block i".
 def block_label(i: int) -> str:
     """'block 3': block i, numbered from 0 as the hook names number it."""
-    return f"block {int(i)}"
+    return t("style.block", i=int(i))
 
 
 def depth_label(row: int, n_layers: int | None = None) -> str:
@@ -118,7 +123,6 @@ def depth_label(row: int, n_layers: int | None = None) -> str:
     (row i + 1), and with `n_layers`, '(the last)' on the last row."""
     row = int(row)
     if row == 0:
-        return "embedding"
+        return t("style.embedding")
     last = n_layers is not None and row == int(n_layers)
-    return f"after block {row - 1}" + (" (the last)" if last else "")
-
+    return t("style.after_block_last" if last else "style.after_block", i=row - 1)

@@ -68,17 +68,52 @@ def languages() -> tuple[str, ...]:
     return (DEFAULT, *sorted(p.stem for p in LOCALES.glob("*.json") if p.stem != DEFAULT))
 
 
-def known(tag) -> str:
-    """The page's language for a language tag ("fr", "fr-FR", "pt", "zh-Hans-CN"; case ignored); English when the
-    page does not speak it."""
-    if not isinstance(tag, str) or not _LOCALE_NAME.fullmatch(tag.split("-")[0] if tag.count("-") > 1 else tag.replace("_", "-")):
-        return DEFAULT
-    tag = tag.replace("_", "-").lower()
+def match(tag) -> str | None:
+    """The page's language for a language tag ("fr", "fr-FR", "pt", "zh-Hans-CN"; case ignored), None when the page
+    does not speak it (assets/language.js's match, the same rule)."""
+    if not isinstance(tag, str) or not tag or len(tag) > 35:
+        return None
+    tag = tag.strip().replace("_", "-").lower()
     have = {x.lower(): x for x in languages()}
     for cand in (tag, _ALIASES.get(tag), tag.split("-")[0], _ALIASES.get(tag.split("-")[0])):
         if cand and cand.lower() in have:
             return have[cand.lower()]
+    return None
+
+
+def known(tag) -> str:
+    """match(tag), English where the page does not speak it."""
+    return match(tag) or DEFAULT
+
+
+def preferred(tags) -> str:
+    """The first of a person's languages, in their order, that the page speaks ("de-CH, fr;q=0.9" -> "de"), English
+    where none: what a browser's Accept-Language header or navigator.languages asks for. A header's q-values order
+    it; a tag whose q is 0 is refused."""
+    if isinstance(tags, str):
+        weighted = []
+        for i, part in enumerate(tags.split(",")[:32]):
+            tag, _, params = part.strip().partition(";")
+            q = 1.0
+            for param in params.split(";"):
+                name, _, value = param.strip().partition("=")
+                if name.strip() == "q":
+                    try:
+                        q = float(value)
+                    except ValueError:
+                        q = 0.0
+            if q > 0:
+                weighted.append((-q, i, tag.strip()))
+        tags = [tag for _, _, tag in sorted(weighted)]
+    for tag in tags or ():
+        if match(tag):
+            return match(tag)
     return DEFAULT
+
+
+def names() -> dict[str, str]:
+    """Each language the page speaks by its tag, named in itself ("fr": "Français"): the picker's choices."""
+    return {tag: catalogue(tag)["language.name"] for tag in languages()}
 
 
 def language() -> str:
@@ -162,6 +197,11 @@ def thousands(n, locale: str | None = None) -> str:
     return _local(f"{int(n) if isinstance(n, numbers.Integral) else round(float(n)):,}", locale)
 
 
+def decimal(x, digits: int = 2, locale: str | None = None) -> str:
+    """A number to `digits` decimals, as f"{x:,.{digits}f}" writes it, the locale's way: 4.67 (French 4,67)."""
+    return _local(f"{float(x):,.{digits}f}", locale)
+
+
 def count(n: int, unit: str, locale: str | None = None) -> str:
     """'1 token', '2,048 tokens': the catalogue's unit.<unit>.one or .other with n (French: '0 jeton')."""
     return t(f"unit.{unit}.{'one' if n in number_marks(locale)[3] else 'other'}", locale, n=thousands(n, locale))
@@ -219,5 +259,5 @@ def head_script(locale: str | None = None) -> str:
     return f"<script>{catalogue_js(locale)}</script>"
 
 
-__all__ = ["DEFAULT", "LOCALES", "PLACEHOLDER", "catalogue", "catalogue_js", "count", "head_script", "number_marks", "pct", "pct_en",
-           "t", "t_html", "template", "thousands"]
+__all__ = ["DEFAULT", "LOCALES", "PLACEHOLDER", "catalogue", "catalogue_js", "count", "decimal", "head_script", "known", "language", "languages", "match",
+           "names", "number_marks", "pct", "pct_en", "preferred", "speaking", "t", "t_html", "template", "thousands"]

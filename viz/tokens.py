@@ -9,7 +9,9 @@ from typing import Sequence
 
 from pipeline.records import PromptRecord, StepRecord
 
+from . import fmt
 from .style import PASTELS, html_piece, visible
+from .text import count, decimal, t, t_html
 
 _CHIP = ("display:inline-flex;flex-direction:column;align-items:center;margin:2px 1px;padding:1px 4px;"
          "border-radius:4px;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:14px;line-height:1.25;"
@@ -27,7 +29,7 @@ def _chip(piece: str, tid: int, pos: int, *, generated: bool, highlight: bool, t
 
 
 def _ratio(chars: int, toks: int) -> str:
-    return f"{chars / toks:.2f}" if toks else "–"
+    return decimal(chars / toks, 2) if toks else "–"
 
 
 def tokens_html(prompt: PromptRecord, steps: Sequence[StepRecord], *, upto: int | None = None, highlight: int | None = None) -> str:
@@ -44,22 +46,23 @@ def tokens_html(prompt: PromptRecord, steps: Sequence[StepRecord], *, upto: int 
     chips = []
     for pos, (tid, piece) in enumerate(zip(prompt.token_ids, prompt.pieces)):
         chips.append(_chip(piece, tid, pos, generated=False, highlight=False,
-                           title=f"prompt token · position {pos} · id {tid} · {visible(piece)!r}"))
+                           title=t("tokens.chip_prompt", pos=pos, id=tid, piece=repr(visible(piece)))))
     for i, s in enumerate(steps):
         pos = s.position + 1  # the chosen token sits after the query that chose it
         chips.append(_chip(s.piece, s.token_id, pos, generated=True, highlight=highlight == i, step=i, hidden=i >= len(shown),
-                           title=f"generated at step {i} ({s.phase}) · position {pos} · id {s.token_id} · "
-                                 f"p={s.chosen_final_prob:.3f} · {visible(s.piece)!r}"))
-    legend = ("<div style='font-size:12px;color:#718096;margin-top:4px'>Thin border: prompt. Bold border: generated. "
-              "Red: the step on screen. Small number: the token id. Shown as ‘·’: a space, ‘↵’: a newline, ‘→’: a tab.</div>")
+                           title=t("tokens.chip_generated", step=i, phase=fmt.phase(s.phase), pos=pos, id=s.token_id,
+                                   p=decimal(s.chosen_final_prob, 3), piece=repr(visible(s.piece)))))
+    legend = f"<div style='font-size:12px;color:#718096;margin-top:4px'>{t_html('tokens.legend')}</div>"
     return counts + _WRAP.format("".join(chips)) + legend
 
 
 def counts_html(prompt: PromptRecord, shown: Sequence[StepRecord]) -> str:
     """Characters and tokens of the prompt and of the generated steps `shown`."""
     T0, p_chars, g_chars = len(prompt.token_ids), len(prompt.rendered), sum(len(s.text) for s in shown)
-    return (f"<b>Prompt</b> (with chat template): {p_chars:,} characters → {T0:,} tokens ({_ratio(p_chars, T0)} characters per token) · "
-            f"<b>Generated</b>: {g_chars:,} characters → {len(shown):,} tokens ({_ratio(g_chars, len(shown))} characters per token)")
+    return (t_html("tokens.counts_prompt", what=f"<b>{t_html('tokens.prompt')}</b>", chars=count(p_chars, "character"),
+                   tokens=count(T0, "token"), ratio=_ratio(p_chars, T0)) + " · "
+            + t_html("tokens.counts_generated", what=f"<b>{t_html('tokens.generated')}</b>", chars=count(g_chars, "character"),
+                     tokens=count(len(shown), "token"), ratio=_ratio(g_chars, len(shown))))
 
 
 def compare_tokenizers_html(text: str, encodings: Sequence[tuple[str, list[str], list[int]]]) -> str:
@@ -67,14 +70,15 @@ def compare_tokenizers_html(text: str, encodings: Sequence[tuple[str, list[str],
     rows = []
     for name, pieces, ids in encodings:
         chips = "".join(
-            _chip(p, i, k, generated=False, highlight=False, title=f"{name} · token {k} · id {i}")
+            _chip(p, i, k, generated=False, highlight=False, title=t("tokens.cmp_chip", name=name, k=k, id=i))
             for k, (p, i) in enumerate(zip(pieces, ids))
         )
         rows.append(
-            f"<div class='cmp-row' style='margin:6px 0'><div style='font-size:13.5px'><b>{html.escape(name)}</b>: "
-            f"{len(ids):,} tokens ({_ratio(len(text), len(ids))} characters per token)</div>{_WRAP.format(chips)}</div>"
+            f"<div class='cmp-row' style='margin:6px 0'><div style='font-size:13.5px'>"
+            f"{t_html('tokens.cmp_row', name=f'<b>{html.escape(name)}</b>', tokens=count(len(ids), 'token'), ratio=_ratio(len(text), len(ids)))}"
+            f"</div>{_WRAP.format(chips)}</div>"
         )
     if not rows:
-        rows.append("<div style='color:#718096'>No other tokenizer is available to compare.</div>")
-    head = f"<div style='font-size:13.5px;color:#2d3748'>The same {len(text):,} characters, split by different tokenizers:</div>"
+        rows.append(f"<div style='color:#718096'>{t_html('tokens.cmp_none')}</div>")
+    head = f"<div style='font-size:13.5px;color:#2d3748'>{t_html('tokens.cmp_head', chars=count(len(text), 'character'))}</div>"
     return head + "".join(rows)

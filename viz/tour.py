@@ -14,7 +14,7 @@ from pipeline.records import RoundRecord, StepRecord, Trace
 from . import fmt
 from .speculative import round_of_step
 from .style import html_piece, human_bytes
-from .text import pct, t, t_html, thousands
+from .text import decimal, number_marks, pct, t, t_html, thousands
 
 
 def _stage(n: int, name: str) -> str:
@@ -23,6 +23,16 @@ def _stage(n: int, name: str) -> str:
 
 def _code(piece: str) -> str:
     return f"<code>{html_piece(piece)}</code>"
+
+
+def _setting(x: float) -> str:
+    """A sampling setting as f"{x:g}" writes it (0.8, 1), with the language's decimal mark (French 0,8)."""
+    return f"{x:g}".replace(".", number_marks()[1])
+
+
+# why a generation stopped (pipeline's stop reasons), in words that fit "Generation stopped here ({reason})."
+_STOPPED = {"eos": lambda: t("tour.reason.eos"), "max_new_tokens": lambda: t("tour.reason.max_new_tokens"),
+            "context_limit": lambda: t("tour.reason.context_limit")}
 
 
 @dataclass(frozen=True)
@@ -55,8 +65,8 @@ def _feed_words(st: StepRecord, rnd: RoundRecord | None, last: str) -> str:
 
 def _time_words(st: StepRecord, rnd: RoundRecord | None) -> str:
     if rnd is None:
-        return t_html("tour.time_step", ms=f"{st.ms:.1f}")
-    return t_html("tour.time_round", round=rnd.index, draft=f"{rnd.draft_ms:.1f}", verify=f"{rnd.target_ms:.1f}",
+        return t_html("tour.time_step", ms=decimal(st.ms, 1))
+    return t_html("tour.time_round", round=rnd.index, draft=decimal(rnd.draft_ms, 1), verify=decimal(rnd.target_ms, 1),
                   tokens=fmt.tokens(len(rnd.token_ids)))
 
 
@@ -97,8 +107,8 @@ def _settings_words(st: StepRecord) -> tuple[str, str, bool]:
     greedy = param.get("temperature") == 0
     kept = [g for g in st.stages if g.name in ("top_k", "top_p")]
     top_k = f"{int(param['top_k'])}" if "top_k" in param else t_html("common.off")
-    top_p = f"{param['top_p']:g}" if "top_p" in param else t_html("common.off")
-    temp = f"{param.get('temperature', 1.0):g}"
+    top_p = _setting(param["top_p"]) if "top_p" in param else t_html("common.off")
+    temp = _setting(param.get("temperature", 1.0))
     used = t_html("tour.used", t=temp) if greedy else t_html("tour.used_filters", t=temp, k=top_k, p=top_p)
     kept_txt = (t_html("tour.greedy") if greedy else
                 "; ".join(t_html("tour.kept", filter=g.name.replace("_", "-"), tokens=fmt.tokens(g.kept)) for g in kept)
@@ -124,9 +134,9 @@ def _output_stages(st: StepRecord, rnd: RoundRecord | None) -> list[TourStage]:
           t_html("tour.kv", **cache))
     text = t_html("tour.output_text", piece=piece, text=_code(st.text)) if st.text else t_html("tour.output_none", piece=piece)
     then = (t_html("tour.next") if st.stop_reason is None else
-            t_html("tour.stopped", reason=html.escape(st.stop_reason.replace("_", " "))))
+            t_html("tour.stopped", reason=html.escape(_STOPPED[st.stop_reason]() if st.stop_reason in _STOPPED else st.stop_reason.replace("_", " "))))
     return [
-        TourStage(_stage(5, t("tour.stage.distribution")), t_html("tour.distribution", top=", ".join(top), entropy=f"{st.entropy:.2f}"),
+        TourStage(_stage(5, t("tour.stage.distribution")), t_html("tour.distribution", top=", ".join(top), entropy=decimal(st.entropy, 2)),
                   "panel-distribution"),
         TourStage(_stage(6, t("tour.stage.sampling")), t_html("tour.sampling", used=used, kept=kept_txt) + " " + _chosen_words(st, piece, greedy),
                   "panel-distribution"),

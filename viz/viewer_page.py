@@ -11,10 +11,11 @@ from pathlib import Path
 from pipeline.records import Trace
 
 from . import page, panels
+from .distribution import short_number
 from .captions import captions
-from .output import STOP_WORDS, colour_controls_html, colour_data, piece_title
+from .output import colour_controls_html, colour_data, piece_title, stop_words
 from .style import html_piece
-from .text import catalogue_js, language, t
+from .text import catalogue_js, language, t, thousands
 from .viewer import MAX_FRAMES, bundle_json, viewer_bundle
 from .viewer_guess import guess_json
 
@@ -71,17 +72,17 @@ def output_html(trace: Trace, n_steps: int) -> str:
             parts.append(f"<span class='step special' data-step='{s.index}'{data} title=\"{html.escape(title + ' · ' + why)}\">"
                          f"{html_piece(s.piece, 24)}</span>")
     stop = trace.stop_reason if n_steps == len(trace.steps) else None
-    tail = f"<div class='stop-reason caption'>■ {html.escape(STOP_WORDS.get(stop, t('viewer.stopped', reason=stop)))}</div>" if stop else ""
+    tail = f"<div class='stop-reason caption'>■ {html.escape(stop_words(stop))}</div>" if stop else ""
     return "".join(parts) + tail
 
 
 def _settings_words(st) -> str:
-    words = [t("viewer.temperature", temperature=f"{st.temperature:g}"), t("viewer.top_k", k=st.top_k or t("common.off")),
-             t("viewer.top_p", p=f"{st.top_p:g}") if st.top_p < 1 else t("viewer.top_p_off")]
+    words = [t("viewer.temperature", temperature=short_number(st.temperature)), t("viewer.top_k", k=thousands(st.top_k) if st.top_k else t("common.off")),
+             t("viewer.top_p", p=short_number(st.top_p)) if st.top_p < 1 else t("viewer.top_p_off")]
     if getattr(st, "min_p", 0.0) > 0:
-        words.append(t("viewer.min_p", p=f"{st.min_p:g}"))
+        words.append(t("viewer.min_p", p=short_number(st.min_p)))
     if st.repetition_penalty != 1.0:
-        words.append(t("viewer.penalty_setting", p=f"{st.repetition_penalty:g}"))
+        words.append(t("viewer.penalty_setting", p=short_number(st.repetition_penalty)))
     return t("viewer.seed", settings=", ".join(words), seed=st.seed)
 
 
@@ -90,7 +91,7 @@ def settings_line(trace: Trace) -> str:
     segments = "".join(t("viewer.segment", step=sg.first_step, settings=_settings_words(sg.settings)) for sg in trace.segments)
     text = [t("viewer.sampled_with", settings=_settings_words(trace.settings), segments=segments)]
     if trace.settings.repetition_penalty != 1.0:
-        text.append(t("viewer.penalty", p=f"{trace.settings.repetition_penalty:g}"))
+        text.append(t("viewer.penalty", p=short_number(trace.settings.repetition_penalty)))
     if all(s.logits is not None for s in trace.steps):
         text.append(t("viewer.exact"))
     elif all(s.rest is not None for s in trace.steps):
@@ -136,7 +137,7 @@ def step_sections(trace: Trace, bundle: dict) -> str:
 def top_n_words(trace: Trace, n_steps: int) -> str:
     """How many candidates the file keeps per step: '100', or '20–100' when the steps differ."""
     sizes = sorted({len(s.top_ids) for s in trace.steps[:n_steps]})
-    return f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,}–{sizes[-1]:,}"
+    return thousands(sizes[0]) if len(sizes) == 1 else f"{thousands(sizes[0])}–{thousands(sizes[-1])}"
 
 
 def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frames: int = MAX_FRAMES, bundle: dict | None = None) -> str:
@@ -145,7 +146,7 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
     bundle = bundle or viewer_bundle(trace, layer=layer, head=head, max_frames=max_frames)
     n = bundle["n_steps"]
     js, version = _plotly()
-    note = "" if n == len(trace.steps) else f"<p class='note'>{html.escape(t('viewer.truncated', n=len(trace.steps), shown=n))}</p>"
+    note = "" if n == len(trace.steps) else f"<p class='note'>{html.escape(t('viewer.truncated', n=thousands(len(trace.steps)), shown=thousands(n)))}</p>"
     slots = {
         "LANG": language(),
         "TITLE": html.escape(f"{trace.model.id}: {trace.prompt.text[:60]}"),

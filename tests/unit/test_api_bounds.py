@@ -25,7 +25,7 @@ def test_overlong_or_empty_text_is_refused_before_the_model(tmp_path, prompt, sy
     (dict(temperature=float("nan")), "not a finite number"),
     (dict(temperature=-1), "temperature must be 0"),
     (dict(temperature="hot"), "not a number"),
-    (dict(top_k=1e400), "not a number"),
+    (dict(top_k=1e400), "not a (finite )?number"),  # (1e400 reads as inf)
     (dict(seed=-3), "seed"),
 ])
 def test_numbers_out_of_range_are_refused_with_a_sentence(tmp_path, kw, says):

@@ -1,4 +1,5 @@
 """viz/glossary.py: the page's glossary words, marked in captions and written out in docs/glossary.md."""
+import html
 import re
 from pathlib import Path
 
@@ -31,3 +32,17 @@ def test_docs_glossary_says_what_the_page_says():
 def test_the_first_screens_captions_gloss_their_words():
     for key in ("distribution_app", "output"):
         assert '<abbr class="term"' in gloss(captions()[key]), key
+
+
+def test_a_caption_is_marked_in_the_language_it_is_written_in():
+    from viz.text import speaking, t
+
+    with speaking("fr"):
+        out = gloss("Le modèle lit le contexte ; un jeton est tiré au hasard, puis les jetons suivants.")
+    assert re.findall(r">([^<]+)</abbr>", out) == ["contexte", "jeton", "tiré"] and "les jetons suivants" in out  # each once
+    assert f'title="{html.escape(t("glossary.meaning.token", "fr"))}"' in out and "A piece of text" not in out
+    with speaking("zh-CN"):
+        out = gloss("模型从词表中抽取一个词元，再抽取一个词元。")
+    assert re.findall(r">([^<]+)</abbr>", out) == ["词表", "词元"]  # no spaces in Chinese: no word edges to check
+    with speaking("de"):
+        assert ">Tokens</abbr>" in gloss("Zwei Tokens, kein Tokenizer")

@@ -6,7 +6,10 @@ import time
 import pytest
 
 from ui import model
-from ui.model import LOADING, ModelHolder, ModelNotReady
+from ui.model import ModelHolder, ModelNotReady
+from viz.text import t
+
+LOADING = t("model.loading")
 
 LOADED_LINE = "Model: **SmolLM2-135M-Instruct** (embedded)"
 

@@ -215,3 +215,33 @@ def test_a_full_room_says_so_and_students_gone_free_their_places(setup, monkeypa
     for sid in ("d", "e", "f"):
         assert client.get(f"/api/rooms/{room.code}", params={"student": sid}).status_code == 200
     assert len(room.students) == 3
+
+
+def test_a_refusal_the_page_shows_is_in_the_language_of_the_page_that_asked(setup):
+    """The rooms' API runs outside Gradio's listeners: a refusal is written in the asking page's language (its address's
+    ?lang=, else Accept-Language), a poll's too (found only when it is refused)."""
+    from viz.text import t
+
+    client, store, room, clock = setup
+    fr = {"Referer": "http://x/?room=ABCDEF&lang=fr"}
+    r = client.get("/api/rooms/NOPE42", headers=fr)
+    assert r.status_code == 404 and r.json()["error"] == t("rooms.no_class", locale="fr") != t("rooms.no_class")
+    g = f"/api/rooms/{room.code}/guesses"
+    r = client.post(g, json={"student": "a", "text": "  "}, headers={"Accept-Language": "de-DE,de;q=0.9"})
+    assert r.status_code == 400 and r.json()["error"] == t("error.guess_empty", locale="de")
+    assert client.post(f"/api/rooms/{room.code}/reveal", headers=fr).json()["error"] == t("rooms.teacher_only", locale="fr")
+    assert client.get("/api/rooms/NOPE42").json()["error"] == t("rooms.no_class")  # (English: no language asked)
+
+
+def test_the_join_link_carries_the_teachers_language(setup, monkeypatch):
+    from ui import class_room
+    from viz.text import speaking
+
+    client, store, room, _ = setup
+    monkeypatch.setattr(class_room, "ROOMS", store)
+    good = json.dumps({"code": room.code, "key": room.key})
+    assert class_room.join_link("http://h/", "ABCDEF") == "http://h/?room=ABCDEF"
+    with speaking("pt-BR"):
+        assert class_room.join_link("http://h/", "ABCDEF") == "http://h/?room=ABCDEF&lang=pt-BR"
+        card = class_room.resume_class(good, "http://10.0.0.5:7860/")[1]
+    assert f"?room={room.code}&amp;lang=pt-BR" in card

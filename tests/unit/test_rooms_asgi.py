@@ -201,3 +201,16 @@ def test_the_students_present_are_counted_once_a_version_and_second_and_never_st
     clock[0] += rooms.PRESENT_S - 5  # b and c gone quiet, the version as it was: the next second counts them out
     assert store.state(room)["students"] == 1
     assert client.get(f"/api/rooms/{room.code}").json()["students"] == 1
+
+
+def test_a_polls_refusal_and_a_body_too_long_speak_the_pages_language(lm, monkeypatch):
+    from viz.text import t
+
+    room_setup(lm, monkeypatch)
+    app = gradio_like(rooms_api.router)
+    rooms_asgi.serve_first(app, rooms_api.router, rooms_api.state_answer)
+    fast = TestClient(app)
+    nope = fast.get("/api/rooms/QQQQQQ", headers={"Referer": "http://x/?lang=zh-CN"})
+    assert nope.status_code == 404 and nope.json()["error"] == t("rooms.no_class", locale="zh-CN")
+    big = fast.post("/api/rooms/QQQQQQ/guesses", content=b"x" * (rooms_asgi.MAX_BODY + 1), headers={"Accept-Language": "es"})
+    assert big.status_code == 413 and big.json()["error"] == t("rooms.too_big", locale="es", n="16")

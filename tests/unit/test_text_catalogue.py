@@ -21,7 +21,9 @@ from viz.text import PLACEHOLDER, catalogue, catalogue_js, count, head_script, p
 ROOT = Path(__file__).resolve().parents[2]
 PY_DIRS = ("pipeline", "viz", "ui")
 KEY_CALLS = {"t", "t_html", "template"}  # viz.text's functions that take a key first
-BY_NAME = ("viz/captions.py:",)  # the one place that builds its keys (caption.<name>, viz.captions._NAMES)
+# the places that build their keys: caption.<name> (viz.captions._NAMES); an example's gallery.<name>.title/look and
+# passage.<name>.title (ui/examples.py `words`); a Gradio label's own key, found by its English (ui/language.py `relabel`)
+BY_NAME = ("viz/captions.py:", "ui/examples.py:", "ui/language.py:")
 # sentences moved out of these files: none of their text may be written there again
 MOVED = {"viz/guess.py": ("guess.", "common."), "assets/viewer_guess.js": ("guess.", "error.guess"),
          "viz/distribution.py": ("stage.", "dist."), "assets/viewer_frames.js": ("stage.",),
@@ -33,6 +35,7 @@ MOVED = {"viz/guess.py": ("guess.", "common."), "assets/viewer_guess.js": ("gues
          "ui/listeners.py": ("button.", "warn.", "error.", "common.", "choice."), "ui/generation.py": ("note.", "error."),
          "viz/viewer_page.py": ("viewer.", "label."), "viz/residual.py": ("residual.",),
          "viz/panels.py": ("compare.", "title.", "dist."), "assets/room.js": ("room.", "label.", "button."),
+         "viz/sampling_compare.py": ("sampling_compare.",), "viz/bytes_view.py": ("bytes.",), "viz/branches.py": ("branches.",),
          "assets/branch_ask.js": ("branch.", "button."), "assets/link_actions.js": ("button.",), "assets/page_view.js": ("button.",)}
 
 
@@ -165,6 +168,10 @@ def test_no_sentence_is_left_unused():
     used = {k for _, keys, _ in USES for k in keys}
     used |= {f"caption.{k}" for k in captions._NAMES} | {"caption.distribution_detail"}  # viz/captions.py: by name
     used |= {"number.format", "number.percent", "number.one_for"}  # viz.text.number_marks, assets/text.js numberMarks
+    used |= {"language.name", "language.pick"}  # viz.text.names (the picker's choices), assets/language.js (its label)
+    from pipeline import gallery, passages
+    used |= {f"gallery.{e.name.replace('-', '_')}.{part}" for e in gallery.entries() for part in ("title", "look")}
+    used |= {f"passage.{x.name.replace('-', '_')}.title" for x in passages.entries()}  # (ui/examples.py `words`)
     assert set(catalogue()) - used == set(), "sentences nothing uses: take them out of locales/en.json"
 
 

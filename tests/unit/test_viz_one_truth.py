@@ -83,7 +83,7 @@ def test_one_way_to_write_counts_and_percentages():
     from viz import fmt
 
     assert [fmt.tokens(n) for n in (0, 1, 2, 2048)] == ["0 tokens", "1 token", "2 tokens", "2,048 tokens"]
-    assert fmt.count(1, "pass", "passes") == "1 pass" and fmt.count(3, "pass", "passes") == "3 passes"
+    assert [fmt.phase(p) for p in ("prefill", "decode", "other")] == ["prefill", "decode", "other"]
     assert [fmt.pct(p) for p in (0.873, 0.023, 0.00123, 4e-6, 0.0)] == ["87%", "2.3%", "0.12%", "0.0004%", "0%"]
     assert [fmt.pct_tenths(f) for f in (0.1234, 0.0004, 0.0, float("nan"))] == ["12.3%", "<0.1%", "0.0%", "–"]
     assert lens_viz.pct(0.023) == fmt.pct(0.023)  # the lens panel says it the same way

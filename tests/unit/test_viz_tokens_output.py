@@ -4,7 +4,7 @@ import html
 import re
 
 from tests.synthetic import make_trace
-from viz.output import STOP_WORDS, output_html
+from viz.output import STOPS, output_html, stop_words
 from viz.tokens import compare_tokenizers_html, tokens_html
 
 EVIL = ("<script>", "<img src=x onerror=alert(1)>")
@@ -51,7 +51,7 @@ def test_compare_tokenizers_rows_and_counts():
     text = "<script>x</script> hi"
     out = compare_tokenizers_html(text, [("A <b>", ["<script>", "x", "</script>", " hi"], [1, 2, 3, 4]), ("B", [text], [9])])
     _no_raw_markup(out)
-    assert "A &lt;b&gt;</b>: 4 tokens" in out and "B</b>: 1 tokens" in out
+    assert "A &lt;b&gt;</b>: 4 tokens" in out and "B</b>: 1 token (" in out
     assert out.count("class='cmp-row'") == 2
 
 
@@ -90,7 +90,7 @@ def test_output_html_boundaries_alternate_and_upto():
 
 def test_output_html_stop_reason_in_words():
     steps = _steps_with_text(["a"])
-    for reason, words in STOP_WORDS.items():
-        assert words in output_html(steps, upto=None, stop_reason=reason)
-    assert "end-of-sequence" in STOP_WORDS["eos"] and "maximum number of new tokens" in STOP_WORDS["max_new_tokens"]
-    assert "context limit" in STOP_WORDS["context_limit"]
+    for reason in STOPS:
+        assert stop_words(reason) in output_html(steps, upto=None, stop_reason=reason)
+    assert "end-of-sequence" in stop_words("eos") and "maximum number of new tokens" in stop_words("max_new_tokens")
+    assert "context limit" in stop_words("context_limit") and stop_words("odd") == "stopped: odd"
