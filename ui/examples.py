@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import weakref
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipeline import gallery, passages
 from pipeline.errors import GalleryError
@@ -29,7 +29,11 @@ def words(area: str, name: str, part: str, english: str) -> str:
     """An example's title or "what to look at" in the language spoken: the catalogue's `gallery.<name>.<part>` or
     `passage.<name>.title` (a name's "-" written "_"), while its English there is the manifest's own (a gallery made
     again since, with other numbers, reads in English until its sentences are translated again)."""
-    key = f"{area}.{name.replace('-', '_')}.{part}"
+    return said(f"{area}.{name.replace('-', '_')}.{part}", english)
+
+
+def said(key: str, english: str) -> str:
+    """The catalogue's sentence `key` in the language spoken, while its English is `english` (else `english`)."""
     return t(key) if catalogue(DEFAULT).get(key) == english else english
 
 
@@ -107,7 +111,8 @@ def lesson_steps() -> list[tuple[str, gallery.LessonStep]]:
     """(the example's title, the step) of the gallery's lesson, in order; empty when it cannot be read."""
     try:
         titles = dict((name, title) for title, name in example_choices())
-        return [(titles[x.example], x) for x in gallery.lesson()]
+        # (each step's sentence for the teacher: the catalogue's lesson.step_<i>, in the language spoken)
+        return [(titles[x.example], replace(x, say=said(f"lesson.step_{i}", x.say))) for i, x in enumerate(gallery.lesson())]
     except (GalleryError, KeyError) as e:
         print(f"gallery lesson unavailable: {e}", flush=True)
         return []

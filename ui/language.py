@@ -153,6 +153,13 @@ def relabel(demo: gr.Blocks, after=None) -> None:
     if not targets:
         return
 
+    # A component Gradio's page finds in no event is interactive; once only an output (of this listener) it would be
+    # drawn static (a checkbox the page's script ticks, Guess first, would be disabled): said explicitly, it stays so.
+    used = {getattr(c, "_id", c) for f in demo.fns.values() for c in (*f.inputs, *f.outputs)}
+    for b, _, _ in targets:
+        if getattr(b, "interactive", False) is None and b._id not in used:
+            b.interactive = True
+
     def words():
         if language() == DEFAULT:
             return [gr.skip() for _ in targets]

@@ -11,11 +11,17 @@ import re
 import socket
 from urllib.parse import urlsplit
 
+from viz.text import t
+
 LOCAL = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 # Process-wide (docs/state.md): set once by app.py before the server starts, then only read.
 SERVED_ON = {"host": "127.0.0.1"}  # where the server listens (app.py sets it): 0.0.0.0 reaches the school's network
-NOT_REACHABLE = ("This address is this computer's own: students' devices cannot open it. Start the app with "
-                 "bash scripts/run.sh --host 0.0.0.0 and students on the same network can join.")
+HOST_COMMAND = "bash scripts/run.sh --host 0.0.0.0"
+
+
+def not_reachable() -> str:
+    """Why a join link of this computer's own address reaches no student, in the language spoken."""
+    return t("network.not_reachable", command=HOST_COMMAND)
 
 
 SPACE_PAGE = "https://huggingface.co/spaces/"
@@ -66,7 +72,7 @@ def shareable_base(address) -> tuple[str, str, bool]:
         return base, "", in_space
     ip = lan_address() if SERVED_ON["host"] in ("0.0.0.0", "::") else None
     if ip is None:
-        return base, NOT_REACHABLE, False
+        return base, not_reachable(), False
     return u._replace(netloc=f"{ip}:{u.port}" if u.port else ip).geturl(), "", False
 
 

@@ -5,6 +5,7 @@ Pure: a Trace and the person's view options in, panel values (figures / HTML) ou
 from __future__ import annotations
 
 import html
+import re
 
 import plotly.graph_objects as go
 
@@ -58,6 +59,22 @@ def speculative_summary_html(trace: Trace, speed: dict | None = None) -> str:
     return speculative.summary_html(trace.rounds, trace.speculative.draft, trace.speculative.k, speed=speed)
 
 
+_WEIGHTS = re.compile(r"(?P<head>.*?)(?:[;,] computed in (?P<computed>.*))?")  # pipeline/weights.py's words
+
+
+def weights_words(english: str) -> str:
+    """pipeline/weights.py's description of the stored weights ("GGUF: matrix weights Q4_1, embedding Q8_0, norms F32;
+    computed in float32 (dequantised at load)") in the language spoken: its roles and its "computed in" put in words,
+    the formats (GGUF, Q4_1, float32) as they are."""
+    m = _WEIGHTS.fullmatch(english)
+    roles = {"matrix weights": lambda: t("model.w_matrix"), "embedding": lambda: t("style.embedding"), "norms": lambda: t("model.w_norms")}
+    head = re.sub("|".join(roles), lambda r: roles[r.group(0)](), m.group("head"))
+    if not m.group("computed"):
+        return head
+    computed = m.group("computed").replace("(dequantised at load)", f"({t('model.w_dequantised')})")
+    return f"{head}; {t('model.computed_in', dtype=computed)}"
+
+
 def model_markdown(info: ModelInfo, *, loaded_from_file: bool = False) -> str:
     """The model line: one plain sentence, then the details a specialist wants, folded behind a disclosure."""
     where = {"embedded": lambda: t("model.where.embedded"), "hub": lambda: t("model.where.hub"),
@@ -65,7 +82,7 @@ def model_markdown(info: ModelInfo, *, loaded_from_file: bool = False) -> str:
     q = info.n_heads // max(info.n_kv_heads, 1)
     gqa = t("model.gqa", kv=info.n_kv_heads, q=q) if info.n_kv_heads != info.n_heads else t("model.mha")
     # how the weights are really stored (4-bit for the embedded model), not just the dtype computed in
-    weights = html.escape(info.weights) if info.weights else t("model.computed_in", dtype=info.dtype)
+    weights = html.escape(weights_words(info.weights)) if info.weights else t("model.computed_in", dtype=info.dtype)
     size = (t("model.size_billion", x=decimal(info.n_params / 1e9, 1)) if info.n_params >= 1e9
             else t("model.size_million", x=decimal(info.n_params / 1e6, 0)))
     plain = t("model.plain_file" if loaded_from_file else "model.plain_live", lead=t("model.lead_file" if loaded_from_file else "model.lead_live"),

@@ -143,3 +143,42 @@ def test_gradio_labels_are_put_in_the_visitors_language():
     assert got[s]["label"] == de["label.temperature"] and got[b]["value"] == de["button.generate"]
     assert got[r]["choices"] == [(de["choice.mode.chat"], "Chat"), (de["choice.mode.raw"], "Raw text")] and got[r]["label"] == de["label.mode"]
     assert got[md]["value"] == "# " + de["title.page"]
+
+
+def test_the_models_stored_weights_are_told_in_the_language():
+    from viz.page import weights_words
+    gguf = "GGUF: matrix weights Q4_1, embedding Q8_0, norms F32; computed in float32 (dequantised at load)"
+    assert weights_words(gguf) == gguf  # English: pipeline/weights.py's words as they are
+    with speaking("fr"):
+        fr = weights_words(gguf)
+    assert fr.startswith("GGUF: " + catalogue("fr")["model.w_matrix"] + " Q4_1") and "Q8_0" in fr and "computed" not in fr
+    assert catalogue("fr")["model.w_dequantised"] in fr
+
+
+def test_an_examples_title_and_look_come_in_the_language():
+    from pipeline import gallery
+    from ui import examples
+    e = gallery.entry("split-emoji")
+    assert examples.entry("split-emoji").title == e.title
+    with speaking("de"):
+        shown = examples.entry("split-emoji")
+        choices = dict((name, title) for title, name in examples.example_choices())
+    de = catalogue("de")
+    assert shown.title == de["gallery.split_emoji.title"] and shown.look == de["gallery.split_emoji.look"]
+    assert choices["split-emoji"] == de["gallery.split_emoji.title"] and choices["text-austen"] == de["passage.text_austen.title"]
+
+
+def test_relabelling_leaves_every_control_as_interactive_as_it_was():
+    """A component in no event is interactive on Gradio's page; made an output of the relabelling alone, it would be
+    drawn static: Guess first's checkbox (ticked by the page's script, in no event of its own) must stay clickable."""
+    import app
+    cfg = app.build(None).get_config_file()
+    props = {c["props"].get("elem_id"): c["props"] for c in cfg["components"]}
+    assert props["guess-toggle"]["interactive"] is True
+    outs = {o for d in cfg["dependencies"] for o in d["outputs"]}
+    ins = {i for d in cfg["dependencies"] for i in d["inputs"]}
+    relabel = max(cfg["dependencies"], key=lambda d: len(d["outputs"]) if d.get("trigger_after") is not None else 0)
+    for c in cfg["components"]:
+        if c["id"] in relabel["outputs"] and c["id"] not in ins and sum(c["id"] in d["outputs"] for d in cfg["dependencies"]) == 1:
+            assert "interactive" not in c["props"] or c["props"]["interactive"] is not None, c["props"].get("elem_id")
+    assert outs and ins

@@ -172,6 +172,7 @@ def test_no_sentence_is_left_unused():
     from pipeline import gallery, passages
     used |= {f"gallery.{e.name.replace('-', '_')}.{part}" for e in gallery.entries() for part in ("title", "look")}
     used |= {f"passage.{x.name.replace('-', '_')}.title" for x in passages.entries()}  # (ui/examples.py `words`)
+    used |= {f"lesson.step_{i}" for i in range(len(gallery.lesson()))}  # (ui/examples.py `lesson_steps`)
     assert set(catalogue()) - used == set(), "sentences nothing uses: take them out of locales/en.json"
 
 
