@@ -155,6 +155,10 @@
       el.hidden = i > s;
       el.classList.toggle('hl', i === s);
     });
+    document.querySelectorAll('#tokens-html [data-named-at]').forEach((el) => { // a character cut across chips: named
+      const named = s >= Number(el.dataset.namedAt); //   once its last chip is on screen (viz/char_parts.py)
+      el.hidden = el.classList.contains('open') ? named : !named;
+    });
     const counts = document.querySelector('#tokens-html .tok-counts');
     if (counts && counts.innerHTML !== b.html.counts[s]) counts.innerHTML = b.html.counts[s];
     const kv = document.querySelector('#kv-summary .kv-summary');

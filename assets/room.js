@@ -382,6 +382,18 @@
       : (r.body && r.body.error) || root.LLMText.t('room.unreachable_try'));
   }
   document.addEventListener('submit', (e) => { if (e.target && e.target.id === 'join-form') joinTyped(e); }, true);
+  // the title leaves the box beside it its room (assets/style.css --join-width): the box is as long as its language's
+  // words, and Gradio may draw it anew (the page's language relabels it), so it is looked up at each check
+  let joinWidth = '';
+  const fitTitle = () => {
+    const box = document.getElementById('join-class'), h1 = document.querySelector('#intro h1');
+    if (!box || !h1) return;
+    const b = box.getBoundingClientRect(), w = Math.ceil(h1.getBoundingClientRect().right - b.left + 16);
+    const v = b.width && w > 16 && getComputedStyle(box).position === 'absolute' ? `${w}px` : '0px';
+    if (v !== joinWidth) document.documentElement.style.setProperty('--join-width', joinWidth = v);
+  };
+  setInterval(fitTitle, 1000);
+  root.addEventListener('resize', fitTitle);
   if (!code && root.LLMJoinAsked) joinTyped(); // (a code typed before this script was there: ui/layout.py keeps it asked)
 
   // (a student's page every 2 s: a room of 500 costs the server 250 requests a second, most of them a 304)

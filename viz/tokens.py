@@ -10,7 +10,8 @@ from typing import Sequence
 from pipeline.records import PromptRecord, StepRecord
 
 from . import fmt
-from .style import PASTELS, html_piece, visible
+from .char_parts import Part, chip_html, parts
+from .style import PASTELS, visible
 from .text import count, decimal, t, t_html
 
 _CHIP = ("display:inline-flex;flex-direction:column;align-items:center;margin:2px 1px;padding:1px 4px;"
@@ -20,12 +21,14 @@ _ID = "<span style='font-size:10px;color:#718096'>{id}</span>"
 _WRAP = "<div style='line-height:1.2;max-height:420px;overflow-y:auto'>{}</div>"
 
 
-def _chip(piece: str, tid: int, pos: int, *, generated: bool, highlight: bool, title: str, n: int | None = 24,
-          step: int | None = None, hidden: bool = False) -> str:
+def _chip(piece: list[str | Part], tid: int, pos: int, *, generated: bool, highlight: bool, title: str, n: int | None = 24,
+          step: int | None = None, hidden: bool = False, first: int | None = None, now: int | None = None) -> str:
+    """piece: its segments (char_parts.parts), so that a character cut across chips reads as its parts
+    (first: the chip index of step 0; now: the step on screen; see char_parts.chip_html)."""
     style = _CHIP.format(bg=PASTELS[pos % len(PASTELS)], border="2px solid #4a5568" if generated else "1px solid #e2e8f0")
     data = (f" data-step='{step}'" if step is not None else "") + (" hidden" if hidden else "")
     return (f"<span class='tok{' gen' if generated else ''}{' hl' if highlight else ''}'{data} style=\"{style}\" "
-            f"title=\"{html.escape(title)}\"><span>{html_piece(piece, n)}</span>{_ID.format(id=int(tid))}</span>")
+            f"title=\"{html.escape(title)}\"><span>{chip_html(piece, n, first_step=first, step=step, now=now)}</span>{_ID.format(id=int(tid))}</span>")
 
 
 def _ratio(chars: int, toks: int) -> str:
@@ -43,13 +46,15 @@ def tokens_html(prompt: PromptRecord, steps: Sequence[StepRecord], *, upto: int 
     Each chip shows the readable piece and its id below; its title gives position and id."""
     shown = list(steps) if upto is None else list(steps[: upto + 1])
     counts = f"<div class='tok-counts' style='font-size:13.5px;color:#2d3748;margin-bottom:4px'>{counts_html(prompt, shown)}</div>"
-    chips = []
+    chips, T0 = [], len(prompt.pieces)
+    segs, now = parts(list(prompt.pieces) + [s.piece for s in steps]), len(shown) - 1
     for pos, (tid, piece) in enumerate(zip(prompt.token_ids, prompt.pieces)):
-        chips.append(_chip(piece, tid, pos, generated=False, highlight=False,
+        chips.append(_chip(segs[pos], tid, pos, generated=False, highlight=False,
                            title=t("tokens.chip_prompt", pos=pos, id=tid, piece=repr(visible(piece)))))
     for i, s in enumerate(steps):
         pos = s.position + 1  # the chosen token sits after the query that chose it
-        chips.append(_chip(s.piece, s.token_id, pos, generated=True, highlight=highlight == i, step=i, hidden=i >= len(shown),
+        chips.append(_chip(segs[T0 + i], s.token_id, pos, generated=True, highlight=highlight == i, step=i, hidden=i >= len(shown),
+                           first=T0, now=now,
                            title=t("tokens.chip_generated", step=i, phase=fmt.phase(s.phase), pos=pos, id=s.token_id,
                                    p=decimal(s.chosen_final_prob, 3), piece=repr(visible(s.piece)))))
     legend = f"<div style='font-size:12px;color:#718096;margin-top:4px'>{t_html('tokens.legend')}</div>"
@@ -71,7 +76,7 @@ def compare_tokenizers_html(text: str, encodings: Sequence[tuple[str, list[str],
     for name, pieces, ids in encodings:
         chips = "".join(
             _chip(p, i, k, generated=False, highlight=False, title=t("tokens.cmp_chip", name=name, k=k, id=i))
-            for k, (p, i) in enumerate(zip(pieces, ids))
+            for k, (p, i) in enumerate(zip(parts(pieces), ids))
         )
         rows.append(
             f"<div class='cmp-row' style='margin:6px 0'><div style='font-size:13.5px'>"
