@@ -382,15 +382,18 @@
       : (r.body && r.body.error) || root.LLMText.t('room.unreachable_try'));
   }
   document.addEventListener('submit', (e) => { if (e.target && e.target.id === 'join-form') joinTyped(e); }, true);
-  // the title leaves the box beside it its room (assets/style.css --join-width): the box is as long as its language's
-  // words, and Gradio may draw it anew (the page's language relabels it), so it is looked up at each check
-  let joinWidth = '';
+  // the title leaves what sits at its line's right its room (assets/style.css --title-room): the language picker and,
+  // on a wide screen, the "Join a class" box, as long as their words; Gradio may draw them anew, so they are looked
+  // up at each check
+  let titleRoom = '';
   const fitTitle = () => {
-    const box = document.getElementById('join-class'), h1 = document.querySelector('#intro h1');
-    if (!box || !h1) return;
-    const b = box.getBoundingClientRect(), w = Math.ceil(h1.getBoundingClientRect().right - b.left + 16);
-    const v = b.width && w > 16 && getComputedStyle(box).position === 'absolute' ? `${w}px` : '0px';
-    if (v !== joinWidth) document.documentElement.style.setProperty('--join-width', joinWidth = v);
+    const h1 = document.querySelector('#intro h1'), right = h1 && h1.getBoundingClientRect().right;
+    if (!h1 || !right) return;
+    const lefts = ['join-class', 'language-bar'].map((id) => document.getElementById(id)).filter((el) => el
+      && getComputedStyle(el).position === 'absolute').map((el) => el.getBoundingClientRect()).filter((r) => r.width
+      && r.top < h1.getBoundingClientRect().bottom).map((r) => r.left);
+    const v = `${Math.max(0, Math.ceil(right - Math.min(right, ...lefts) + 12))}px`;
+    if (v !== titleRoom) document.documentElement.style.setProperty('--title-room', titleRoom = v);
   };
   setInterval(fitTitle, 1000);
   root.addEventListener('resize', fitTitle);
