@@ -8,6 +8,7 @@ import html
 
 from pipeline.guess import GuessRating
 from pipeline.records import StepRecord
+from viz.char_parts import chip_html, parts
 from viz.style import html_piece
 from viz.text import pct, t_html, thousands
 
@@ -37,7 +38,8 @@ def rating_html(r: GuessRating, s: int, step: StepRecord) -> str:
                 + _p("", t_html("guess.forced_it_wrote" if step.forced else "guess.it_wrote", token=chosen, prob=wrote)))
         return f"<div class='guess-result' {attrs}>{body}</div>"
     if r.tokenized or r.pieces == (r.text,):
-        as_tokens = t_html("guess.tokens", pieces=" + ".join(_qp(p) for p in r.pieces))
+        as_tokens = t_html("guess.tokens", pieces=" + ".join(  # (a character cut across tokens: its parts, '天 1/3')
+            t_html("common.quote", text=chip_html(seg, None)) for seg in parts(r.pieces)))
     else:  # (no tokenizer: the first token matched among the kept candidates, the rest not rated)
         as_tokens = t_html("guess.first_token", piece=_qp(r.pieces[0]), n=thousands(len(step.top_ids)))
     lines = [_p("guess-head", t_html("guess.rated", guess=_q(r.text), prob=f"<b>{pct(r.prob, None)}</b>",

@@ -2,6 +2,7 @@
 (the first token's probability and rank over the whole vocabulary, its probability in the distribution the
 step was sampled from, the whole guess by the chain rule), and the honest bound without the model."""
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -122,3 +123,17 @@ def test_kept_candidates_of_equal_probability_share_the_better_rank(trace):
     third = str(st.top_pieces[2])
     assert not any(str(x) != third and third.startswith(str(x)) and str(x) for x in st.top_pieces)  # (it matches itself alone)
     assert rate(None, kept, 2, third).rank == 2
+
+
+def test_a_guess_of_a_character_cut_across_tokens_reads_as_its_parts(lm, trace):
+    """天 is three byte tokens for the tiny tokenizer: the rating names it by its parts, never '<0xE5>' markers."""
+    from viz.guess import rating_html
+    from viz.text import catalogue
+
+    r = rate(lm, trace, 2, "天")
+    assert len(r.pieces) > 1 and any("<0x" in p for p in r.pieces)
+    page = rating_html(r, 2, trace.steps[2])
+    shown = re.sub(r"<[^>]+>", "", re.sub(r'title="[^"]*"', "", page))
+    lead = catalogue("en")["guess.tokens"].split("{pieces}")[0]
+    tokens = shown[shown.index(lead):].split(".")[0]  # (what the model wrote, a byte of its own, is data: not here)
+    assert "<0x" not in tokens.replace("&lt;", "<") and f"天1/{len(r.pieces)}" in tokens
