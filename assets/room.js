@@ -382,20 +382,6 @@
       : (r.body && r.body.error) || root.LLMText.t('room.unreachable_try'));
   }
   document.addEventListener('submit', (e) => { if (e.target && e.target.id === 'join-form') joinTyped(e); }, true);
-  // the page's title (and a student's class headline) leaves what sits at its line's right its room: the language
-  // picker and, on a wide screen, the "Join a class" box, as long as their words (assets/style.css --title-room);
-  // Gradio may draw them anew, so they are looked up at each check
-  const fitTitle = () => ['#intro h1', '.room-headline'].forEach((q) => {
-    const h = document.querySelector(q), t = h && h.getBoundingClientRect();
-    if (!t || !t.width) return;
-    const lefts = ['join-class', 'language-bar'].map((id) => document.getElementById(id)).filter((el) => el
-      && getComputedStyle(el).position === 'absolute').map((el) => el.getBoundingClientRect()).filter((r) => r.width
-      && r.top < t.bottom && t.top < r.bottom).map((r) => r.left);
-    const v = `${Math.max(0, Math.ceil(t.right - Math.min(t.right, ...lefts) + 12))}px`;
-    if (h.style.getPropertyValue('--title-room') !== v) h.style.setProperty('--title-room', v);
-  });
-  setInterval(fitTitle, 1000);
-  root.addEventListener('resize', fitTitle);
   if (!code && root.LLMJoinAsked) joinTyped(); // (a code typed before this script was there: ui/layout.py keeps it asked)
 
   // (a student's page every 2 s: a room of 500 costs the server 250 requests a second, most of them a 304)

@@ -178,7 +178,7 @@ def test_a_class_with_a_french_teacher_and_spanish_and_chinese_students(browser,
         text = page.evaluate(VISIBLE_WORDS)
         assert english_left(text, lang) == [], lang
         if page is not teacher:  # a student's class headline clear of the picker in its corner
-            page.wait_for_timeout(1200)  # (assets/room.js measures it each second)
+            page.wait_for_timeout(1200)  # (assets/language.js measures it each second)
             assert page.evaluate(TITLE_HIT, ".room-headline") == [], lang
         page.screenshot(path=str(shots / f"lang_class_{lang}.png"))
     teacher.click("#class-close")
