@@ -21,21 +21,28 @@ def _byte_decoder() -> dict[str, int]:
     return {chr(c): b for b, c in zip(bs, cs)}
 
 
-def bytes_to_readable(b: bytes) -> str:
-    """UTF-8 text where valid; bytes of an incomplete character as <0xE2>-style markers."""
+def char_spans(b: bytes) -> list[tuple[int, int, str | None]]:
+    """(start, end, character) over b: each UTF-8 character whole, None for a byte that makes none."""
     out, i = [], 0
     while i < len(b):
         for j in range(min(len(b), i + 4), i, -1):
             try:
-                out.append(b[i:j].decode("utf-8"))
-                i = j
-                break
+                ch = b[i:j].decode("utf-8")
             except UnicodeDecodeError:
                 continue
+            if len(ch) == 1:
+                out.append((i, j, ch))
+                i = j
+                break
         else:
-            out.append(f"<0x{b[i]:02X}>")
+            out.append((i, i + 1, None))
             i += 1
-    return "".join(out)
+    return out
+
+
+def bytes_to_readable(b: bytes) -> str:
+    """UTF-8 text where valid; bytes of an incomplete character as <0xE2>-style markers."""
+    return "".join(ch if ch is not None else f"<0x{b[i]:02X}>" for i, _, ch in char_spans(b))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from pipeline.tokens import char_spans
+
 from .style import html_piece
 from .text import t
 
@@ -43,24 +45,14 @@ def _segments(piece: str) -> list[str | bytes]:
 
 
 def _spans(stream: bytes) -> list[tuple[int, int, str | None]]:
-    """(start, end, character) over the stream; None for a byte that makes no character."""
-    out, i = [], 0
-    while i < len(stream):
-        for j in range(min(len(stream), i + 4), i, -1):
-            try:
-                ch = stream[i:j].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            if len(ch) == 1:
-                out.append((i, j, ch))
-                i = j
-                break
-        else:
-            if len(stream) - i < 4 and _begins_a_character(stream[i:]):
-                out.append((i, len(stream), ""))  # a character the chips so far have only begun
-                break
-            out.append((i, i + 1, None))
-            i += 1
+    """pipeline.tokens.char_spans, with the last bytes that only begin a character as one span of ""."""
+    out = char_spans(stream)
+    k = len(out)
+    while k and out[k - 1][2] is None:  # the bytes at the end that make no character yet
+        k -= 1
+    tail = stream[out[k][0]:] if k < len(out) else b""
+    if tail and len(tail) < 4 and _begins_a_character(tail):
+        return out[:k] + [(out[k][0], len(stream), "")]  # a character the chips so far have only begun
     return out
 
 
