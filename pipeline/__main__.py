@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--drafts", default=None, help="with --cost-curve: comma-separated drafts (default ngram,layers:10,layers:20,layers:28)")
     be.add_argument("--samples", type=int, default=None,
                     help="time N continuations decoded as one batch against one alone (pipeline/samples.py; --new-tokens default 24)")
+    be.add_argument("--visitors", default=None,
+                    help="a class at once: comma-separated numbers of visitors (e.g. 1,4,8,16), each a captured generation on a thread of "
+                         "its own, through the decode loop (pipeline/batching.py; --new-tokens default 32)")
     _speculative_args(be)
 
     _ablate_args(sub)
@@ -199,6 +202,8 @@ def _bench(a) -> int:
         torch.set_num_threads(a.threads)
     if a.samples is not None:
         return _bench_samples(a)
+    if a.visitors:
+        return _bench_class(a)
     spec = _speculative_options(a)
     if a.tasks and spec is None:
         spec = _speculative_options(argparse.Namespace(speculative=True, k=a.k, draft=a.draft))
@@ -268,6 +273,26 @@ def _samples(a) -> int:
     out.write_text(json.dumps(to_json(s), ensure_ascii=False), encoding="utf-8")
     print(f"{s.n} continuations of up to {s.max_new_tokens} tokens in {s.seconds:.2f} s ({s.forward_passes} forward passes); {out}",
           file=sys.stderr)
+    return 0
+
+
+def _bench_class(a) -> int:
+    from . import bench_class
+    from .errors import SettingsError
+    from .loading import load_model
+
+    try:
+        visitors = [int(x) for x in a.visitors.split(",") if x.strip()]
+    except ValueError:
+        visitors = []
+    if not visitors or min(visitors) < 1:
+        raise SettingsError(f"--visitors takes whole numbers of at least 1, comma-separated (like 1,4,8,16), not {a.visitors!r}")
+    lm = load_model(a.model)
+    n = a.new_tokens or 32
+    r = bench_class.run(lm, visitors, n, repeats=1 if a.repeats == 5 else a.repeats)
+    print(bench_class.report(r, n))
+    if a.json:
+        Path(a.json).write_text(json.dumps(r, indent=1))
     return 0
 
 

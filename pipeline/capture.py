@@ -189,27 +189,47 @@ def hooks_installed(arch: Arch) -> int:
     return wrapped + sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in mods)
 
 
+def kv_bytes(cache, upto: int | None = None) -> int:
+    """Bytes held by the cache's key and value tensors (of their first `upto` positions, when
+    given), measured from the tensors."""
+    total = 0
+    for layer in getattr(cache, "layers", []):
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+            if isinstance(t, torch.Tensor):
+                t = t if upto is None else t[..., :upto, :]  # (batch, kv_heads, positions, head_dim)
+                total += t.numel() * t.element_size()
+    return total
+
+
 class Captured(dict):
     """What one `run_with_cache` pass captured: the named activations (`hook_names`), plus
-    "logits" (the model's own output, the last `keep` positions: (1, keep, vocab))."""
+    "logits" (the model's own output, the last `keep` positions: (rows, keep, vocab))."""
 
     ms: float = 0.0  # the forward pass (with its hooks), timed inside the model's lock
     wait_ms: float = 0.0  # time spent waiting for the lock before the pass could start
+    rows: int = 1  # how many generations the pass ran for (pipeline.batching: a batched decode step)
+    looped: bool = False  # run by pipeline.batching's loop (`ms` is its pass; `wait_ms` from the row's asking to it)
 
 
-def run_with_cache(lm, ids: Sequence[int], *, cache=None, keep: int = 1, hooks: bool = True) -> Captured:
-    """One forward pass of `ids` (a list of token ids; the KV `cache` is extended when given),
-    with the capture hooks when `hooks`. `lm` is anything with `.model`, `.lock` and, for hooks,
-    `.arch` (a LoadedModel, or a draft). The hooks are removed before this returns."""
+def run_with_cache(lm, ids, *, cache=None, keep: int = 1, hooks: bool = True, attention_mask=None, position_ids=None) -> Captured:
+    """One forward pass of `ids` (a list of token ids, or a list of rows of ids: a batch; the KV
+    `cache` is extended when given), with the capture hooks when `hooks`. `lm` is anything with
+    `.model`, `.lock` and, for hooks, `.arch` (a LoadedModel, or a draft). A batch of rows that
+    are not aligned (pipeline.batching) passes the model's own `attention_mask` (rows, keys) and
+    `position_ids` (rows, T). The hooks are removed before this returns."""
     model = lm.model
-    x = torch.as_tensor([list(ids)], dtype=torch.long, device=model.device)  # (1, T)
+    rows = [list(ids)] if not ids or not isinstance(ids[0], (list, tuple)) else [list(r) for r in ids]
+    x = torch.as_tensor(rows, dtype=torch.long, device=model.device)  # (rows, T)
+    extra = {}
+    if attention_mask is not None:
+        extra = dict(attention_mask=attention_mask.to(model.device), position_ids=position_ids.to(model.device))
     t0 = time.perf_counter()
     result = Captured()  # the hooks fill it directly (no copy of ~120 entries after the pass)
     with lm.lock:
         t1 = time.perf_counter()
         with torch.inference_mode(), (capture(lm.arch, result) if hooks else nullcontext()):
-            out = model(input_ids=x, past_key_values=cache, use_cache=cache is not None, logits_to_keep=keep)
+            out = model(input_ids=x, past_key_values=cache, use_cache=cache is not None, logits_to_keep=keep, **extra)
         t2 = time.perf_counter()
-    result["logits"] = out.logits.detach()  # (1, keep, vocab)
-    result.ms, result.wait_ms = (t2 - t1) * 1000.0, (t1 - t0) * 1000.0
+    result["logits"] = out.logits.detach()  # (rows, keep, vocab)
+    result.ms, result.wait_ms, result.rows = (t2 - t1) * 1000.0, (t1 - t0) * 1000.0, len(rows)
     return result

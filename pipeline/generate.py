@@ -15,10 +15,10 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from . import rest, sampling
+from . import batching, rest, sampling
 from .formulas import kv_cache_bytes
 from .inside import trace_extras
-from .capture import block_names, captured_rows, residual_stream, run_with_cache
+from .capture import block_names, captured_rows, kv_bytes, residual_stream
 from .loading import LoadedModel, rms_rows
 from .records import PromptRecord, RestRecord, Segment, Settings, StageRecord, StepRecord, Trace
 from .errors import SettingsError
@@ -45,18 +45,6 @@ def eos_ids(lm: LoadedModel) -> set[int]:
         if src is not None:
             ids |= set(src) if isinstance(src, (list, tuple)) else {int(src)}
     return ids
-
-
-def kv_bytes(cache, upto: int | None = None) -> int:
-    """Bytes held by the cache's key and value tensors (of their first `upto` positions, when
-    given), measured from the tensors."""
-    total = 0
-    for layer in getattr(cache, "layers", []):
-        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
-            if isinstance(t, torch.Tensor):
-                t = t if upto is None else t[..., :upto, :]  # (batch, kv_heads, positions, head_dim)
-                total += t.numel() * t.element_size()
-    return total
 
 
 def stop_reason(token: int, n_new: int, max_new_tokens: int, position: int, context_length: int, stop_ids: set[int]) -> str | None:
@@ -209,40 +197,61 @@ def top_n(logits: np.ndarray, n: int) -> np.ndarray:
 @torch.inference_mode()
 def _run(lm: LoadedModel, settings: Settings, prompt: PromptRecord, prefix: tuple[int, ...], stop_ids: set[int],
          rng_state_in: str | None = None) -> Iterator[StepRecord]:
-    from transformers import DynamicCache
-
-    rng = new_rng(settings.seed, rng_state_in)
-    cache = DynamicCache(config=lm.model.config)
-    ctx_len = lm.info.context_length
     context = list(prompt.token_ids) + list(prefix)
-    pieces = list(prompt.pieces) + lm.tokens.pieces(prefix)
-    detok = replay_detokenizer(lm, prefix)  # an unfinished character of the kept steps stays held back
-    feed = list(context)  # 1. prefill feeds the whole context, then one token per step
-    index = len(prefix)
-    while True:
+    row = batching.open_row(lm)  # 1. the prefill alone, on this thread; then each token as a row of the process's decode loop
+    step = _Steps(lm, settings, context, list(prompt.pieces) + lm.tokens.pieces(prefix), replay_detokenizer(lm, prefix),
+                  len(prefix), stop_ids, new_rng(settings.seed, rng_state_in), row)
+    try:
         t0 = time.perf_counter()
-        phase = "prefill" if len(feed) == len(context) else "decode"
-        cap = run_with_cache(lm, feed, cache=cache)
+        rec, token = step(row.prefill(context), t0)
+        yield rec
+        if token is not None:
+            yield from row.decode(token, step)
+    finally:
+        row.close()  # a closed generator (a page gone, a newer run) frees its row
+
+
+@dataclass
+class _Steps:
+    """A generation's state between its passes. Called with each pass's capture (the row's own: run
+    alone, or its slice of the decode loop's batch, on the loop's thread), it makes that step's record
+    and says the next token to feed (None: the generation stops)."""
+
+    lm: LoadedModel
+    settings: Settings
+    context: list[int]  # the prompt and every token so far
+    pieces: list[str]
+    detok: Detokenizer
+    index: int  # the step the next capture makes
+    stop_ids: set[int]
+    rng: np.random.Generator
+    row: batching.Row
+    first: bool = True  # the next capture is the prefill's
+
+    def __call__(self, cap, t0: float | None = None) -> tuple[StepRecord, int | None]:
+        lm, settings, context = self.lm, self.settings, self.context
+        t1 = time.perf_counter()
+        phase, self.first = ("prefill" if self.first else "decode"), False
         position = len(context) - 1
         # 2. the next-token distribution, over the full vocabulary
         logits = cap["logits"][0, -1, : lm.info.vocab_size].float().cpu().numpy()  # (vocab,)
         stages = settings.stages(context)
         res = sampling.apply_stages(logits, stages)
-        token = sampling.greedy_or_draw(res, stages, rng)
+        token = sampling.greedy_or_draw(res, stages, self.rng)
         # 3. why it stops, if it does; the text it releases (the end releases held-back bytes as they are)
-        stop = stop_reason(token, index + 1, settings.max_new_tokens, position, ctx_len, stop_ids)
-        text = "" if stop == "eos" else detok.add(token, final=stop is not None)
-        # 4. the record
-        fields = record_fields(lm, cap, cache, logits, res, stages, token, index, phase, position, context, pieces, text)
-        ms = (time.perf_counter() - t0) * 1000.0 - cap.wait_ms  # the step's own time, not the wait for the lock
-        rec = StepRecord(**fields, stop_reason=stop, ms=ms, wait_ms=cap.wait_ms, rng_state=rng_state(rng))
-        yield rec
-        if stop is not None:
-            return
+        stop = stop_reason(token, self.index + 1, settings.max_new_tokens, position, lm.info.context_length, self.stop_ids)
+        text = "" if stop == "eos" else self.detok.add(token, final=stop is not None)
+        # 4. the record (the cache's bytes: the row's own, what a pass alone holds)
+        fields = record_fields(lm, cap, None, logits, res, stages, token, self.index, phase, position, context, self.pieces, text,
+                               kv_cache_bytes=self.row.kv_bytes)
+        now = time.perf_counter()
+        # the step's own time, not the wait for the lock (in the loop: its pass, then this row's own work)
+        ms = cap.ms + (now - t1) * 1000.0 if cap.looped or t0 is None else (now - t0) * 1000.0 - cap.wait_ms
+        rec = StepRecord(**fields, stop_reason=stop, ms=ms, wait_ms=cap.wait_ms, rng_state=rng_state(self.rng), batch_rows=cap.rows)
         context.append(token)
-        pieces.append(rec.piece)
-        feed = [token]
-        index += 1
+        self.pieces.append(rec.piece)
+        self.index += 1
+        return rec, (None if stop is not None else token)
 
 
 def token_fields(lm: LoadedModel, token: int) -> dict:

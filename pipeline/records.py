@@ -200,6 +200,7 @@ class StepRecord:
     rng_state: str = ""  # the random stream's state after this step's draws (JSON; "" before it was recorded)
     # the vocabulary outside top_ids, summarised (pipeline.rest): what reshapes a step saved without `logits`
     rest: RestRecord | None = field(default=None, repr=False)
+    batch_rows: int = 1  # how many generations (visitors) its forward pass ran for: `ms` is that pass's (pipeline.batching)
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,7 @@ class AccountingRecord:
     memory_bound_ms: float  # (weight + KV bytes) / measured bandwidth: the floor if memory limits
     compute_bound_ms: float  # 2 x macs / measured matmul throughput: the floor if compute limits
     machine_balance: float  # matmul flops per byte of bandwidth: above it a pass is compute-bound
+    batch_rows: int = 1  # the pass ran for this many visitors' generations at once (pipeline.batching): `ms` is its time
 
     @property
     def bound(self) -> str:

@@ -97,6 +97,10 @@ def _step(s: StepRecord, i: int, sizes: dict, where: str) -> None:
     for j, st in enumerate(s.stages):
         if st.probs.shape != (n,):
             raise _bad(f"{where}.stages[{j}].probs", f"shape {st.probs.shape}, not ({n},)")
+    if s.rest is not None and not (np.isfinite(s.rest.penalty) and s.rest.penalty > 0):
+        raise _bad(f"{where}.rest.penalty", f"{s.rest.penalty!r:.20} is not a repetition penalty (a positive number; 1.0: none)")
+    if not (isinstance(s.batch_rows, int) and s.batch_rows >= 1):
+        raise _bad(f"{where}.batch_rows", f"{s.batch_rows!r:.20} is not a number of visitors (a whole number, 1 or more)")
 
 
 def _record(rec, sizes: dict, where: str) -> None:

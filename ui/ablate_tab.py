@@ -5,7 +5,7 @@ recomputed with one part of the model switched off (pipeline/ablate.py), drawn b
   map already on screen stays when it is this step's, else it is cleared (it is named by viz.ablate.map_key).
 - `run_click` (`#ablate-run`): the same, asked for; `map_block_click` / `map_all_click` (`#ablate-map-run`,
   `#ablate-map-all`): each head switched off in turn, for one block or every block, streamed block by block, in the
-  generation's queue (ui/api.py GENERATE_GROUP) and under the model's lock, pass by pass.
+  heavy queue (ui/api.py HEAVY_GROUP) and under the model's lock, pass by pass.
 
 No model loaded (still loading, failed), or a trace made by another model: the tab says so in a sentence.
 """

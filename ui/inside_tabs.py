@@ -29,7 +29,7 @@ from pipeline.errors import SettingsError
 from pipeline.indices import clamp_index
 from pipeline.records import StepRecord, Trace
 from ui import ablate_tab, model
-from ui.api import GENERATE_GROUP
+from ui.api import HEAVY_GROUP
 from ui.inside_data import accounting_for, default_swap, position_for
 from ui.lens_cache import LENS
 from ui.messages import sentence
@@ -80,7 +80,7 @@ class Action:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     event: str = "click"
-    options: dict = field(default_factory=dict)  # the event's other keywords (a concurrency group: GENERATE_GROUP)
+    options: dict = field(default_factory=dict)  # the event's other keywords (a concurrency group: HEAVY_GROUP)
 
 
 @dataclass(frozen=True)
@@ -327,9 +327,9 @@ TABS: tuple[Tab, ...] = (
         actions=(Action("ablate_run", ablate_tab.run_click, ("trace", "step", "ablate_layer", "ablate_part", "ablate_head"),
                         ("ablate_html", "ablate_plot")),
                  Action("ablate_map_run", ablate_tab.map_block_click, ("trace", "step", "ablate_layer"), ("ablate_map_html", "ablate_map"),
-                        options=GENERATE_GROUP),
+                        options=HEAVY_GROUP),
                  Action("ablate_map_all", ablate_tab.map_all_click, ("trace", "step"), ("ablate_map_html", "ablate_map"),
-                        options=GENERATE_GROUP))),
+                        options=HEAVY_GROUP))),
 )
 
 BY_ID = {t.id: t for t in TABS}

@@ -15,6 +15,7 @@ import gradio as gr
 from viz import panels as viz_panels
 from ui import bridge, class_room, language, links, token_tax
 from ui import viewer_wiring as viewer
+from ui.api import HEAVY_GROUP, GENERATE_GROUP
 from ui.generation import Generation
 from ui.inside import Inside
 from ui.page import Page
@@ -97,7 +98,7 @@ def _generation(w: Wires) -> list:
     events = []
     for trigger, fn, extra in ((C.generate.click, gen_fn, {}), (C.prompt.submit, gen_fn, {}), (C.step.click, gen.step_fn, {}),
                                (C.resample.click, gen.resample_fn, {"step": C.slider})):
-        ev = trigger(fn, outputs=w.all_out, inputs_kwargs={**extra, **w.run_in}, concurrency_limit=4, concurrency_id="generate",
+        ev = trigger(fn, outputs=w.all_out, inputs_kwargs={**extra, **w.run_in}, **GENERATE_GROUP,
                      show_progress="hidden", trigger_mode="multiple" if fn is gen_fn else None)  # (ui/api.py hides them all)
         w.inside.after(w.finish.after(ev, trigger_mode="always_last"))
         events.append(ev)
@@ -111,8 +112,8 @@ def _branches(w: Wires) -> list:
     events = []
     for trigger, rank_in, fn in ((bridge.listen(C.bridge, "branch"), {}, gen.branch_click),
                                  (C.branch_btn.click, {"rank": C.branch_rank}, gen.branch_typed)):
-        ev = trigger(fn, outputs=branch_out, inputs_kwargs={**rank_in, "step": C.slider, **w.run_in}, concurrency_limit=4,
-                     concurrency_id="generate", show_progress="hidden")
+        ev = trigger(fn, outputs=branch_out, inputs_kwargs={**rank_in, "step": C.slider, **w.run_in}, **GENERATE_GROUP,
+                     show_progress="hidden")
         w.inside.after(w.finish.after(ev)).then(gen.record_branch, outputs=[p.branches, C.branches_html, C.branch_pick, p.pending],
                                                 inputs_kwargs=dict(trace=p.state, branches=p.branches, pend=p.pending), show_progress="hidden")
         events.append(ev)
@@ -127,10 +128,10 @@ def _samples(w: Wires) -> None:
     C, p = w.p.C, w.p
     panel = SamplesPanel(p)
     draw_in = dict(trace=p.state, step=C.slider, **vars(p.sampling), seed=C.seed, n=C.samples_n, m=C.samples_m, shown=C.info)
-    C.samples_run.click(panel.draw, outputs=[C.samples_result, C.samples_state], inputs_kwargs=draw_in, concurrency_limit=4,
-                        concurrency_id="generate", show_progress="minimal")
+    C.samples_run.click(panel.draw, outputs=[C.samples_result, C.samples_state], inputs_kwargs=draw_in, **HEAVY_GROUP,
+                        show_progress="minimal")
     open_out = [C.ran, p.state, *w.panels, C.slider, p.branches, C.branches_html, C.branch_pick]
-    ev = bridge.listen(C.bridge, "sample_open")(panel.open, outputs=open_out, concurrency_limit=4, concurrency_id="generate",
+    ev = bridge.listen(C.bridge, "sample_open")(panel.open, outputs=open_out, **HEAVY_GROUP,
                                                 show_progress="hidden", inputs_kwargs=dict(samples=C.samples_state, trace=p.state,
                                                                                           branches=p.branches, shown=C.info, **w.drawn_in))
     w.shown(ev, C.ran)

@@ -236,7 +236,8 @@ def accounting_html(rec: AccountingRecord, machine: MachineInfo, params: ParamCo
                                            bandwidth=si(machine.memory_gb_s * 1e9, "B/s"), threads=machine.threads)],
         [t_html("compute.memory_floor"), t_html("compute.memory_floor_value", ms=fmt_ms(rec.memory_bound_ms))],
         [t_html("compute.compute_floor"), t_html("compute.compute_floor_value", ms=fmt_ms(rec.compute_bound_ms))],
-        [t_html("compute.measured_step"), t_html("compute.measured_step_value", ms=fmt_ms(rec.ms))],
+        [t_html("compute.measured_step"), t_html("compute.measured_step_value", ms=fmt_ms(rec.ms)) if rec.batch_rows <= 1 else
+         t_html("compute.measured_step_batched", ms=fmt_ms(rec.ms), rows=thousands(rec.batch_rows), others=thousands(rec.batch_rows - 1))],
     ]
     stored = stored_weights_row(model, params) if model is not None else None
     if stored:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import sampling
+from pipeline import batching, sampling
 from pipeline.capture import capture, hook_names, hooks_installed
 from pipeline.generate import TOP_N, start
 from pipeline.records import Settings, StepRecord
@@ -53,16 +53,18 @@ def test_hooks_are_removed_when_the_forward_pass_raises(llama):
 
 def test_a_paused_generator_holds_no_hooks_and_no_lock(llama):
     """A streaming task cancelled between two tokens leaves its generator paused, alive: it must
-    hold neither hooks on the shared model nor its lock, so other visitors go on at once."""
+    hold neither hooks on the shared model nor its lock, so other visitors go on at once. (Its row
+    of the decode loop runs on to its end meanwhile: the records wait for it.)"""
     gen = start(llama, PROMPT, Settings(max_new_tokens=20, temperature=0))
     it = iter(gen)
     next(it)
     next(it)  # paused after a decode step, still alive
+    other = list(start(llama, PROMPT, Settings(max_new_tokens=3, temperature=0)))  # another visitor
+    assert len(other) == 3
+    assert batching.wait_idle(llama, 30), "the decode loop still runs rows"
     assert hooks_installed(llama.arch) == 0
     assert llama.lock.acquire(blocking=False), "a paused generator holds the model's lock"
     llama.lock.release()
-    other = list(start(llama, PROMPT, Settings(max_new_tokens=3, temperature=0)))  # another visitor
-    assert len(other) == 3 and hooks_installed(llama.arch) == 0
     assert next(it).index == 2  # and the paused one can still go on
     it.close()
     assert hooks_installed(llama.arch) == 0

@@ -1,0 +1,160 @@
+"""The decode loop (pipeline.batching) on tiny random models: rows of different lengths in one padded pass see only
+their own positions; a closed generator frees its row; a pass that fails reaches every row and the loop goes on;
+LLM_VIZ_BATCH=0 runs alone; a model with a sliding-window layer runs alone."""
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from pipeline import batching
+from pipeline.generate import start
+from pipeline.records import Settings
+from tests import tiny
+
+PROMPTS = ["a b", "hello there, this is a much longer prompt than the first one", "x y z w"]
+
+
+@pytest.fixture()
+def llama():
+    return tiny.loaded("llama", seed=3)
+
+
+def _together(lm, runs):
+    """Each (prompt, settings) on its own thread, started at once: {i: steps}."""
+    out, errors, go = {}, [], threading.Barrier(len(runs))
+
+    def run(i, prompt, settings):
+        try:
+            go.wait(10)
+            out[i] = list(start(lm, prompt, settings))
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i, p, s)) for i, (p, s) in enumerate(runs)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    assert not errors, errors
+    return out
+
+
+def test_rows_of_different_lengths_match_their_runs_alone(llama):
+    runs = [(p, Settings(temperature=0.0 if i % 2 == 0 else 0.9, seed=i, max_new_tokens=8 + 3 * i, chat=False))
+            for i, p in enumerate(PROMPTS)]
+    together = _together(llama, runs)
+    assert batching.wait_idle(llama, 10)
+    assert max(s.batch_rows for st in together.values() for s in st) >= 2
+    for i, (p, s) in enumerate(runs):
+        alone = list(start(llama, p, s))
+        assert [x.token_id for x in together[i]] == [x.token_id for x in alone]
+        for a, b in zip(alone, together[i]):
+            np.testing.assert_allclose(b.top_probs, a.top_probs, atol=1e-5)
+            assert b.attention.shape == a.attention.shape
+            np.testing.assert_allclose(b.attention, a.attention, atol=1e-5)
+            assert b.kv_cache_bytes == a.kv_cache_bytes
+
+
+def test_a_padded_pass_puts_no_weight_on_another_row_or_a_pad(llama):
+    """The loop's own batch: two rows of different lengths, left-padded; the captured weights on the short row's pads
+    are exactly 0, and its row view holds its own positions only."""
+    from transformers import DynamicCache
+
+    from pipeline.capture import run_with_cache
+
+    short, long_ = [5, 6, 7], [9, 10, 11, 12, 13, 14, 15]
+    caches = []
+    for ids in (short, long_):
+        c = DynamicCache(config=llama.model.config)
+        run_with_cache(llama, ids, cache=c, hooks=False)
+        caches.append(c)
+    d = batching.Decoder.__new__(batching.Decoder)  # its merge and inputs, without its thread
+    d.cache, d.valid, d.slots = None, None, []
+    for c, ids in zip(caches, (short, long_)):
+        d._merge(batching._Slot(len(ids), 1, None, c))
+    ids, mask, pos = d._prepare()
+    assert mask.tolist()[0] == [0] * 4 + [1] * 4 and pos.tolist() == [[3], [7]]
+    cap = run_with_cache(llama, ids, cache=d.cache, attention_mask=mask, position_ids=pos)
+    pat = cap["blocks.0.attn.pattern"]  # (2, heads, 1, 8)
+    assert torch.all(pat[0, :, 0, :4] == 0)
+    view = batching.row_view(cap, 0, torch.nonzero(mask[0]).squeeze(1), 0.0)
+    assert view["blocks.0.attn.pattern"].shape[-1] == 4
+    alone = DynamicCache(config=llama.model.config)
+    run_with_cache(llama, short, cache=alone, hooks=False)
+    ref = run_with_cache(llama, [1], cache=alone)
+    torch.testing.assert_close(view["blocks.0.attn.pattern"], ref["blocks.0.attn.pattern"], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(view["logits"], ref["logits"], atol=1e-5, rtol=1e-5)
+
+
+def test_a_closed_generator_frees_its_row(llama):
+    gen = iter(start(llama, PROMPTS[1], Settings(temperature=0.0, max_new_tokens=40, chat=False)))
+    next(gen)
+    next(gen)
+    gen.close()  # (a page closed mid-generation: Gradio drops its generator)
+    assert batching.wait_idle(llama, 10)
+    assert batching.status(llama) == {"rows": 0, "joining": 0}
+
+
+def test_a_failing_pass_reaches_every_row_and_the_loop_goes_on(llama, monkeypatch):
+    real = batching.run_with_cache
+    calls = {"n": 0}
+
+    def flaky(lm, ids, **kw):
+        if kw.get("attention_mask") is not None or (len(ids) == 1 and isinstance(ids[0], list)):  # the loop's passes
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise RuntimeError("out of memory (simulated)")
+        return real(lm, ids, **kw)
+
+    monkeypatch.setattr(batching, "run_with_cache", flaky)
+    with pytest.raises(RuntimeError, match="simulated"):
+        list(start(llama, PROMPTS[0], Settings(temperature=0.0, max_new_tokens=10, chat=False)))
+    assert batching.wait_idle(llama, 10)
+    assert len(list(start(llama, PROMPTS[0], Settings(temperature=0.0, max_new_tokens=5, chat=False)))) == 5
+
+
+def test_batching_off_runs_alone(llama, monkeypatch):
+    monkeypatch.setenv("LLM_VIZ_BATCH", "0")
+    out = _together(llama, [(p, Settings(temperature=0.0, max_new_tokens=6, chat=False)) for p in PROMPTS])
+    assert all(s.batch_rows == 1 for st in out.values() for s in st)
+    assert "_decoder" not in llama.__dict__
+
+
+def test_a_sliding_window_model_runs_alone():
+    cfg = tiny.config("mistral", ctx=128)
+    cfg.sliding_window = 4
+    from transformers import AutoModelForCausalLM
+
+    from pipeline.loading import prepare
+
+    torch.manual_seed(0)
+    lm = prepare(AutoModelForCausalLM.from_config(cfg, attn_implementation="eager"), tiny.tokenizer(), model_id="tiny-sw", source="config")
+    out = _together(lm, [(p, Settings(temperature=0.0, max_new_tokens=6, chat=False)) for p in PROMPTS])
+    assert all(s.batch_rows == 1 for st in out.values() for s in st)
+
+
+def test_a_row_whose_page_stops_reading_is_parked_then_goes_on_exactly(llama):
+    """Stop, or a tab closed but not yet collected: its generator is not read. After AHEAD unread records its row
+    leaves the batch (no passes for nobody); read again, it comes back and writes what an unbroken run writes."""
+    s = Settings(temperature=0.0, max_new_tokens=30, chat=False)
+    whole = [x.token_id for x in start(llama, PROMPTS[0], s)]
+    gen = iter(start(llama, PROMPTS[0], s))
+    first = [next(gen).token_id, next(gen).token_id]
+    assert batching.wait_idle(llama, 10), "a row nobody reads stays in the batch"
+    rest = [x.token_id for x in gen]
+    assert first + rest == whole and len(whole) == 30
+
+
+def test_the_compute_panel_says_a_step_ran_with_others(llama):
+    from pipeline.accounting import accounting, param_counts
+    from pipeline.records_inside import MachineInfo
+    from viz.compute import accounting_html
+
+    steps = _together(llama, [(p, Settings(temperature=0.0, max_new_tokens=6, chat=False)) for p in PROMPTS])
+    st = next(x for v in steps.values() for x in v if x.batch_rows == 3 and x.phase == "decode")
+    params, machine = param_counts(llama), MachineInfo(memory_gb_s=10.0, matmul_gflop_s=50.0, threads=2)
+    html = accounting_html(accounting(llama.info, params, st, machine), machine, params)
+    assert "3 visitors at once" in html and "2 others" in html
+    alone = list(start(llama, PROMPTS[0], Settings(temperature=0.0, max_new_tokens=2, chat=False)))[1]
+    assert "visitors at once" not in accounting_html(accounting(llama.info, params, alone, machine), machine, params)
