@@ -322,7 +322,7 @@ def test_the_tab_is_in_the_registry_and_its_compute_fills_its_outputs(page_model
     lm, trace = page_model
     tab = BY_ID["ablate"]
     assert tab.elem_id == "tab-ablate" and {a.button for a in tab.actions} == {"ablate_run", "ablate_map_run", "ablate_map_all"}
-    assert all(a.options.get("concurrency_id") == "generate" for a in tab.actions if a.button != "ablate_run")
+    assert all(a.options.get("concurrency_id") == "heavy" for a in tab.actions if a.button != "ablate_run")  # (ui/api.py HEAVY_GROUP)
     v = TabView(trace, 2, {"ablate_layer": 1, "ablate_part": "head", "ablate_head": 3, "ablate_map_html": ""})
     out = tab.compute(v)
     assert set(out) == set(tab.outputs)
