@@ -11,7 +11,7 @@ from .test_app import mark_stale, wait_stopped
 
 pytestmark = pytest.mark.browser
 
-GENERATE_SLOTS = 4  # ui/wiring.py: concurrency_limit of the "generate" events
+STOPS = 5  # stopped runs in a row: each must give back its slot (ui/api.py GENERATE_SLOTS) and its row of the decode loop
 
 
 def _set(page, prompt: str, max_new: int, *, temperature: float = 0, mode: str = "Raw text"):
@@ -36,8 +36,8 @@ def test_stop_gives_back_the_slot_the_lock_and_the_hooks(browser, app_url):
     # text only while generating: this test is about the server's slots, not the browser's drawing (on a
     # busy 2-core machine a heavy redraw can keep the page from taking the Stop click for many seconds)
     page.get_by_label("Redraw the figures while generating", exact=False).uncheck()
-    # more stopped runs than there are generation slots: each Stop must give its slot back
-    for k in range(GENERATE_SLOTS + 1):
+    # stopped runs in a row: each Stop must give its slot back, and its row leaves the decode loop's batch
+    for k in range(STOPS):
         _set(page, f"Tell me a long story about dragon number {k}.", 300, temperature=0.8, mode="Chat")
         mark_stale(page)
         page.click("#generate")
