@@ -74,6 +74,7 @@ def main(argv=None):
     gr.set_static_paths(viewer.static_paths() + [str(gallery.GALLERY_DIR)])  # the page's scripts; the saved traces
     demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=language.head_html() + bridge.head_html() + links.early_head() + viewer.head_html(example), theme=gr.themes.Soft(),
                 show_error=True, max_file_size=trace_bounds.MAX_FILE_BYTES,  # a larger upload is refused as it streams in
+                max_threads=64,  # Gradio's 40 would be taken by the 32 generation slots (ui/api.py) and 8 other listeners
                 prevent_thread_lock=True)
     demo.app.include_router(rooms_api.router)  # the class rooms' JSON API, beside the page (ui/rooms_api.py)
     rooms_asgi.serve_first(demo.app, rooms_api.router, rooms_api.state_answer)  # ... before Gradio's middleware and routes

@@ -289,7 +289,7 @@ def _bench_class(a) -> int:
         raise SettingsError(f"--visitors takes whole numbers of at least 1, comma-separated (like 1,4,8,16), not {a.visitors!r}")
     lm = load_model(a.model)
     n = a.new_tokens or 32
-    r = bench_class.run(lm, visitors, n, repeats=1 if a.repeats == 5 else a.repeats)
+    r = bench_class.run(lm, visitors, n, repeats=a.repeats)
     print(bench_class.report(r, n))
     if a.json:
         Path(a.json).write_text(json.dumps(r, indent=1))

@@ -139,5 +139,5 @@ def accounting(info: ModelInfo, params: ParamCounts, step: StepRecord, machine: 
         memory_bound_ms=read / (machine.memory_gb_s * 1e9) * 1000.0,
         compute_bound_ms=2 * macs / (machine.matmul_gflop_s * 1e9) * 1000.0,
         machine_balance=balance,
-        batch_rows=int(getattr(step, "batch_rows", 1)),
+        batch_rows=step.batch_rows,
     )

@@ -34,7 +34,6 @@ LLM_VIZ_BATCH=0.
 from __future__ import annotations
 
 import atexit
-import collections
 import os
 import queue
 import threading
@@ -46,6 +45,7 @@ import torch
 
 from .capture import Captured, kv_bytes, run_with_cache
 
+STOPPED = "the model's decode loop has stopped (the app is shutting down)"
 AHEAD = 8  # records a row's generator has not read yet, past which the row is parked (out of the batch) until it reads
 
 
@@ -75,12 +75,11 @@ class Decoder:
         self.cond = threading.Condition()
         self.slots: list[_Slot] = []  # batch order: slot i is row i of the cache
         self.joining: list[_Slot] = []
-        self.idle = True  # no pass running
         self.cache = None
         self.valid: torch.Tensor | None = None  # (rows, columns) bool: a row's own positions
-        self.ticks = self.rows_run = 0  # passes and the rows in them since the start (the benchmark's)
-        self.pass_s = 0.0
-        self.recent: collections.deque = collections.deque(maxlen=256)  # (rows, pass ms, own-work ms) of the latest ticks
+        # since the start (the benchmark's): passes, the rows in them, the passes' time, the rows' records' time after them
+        self.ticks = self.rows_run = 0
+        self.pass_s = self.work_s = 0.0
         self.stopping = False
         self.thread = threading.Thread(target=self._loop, name="decode-loop", daemon=True)
         self.thread.start()
@@ -95,6 +94,8 @@ class Decoder:
 
     def join(self, s: _Slot):
         with self.cond:
+            if self.stopping:
+                s.out.put(RuntimeError(STOPPED))
             self.joining.append(s)
             self.cond.notify_all()
 
@@ -106,7 +107,9 @@ class Decoder:
     def resume(self, s: _Slot):
         """A parked row's reader has caught up: back into the batch (its cache merged at the next tick)."""
         with self.cond:
-            if s.state == "park":
+            if self.stopping and s.state == "parked" and s.out.empty():
+                s.out.put(RuntimeError(STOPPED))
+            elif s.state == "park":
                 s.state = "run"
             elif s.state == "parked" and not s.leaving and s.out.empty():
                 s.state, s.ready = "run", time.perf_counter()
@@ -120,40 +123,41 @@ class Decoder:
     def wait_idle(self, timeout: float) -> bool:
         """Block until no row is left (True), or `timeout` seconds (False)."""
         with self.cond:
-            return self.cond.wait_for(lambda: not self.slots and not self.joining and self.idle, timeout)
+            return self.cond.wait_for(lambda: not self.slots and not self.joining, timeout)
 
     # -- the loop (its own thread) -------------------------------------------------------------
     def _loop(self):
         while True:
             with self.cond:
-                self.idle = True
                 while not self._leaves_and_joins() and not self.stopping:
                     self.cond.notify_all()  # (wait_idle)
                     self.cond.wait()
                 if self.stopping:
-                    for s in self.slots + self.joining:
-                        s.out.put(RuntimeError("the model's decode loop has stopped (the app is shutting down)"))
-                    return
-                self.idle = False
-                slots, batch = list(self.slots), self._prepare()
+                    return self._stopped()
+                slots, (ids, mask, pos) = list(self.slots), self._prepare()
             try:
                 with torch.inference_mode():
-                    cap = run_with_cache(self.lm, batch[0], cache=self.cache, attention_mask=batch[1], position_ids=batch[1 + 1])
+                    cap = run_with_cache(self.lm, ids, cache=self.cache, attention_mask=mask, position_ids=pos)
             except Exception as e:  # noqa: BLE001  (every row's generator raises it; the loop goes on)
                 with self.cond:
                     for s in slots + self.joining:
                         s.out.put(e)
                     self.slots, self.joining, self.cache, self.valid = [], [], None, None
                 continue
-            self.ticks, self.rows_run, self.pass_s = self.ticks + 1, self.rows_run + len(slots), self.pass_s + cap.ms / 1000.0
             self.valid = torch.cat([self.valid, torch.ones(len(slots), 1, dtype=torch.bool)], 1)
-            started = time.perf_counter() - cap.ms / 1000.0
             t1 = time.perf_counter()
+            started = t1 - cap.ms / 1000.0
             with torch.inference_mode():
                 for b, s in enumerate(slots):
-                    self._step(s, cap, b, None if batch[1] is None else self.valid[b].nonzero().squeeze(1), started)
-            self.recent.append((len(slots), cap.ms, (time.perf_counter() - t1) * 1000.0))
+                    self._step(s, cap, b, None if mask is None else self.valid[b].nonzero().squeeze(1), started)
+            self.ticks, self.rows_run = self.ticks + 1, self.rows_run + len(slots)
+            self.pass_s, self.work_s = self.pass_s + cap.ms / 1000.0, self.work_s + time.perf_counter() - t1
             del cap
+
+    def _stopped(self):
+        """(under cond) The loop's end: every row in the batch or joining gets an error (a parked one when it asks)."""
+        for s in self.slots + self.joining:
+            s.out.put(RuntimeError(STOPPED))
 
     def _step(self, s: _Slot, cap: Captured, b: int, cols, started: float):
         """Row `b`'s record from its slice of the pass, and its next token (or its leaving)."""

@@ -208,7 +208,6 @@ class Captured(dict):
     ms: float = 0.0  # the forward pass (with its hooks), timed inside the model's lock
     wait_ms: float = 0.0  # time spent waiting for the lock before the pass could start
     rows: int = 1  # how many generations the pass ran for (pipeline.batching: a batched decode step)
-    looped: bool = False  # run by pipeline.batching's loop (`ms` is its pass; `wait_ms` from the row's asking to it)
 
 
 def run_with_cache(lm, ids, *, cache=None, keep: int = 1, hooks: bool = True, attention_mask=None, position_ids=None) -> Captured:
@@ -220,9 +219,7 @@ def run_with_cache(lm, ids, *, cache=None, keep: int = 1, hooks: bool = True, at
     model = lm.model
     rows = [list(ids)] if not ids or not isinstance(ids[0], (list, tuple)) else [list(r) for r in ids]
     x = torch.as_tensor(rows, dtype=torch.long, device=model.device)  # (rows, T)
-    extra = {}
-    if attention_mask is not None:
-        extra = dict(attention_mask=attention_mask.to(model.device), position_ids=position_ids.to(model.device))
+    extra = {k: v.to(model.device) for k, v in (("attention_mask", attention_mask), ("position_ids", position_ids)) if v is not None}
     t0 = time.perf_counter()
     result = Captured()  # the hooks fill it directly (no copy of ~120 entries after the pass)
     with lm.lock:

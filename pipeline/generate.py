@@ -229,6 +229,7 @@ class _Steps:
     first: bool = True  # the next capture is the prefill's
 
     def __call__(self, cap, t0: float | None = None) -> tuple[StepRecord, int | None]:
+        """`t0`: when this thread began the pass (None: the decode loop ran it, as one row of its batch)."""
         lm, settings, context = self.lm, self.settings, self.context
         t1 = time.perf_counter()
         phase, self.first = ("prefill" if self.first else "decode"), False
@@ -246,7 +247,7 @@ class _Steps:
                                kv_cache_bytes=self.row.kv_bytes)
         now = time.perf_counter()
         # the step's own time, not the wait for the lock (in the loop: its pass, then this row's own work)
-        ms = cap.ms + (now - t1) * 1000.0 if cap.looped or t0 is None else (now - t0) * 1000.0 - cap.wait_ms
+        ms = cap.ms + (now - t1) * 1000.0 if t0 is None else (now - t0) * 1000.0 - cap.wait_ms
         rec = StepRecord(**fields, stop_reason=stop, ms=ms, wait_ms=cap.wait_ms, rng_state=rng_state(self.rng), batch_rows=cap.rows)
         context.append(token)
         self.pieces.append(rec.piece)

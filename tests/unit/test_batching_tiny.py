@@ -20,20 +20,29 @@ def llama():
     return tiny.loaded("llama", seed=3)
 
 
-def _together(lm, runs):
-    """Each (prompt, settings) on its own thread, started at once: {i: steps}."""
-    out, errors, go = {}, [], threading.Barrier(len(runs))
+def _together(lm, runs, batched: bool = True):
+    """Each (prompt, settings) on a thread of its own, all in the batch from the loop's second pass on: {i: steps}.
+    (Each prefill first, alone; then the model's lock is held until every row has joined, so the loop's first pass,
+    which waits for the lock, cannot finish a short run before the others join.)"""
+    gens = [iter(start(lm, p, s)) for p, s in runs]
+    out = {i: [next(g)] for i, g in enumerate(gens)}  # the prefills, one after another
+    errors = []
+    d = batching._decoder(lm) if batched else None  # (batched: False for a model or a setting that runs alone)
 
-    def run(i, prompt, settings):
+    def rest(i):
         try:
-            go.wait(10)
-            out[i] = list(start(lm, prompt, settings))
+            out[i] += list(gens[i])
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=run, args=(i, p, s)) for i, (p, s) in enumerate(runs)]
-    for th in threads:
-        th.start()
+    threads = [threading.Thread(target=rest, args=(i,)) for i in range(len(gens))]
+    with lm.lock:
+        for th in threads:
+            th.start()
+        if d is not None:
+            going = sum(st[-1].stop_reason is None for st in out.values())
+            with d.cond:
+                assert d.cond.wait_for(lambda: len(d.slots) + len(d.joining) >= going, 10)
     for th in threads:
         th.join(60)
     assert not errors, errors
@@ -45,7 +54,7 @@ def test_rows_of_different_lengths_match_their_runs_alone(llama):
             for i, p in enumerate(PROMPTS)]
     together = _together(llama, runs)
     assert batching.wait_idle(llama, 10)
-    assert max(s.batch_rows for st in together.values() for s in st) >= 2
+    assert max(s.batch_rows for st in together.values() for s in st) == 3
     for i, (p, s) in enumerate(runs):
         alone = list(start(llama, p, s))
         assert [x.token_id for x in together[i]] == [x.token_id for x in alone]
@@ -116,7 +125,7 @@ def test_a_failing_pass_reaches_every_row_and_the_loop_goes_on(llama, monkeypatc
 
 def test_batching_off_runs_alone(llama, monkeypatch):
     monkeypatch.setenv("LLM_VIZ_BATCH", "0")
-    out = _together(llama, [(p, Settings(temperature=0.0, max_new_tokens=6, chat=False)) for p in PROMPTS])
+    out = _together(llama, [(p, Settings(temperature=0.0, max_new_tokens=6, chat=False)) for p in PROMPTS], batched=False)
     assert all(s.batch_rows == 1 for st in out.values() for s in st)
     assert "_decoder" not in llama.__dict__
 
@@ -130,8 +139,9 @@ def test_a_sliding_window_model_runs_alone():
 
     torch.manual_seed(0)
     lm = prepare(AutoModelForCausalLM.from_config(cfg, attn_implementation="eager"), tiny.tokenizer(), model_id="tiny-sw", source="config")
-    out = _together(lm, [(p, Settings(temperature=0.0, max_new_tokens=6, chat=False)) for p in PROMPTS])
+    out = _together(lm, [(p, Settings(temperature=0.0, max_new_tokens=6, chat=False)) for p in PROMPTS], batched=False)
     assert all(s.batch_rows == 1 for st in out.values() for s in st)
+    assert "_decoder" not in lm.__dict__ or batching.status(lm)["rows"] == 0
 
 
 def test_a_row_whose_page_stops_reading_is_parked_then_goes_on_exactly(llama):
@@ -147,14 +157,19 @@ def test_a_row_whose_page_stops_reading_is_parked_then_goes_on_exactly(llama):
 
 
 def test_the_compute_panel_says_a_step_ran_with_others(llama):
+    import dataclasses
+
     from pipeline.accounting import accounting, param_counts
     from pipeline.records_inside import MachineInfo
     from viz.compute import accounting_html
 
-    steps = _together(llama, [(p, Settings(temperature=0.0, max_new_tokens=6, chat=False)) for p in PROMPTS])
-    st = next(x for v in steps.values() for x in v if x.batch_rows == 3 and x.phase == "decode")
     params, machine = param_counts(llama), MachineInfo(memory_gb_s=10.0, matmul_gflop_s=50.0, threads=2)
-    html = accounting_html(accounting(llama.info, params, st, machine), machine, params)
-    assert "3 visitors at once" in html and "2 others" in html
     alone = list(start(llama, PROMPTS[0], Settings(temperature=0.0, max_new_tokens=2, chat=False)))[1]
+    assert alone.batch_rows == 1
     assert "visitors at once" not in accounting_html(accounting(llama.info, params, alone, machine), machine, params)
+    three = dataclasses.replace(alone, batch_rows=3)  # (the loop records it: test_rows_of_different_lengths_...)
+    three_acc = accounting(llama.info, params, three, machine)
+    html = accounting_html(three_acc, machine, params)
+    assert "3 visitors at once" in html and "2 others" in html
+    floor = max(three_acc.memory_bound_ms, three_acc.compute_bound_ms)
+    assert f"{three.ms / 3 / floor:.1f}× that floor" in html  # (each visitor's share of the pass, against one token's floor)
