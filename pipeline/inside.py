@@ -22,7 +22,7 @@ from typing import Sequence
 from .accounting import _measure, accounting, measure_machine, param_counts, pass_macs  # noqa: F401  (_measure: its cache, for tests)
 from .kv_recompute import KV_TOP, kv_compare
 from .loading import LoadedModel
-from .logit_lens import final_logits, logit_lens
+from .logit_lens import final_logits, logit_lens, logit_lens_many
 from .positions import LEARNED_POSITIONS_SHOWN, position_info, swap_demo  # noqa: F401
 from .records import (
     LENS_TOP,
@@ -38,7 +38,7 @@ from .records import (
 
 __all__ = [
     "LENS_TOP", "KV_TOP", "LensRecord", "KVCompareRecord", "ParamCounts", "MachineInfo", "AccountingRecord",
-    "PositionRecord", "SwapRecord", "final_logits", "logit_lens", "kv_compare", "pass_macs", "param_counts",
+    "PositionRecord", "SwapRecord", "final_logits", "logit_lens", "logit_lens_many", "kv_compare", "pass_macs", "param_counts",
     "measure_machine", "accounting", "position_info", "swap_demo", "with_inside",
 ]
 
@@ -63,7 +63,7 @@ def with_inside(lm: LoadedModel, trace: Trace, steps: Sequence[int] | None = Non
     for k in wanted:
         if k not in by_index:
             raise ValueError(f"the trace has no step {k}")
-    fresh = {k: logit_lens(lm, by_index[k]) for k in wanted}
+    fresh = {r.step: r for r in logit_lens_many(lm, [by_index[k] for k in wanted])}
     kept = {r.step: r for r in trace.lens if r.step not in fresh}
     lens = tuple(sorted({**kept, **fresh}.values(), key=lambda r: r.step))
     extras = trace_extras(lm)

@@ -2,10 +2,16 @@
 residual stream after every layer, to see what each depth would predict.
 
     lens = logit_lens(lm, step)                      # LensRecord: the prediction after every layer
+    lenses = logit_lens_many(lm, steps)              # the same for many steps, their read-outs in a few large products
+
+It reads the model's weights only: the final norm's and LM head's own forwards are called directly, past any
+wrapper a capture in progress has put on the modules (pipeline/capture.py), so it needs no model lock and never
+stalls the decode loop (pipeline/batching.py).
 """
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -20,11 +26,16 @@ def text_config(lm: LoadedModel):
     return c.get_text_config() if hasattr(c, "get_text_config") else c
 
 
+def _own(module):
+    """`module`'s own forward, as its class defines it: no wrapper a capture put on the instance, no torch hook."""
+    return type(module).forward.__get__(module)
+
+
 def final_logits(lm: LoadedModel, x: torch.Tensor) -> torch.Tensor:
     """The model's own read-out of residual rows x (..., d_model): final norm, LM head, then any
     scaling the model applies after the head (Gemma 2/3 soft-capping, Cohere's logit_scale,
     Granite's logits_scaling), cut to the vocabulary."""
-    y = lm.arch.lm_head(lm.arch.norm(x))
+    y = _own(lm.arch.lm_head)(_own(lm.arch.norm)(x))
     c = text_config(lm)
     scale = getattr(c, "logit_scale", None)  # Cohere multiplies
     if isinstance(scale, (int, float)) and scale not in (0, 1):
@@ -38,24 +49,45 @@ def final_logits(lm: LoadedModel, x: torch.Tensor) -> torch.Tensor:
     return y[..., : lm.info.vocab_size]
 
 
+CHUNK = 8  # steps read out in one product: (8 x (layers+1), d_model) rows; ~50 MB of float32 logits for SmolLM2
+
+
 def logit_lens(lm: LoadedModel, step: StepRecord) -> LensRecord:
     """The final norm and LM head applied to the step's residual stream after every layer.
 
     Row 0 is the input to block 0 (the embedding), row i the output of block i; row L is the
     model's own prediction (equal to the step's logits)."""
-    if step.hidden is None:
-        raise ValueError(f"step {step.index} holds no hidden states (a trace exported without --full): the logit lens needs them")
+    return logit_lens_many(lm, [step])[0]
+
+
+def logit_lens_many(lm: LoadedModel, steps: Sequence[StepRecord]) -> list[LensRecord]:
+    """`logit_lens` of each step; the LM head reads CHUNK steps' rows at once (one large matrix product runs about
+    twice as fast a row as one per step on a CPU: docs/benchmarks.md, "A class generating at once")."""
+    for st in steps:
+        if st.hidden is None:
+            raise ValueError(f"step {st.index} holds no hidden states (a trace exported without --full): the logit lens needs them")
     p = next(lm.model.parameters())
-    h = torch.as_tensor(np.asarray(step.hidden, np.float32)).to(device=p.device, dtype=p.dtype)  # (L+1, d)
-    with torch.inference_mode():
-        logits = final_logits(lm, h).double()  # (L+1, vocab)
-        logp = torch.log_softmax(logits, dim=-1)
-        probs = logp.exp()
-        k = min(LENS_TOP, logits.shape[-1])
-        top_p, top_i = probs.topk(k, dim=-1)  # descending
-        chosen = logits[:, step.token_id]
-        ranks = (logits > chosen[:, None]).sum(-1)
-        entropy = -(probs * logp).nan_to_num().sum(-1) / math.log(2)
+    out = []
+    for i in range(0, len(steps), CHUNK):
+        part = steps[i:i + CHUNK]
+        h = torch.as_tensor(np.stack([np.asarray(st.hidden, np.float32) for st in part])).to(device=p.device, dtype=p.dtype)
+        with torch.inference_mode():
+            logits = final_logits(lm, h)  # (steps, L+1, vocab)
+            out += [_record(lm, st, logits[j].float()) for j, st in enumerate(part)]
+    return out
+
+
+def _record(lm: LoadedModel, step: StepRecord, logits: torch.Tensor) -> LensRecord:
+    """One step's lens from its read-out logits (L+1, vocab), in float32 as the record stores it (the log-softmax
+    subtracts each row's maximum first: probabilities within ~1e-7 of float64's, and half the time; tests hold them
+    to an independent float64 computation)."""
+    logp = torch.log_softmax(logits, dim=-1)
+    probs = logp.exp()
+    k = min(LENS_TOP, logits.shape[-1])
+    top_p, top_i = probs.topk(k, dim=-1)  # descending
+    chosen = logits[:, step.token_id]
+    ranks = (logits > chosen[:, None]).sum(-1)
+    entropy = -(probs * logp).nan_to_num().sum(-1) / math.log(2)
     top_ids = top_i.cpu().numpy().astype(np.int64)
     return LensRecord(
         step=step.index,

@@ -31,7 +31,7 @@ def trace_for_download(lm, trace: Trace, cache: LensCache = LENS) -> Trace:
     lm = same_model(lm, trace)
     if lm is None:
         return trace
-    lens = tuple(r for r in (cache.get(lm, trace, st) for st in trace.steps) if r is not None)
+    lens = tuple(r for r in cache.get_many(lm, trace, list(trace.steps)) if r is not None)
     return inside.with_inside(lm, replace(trace, lens=lens), steps=())
 
 

@@ -28,30 +28,34 @@ class LensCache:
     def get(self, lm, trace: Trace, st: StepRecord) -> LensRecord | None:
         """The lens of step `st`: the trace's own record when it carries one, else computed with `lm`
         (once) when `lm` made the trace and the step kept its hidden states; else None."""
+        return self.get_many(lm, trace, [st])[0]
+
+    def get_many(self, lm, trace: Trace, steps) -> list[LensRecord | None]:
+        """`get` of each step; the ones to compute are read out together (pipeline.logit_lens.logit_lens_many). No
+        model lock: the lens reads the weights past any capture's wrappers, so the decode loop goes on meanwhile."""
         from pipeline import inside
 
-        for rec in trace.lens:
-            if rec.step == st.index and rec.token_id == st.token_id:
-                return rec
+        own = {(r.step, r.token_id): r for r in trace.lens}
         lm = same_model(lm, trace)
-        if lm is None or st.hidden is None:
-            return None
-        key = (lm.info.id, st.context_ids, st.token_id)
-        # the model's lock: its final norm and LM head must not run while another session's forward
-        # pass has hooks on them (and two sessions asking for one step compute it once)
-        with lm.lock:
-            with self._guard:
-                if key in self._d:
-                    return self._d[key]
-            rec = inside.logit_lens(lm, st)
+        out, todo = [], []
+        for st in steps:
+            rec = own.get((st.index, st.token_id))
+            if rec is None and lm is not None and st.hidden is not None:
+                with self._guard:
+                    rec = self._d.get((lm.info.id, st.context_ids, st.token_id))
+                if rec is None:
+                    todo.append(len(out))
+            out.append(rec)
+        for i, rec in zip(todo, inside.logit_lens_many(lm, [steps[i] for i in todo]) if todo else ()):
+            out[i] = rec
             with self._guard:
                 while len(self._d) >= self.size:
                     self._d.pop(next(iter(self._d)))
-                self._d[key] = rec
+                self._d[(lm.info.id, steps[i].context_ids, steps[i].token_id)] = rec
                 self.computed += 1
-        return rec
+        return out
 
 
 # Process-wide (docs/state.md): every session's lens records, at most LENS_CACHE_SIZE (~10 MB), the oldest
-# dropped first; written by LensCache.get under the model's lock and the cache's own.
+# dropped first; written by LensCache.get_many under the cache's own lock.
 LENS = LensCache()

@@ -204,7 +204,11 @@ def bound_sentence(rec: AccountingRecord, machine: MachineInfo) -> str:
     else:
         s = t_html("compute.compute_bound", bound=f"<b>{t_html('compute.compute_bound_word')}</b>", **numbers)
     floor = max(floor_mem, floor_cmp)
-    if floor > 0:
+    if floor > 0 and rec.batch_rows > 1:  # one pass made every visitor's token: the floor is one token's
+        each = rec.ms / rec.batch_rows
+        s += " " + t_html("compute.measured_floor_batched", ms=fmt_ms(rec.ms), rows=thousands(rec.batch_rows), each=fmt_ms(each),
+                          ratio=decimal(each / floor, 1))
+    elif floor > 0:
         s += " " + t_html("compute.measured_floor", ms=fmt_ms(rec.ms), ratio=decimal(rec.ms / floor, 1))
     return s
 

@@ -120,6 +120,27 @@ def test_logit_lens_equals_an_independent_computation(models, family):
     assert lens.chosen_ranks[L] == int((s.logits > s.logits[s.token_id]).sum())
 
 
+def test_the_lens_of_many_steps_is_each_steps_and_leaves_a_capture_in_progress_alone(models):
+    """logit_lens_many reads several steps in one product (more than a CHUNK: two products) and equals each step's own
+    lens; run while a capture's wrappers are on the model (another visitor's pass: the lens takes no lock), it writes
+    nothing into that capture."""
+    from pipeline.capture import capture
+    from pipeline.logit_lens import CHUNK, logit_lens_many
+
+    lm = models("llama")
+    _, steps = run(lm, CHUNK + 3, temperature=0.8, seed=2)
+    assert len(steps) > CHUNK
+    store = {}
+    with capture(lm.arch, store):
+        many = logit_lens_many(lm, steps)
+    assert store == {}
+    for st, rec in zip(steps, many):
+        one = inside.logit_lens(lm, st)
+        assert rec.step == st.index and np.array_equal(rec.top_ids, one.top_ids)
+        np.testing.assert_allclose(rec.top_probs, one.top_probs, atol=1e-6)
+        np.testing.assert_allclose(rec.entropy, one.entropy, atol=1e-5)
+
+
 def test_logit_lens_applies_gemma2_softcapping():
     lm = gemma2(softcap=2.0)
     _, steps = run(lm, temperature=0.8, seed=1)
