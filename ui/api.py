@@ -36,8 +36,8 @@ API_NAME = "trace"
 MODES = {"chat": "Chat", "raw": "Raw text"}  # the API's mode -> the page's
 # The page's Generate, +1 token, re-sample, a branch (ui/wiring.py) and /trace share these slots: a class of 30 runs at
 # once, each generation a row of the model's one decode loop (pipeline.batching). Bounded by memory: a running 64-token
-# generation holds ~25 MB of records (logits, attention, residuals) and a few MB of KV cache, so 32 slots hold ~1 GB at
-# most (docs/benchmarks.md, "A class generating at once"); a 33rd visitor waits in Gradio's queue.
+# generation holds 23.8 MB of records (logits, attention, residuals; measured) and 4.6 MB of KV cache, so 32 slots hold
+# ~0.9 GB at most (docs/benchmarks.md, "A class generating at once"); a 33rd visitor waits in Gradio's queue.
 GENERATE_SLOTS = 32
 GENERATE_GROUP = dict(concurrency_limit=GENERATE_SLOTS, concurrency_id="generate")
 HEAVY_GROUP = dict(concurrency_limit=4, concurrency_id="heavy")  # Draw many, the ablation maps: many passes a click, each under the model's lock
