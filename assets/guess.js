@@ -67,6 +67,18 @@
   };
 
   ['llmapp:on-screen', 'llmapp:rendered'].forEach((t) => document.addEventListener(t, update));
+  // A guess is typed as meant: a phone's keyboard neither capitalises its first letter nor "corrects" a word piece
+  // (spaces and capitals do not change a verdict in a class either: ui/room_scores.py), before the first keystroke
+  function plain(input) {
+    if (!input || input.dataset.plain) return;
+    Object.entries({ autocapitalize: 'off', autocorrect: 'off', autocomplete: 'off', spellcheck: 'false' }).forEach(([k, v]) => input.setAttribute(k, v));
+    input.dataset.plain = '1';
+  }
+  const plainAll = () => document.querySelectorAll('#guess-input input, #guess-input textarea, input#guess-input').forEach(plain);
+  document.addEventListener('focusin', (e) => { if (e.target.closest && e.target.closest('#guess-input')) plain(e.target); }, true);
+  document.addEventListener('llmapp:rendered', plainAll);
+  const mo = new MutationObserver(() => { plainAll(); if (document.querySelector('#guess-input [data-plain]')) mo.disconnect(); });
+  mo.observe(document.documentElement, { childList: true, subtree: true }); // (until Gradio has drawn the box)
   document.addEventListener('change', (e) => { if (e.target.closest && e.target.closest('#guess-toggle')) update(); }, true);
   document.addEventListener('input', (e) => { if (e.target.closest && e.target.closest('#step-slider')) update(); }, true);
 })(window);

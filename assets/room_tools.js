@@ -34,8 +34,11 @@
     const p = el('p', 'room-marks'), sc = s.score, favs = s.favourites || [];
     if (sc.class_right !== null && favs.length) {
       const text = favs.map((f) => shown(f.text)).join(' / ');
-      p.append(el('span', `room-judged ${sc.class_right ? 'is-right' : 'is-wrong'}`,
-        t(sc.class_right ? 'room.score_class_right' : 'room.score_class_wrong', { text })));
+      if (sc.class_split || favs.length > 1) p.append(el('span', 'room-judged is-split', t('room.score_class_split', { text })));
+      else {
+        p.append(el('span', `room-judged ${sc.class_right ? 'is-right' : 'is-wrong'}`,
+          t(sc.class_right ? 'room.score_class_right' : 'room.score_class_wrong', { text })));
+      }
     }
     if (s.model && s.model.length) {
       p.append(el('span', `room-judged ${sc.model_right ? 'is-right' : 'is-wrong'}`,
@@ -72,7 +75,7 @@
 
   function totals(sum) { // (the class's and the model's counts over the same steps: those anyone guessed)
     const x = sum.totals, n = x.steps_guessed || 0;
-    return { n, classRight: x.class_right, model: n ? x.model_right_guessed : x.model_right, all: x.steps };
+    return { n, classRight: x.class_right, share: pct(x.class_share_right), model: n ? x.model_right_guessed : x.model_right, all: x.steps };
   }
 
   function draw() {
@@ -80,7 +83,7 @@
     if (line && !sum) line.textContent = '';
     if (!line || !sum) return;
     const x = totals(sum), name = short(sum.model);
-    line.textContent = x.n ? t('room.score_so_far', { class_right: x.classRight, steps: x.n, model: name, model_right: x.model }) : '';
+    line.textContent = x.n ? t('room.score_so_far', { share: x.share, class_right: x.classRight, steps: x.n, model: name, model_right: x.model }) : '';
     const box = document.getElementById('class-summary');
     if (box && R.open) box.replaceChildren(...summaryCard(sum));
   }
@@ -92,19 +95,23 @@
     if (!x.all) return [close, el('p', 'summary-none', t('room.score_card_none'))];
     const out = [close, el('p', 'summary-title', t('room.score_card_title', { steps: root.LLMText.count(x.all, 'step') }))];
     const big = el('div', 'summary-big');
-    if (x.n) big.append(el('p', 'summary-class', t('room.score_card_class', { right: x.classRight, steps: x.n, share: pct(tot.class_share_right) })));
+    // the share of students right first (what a study of people measures), the most common answer second
+    if (x.n) big.append(el('p', 'summary-class', t('room.score_card_class', { share: x.share })));
+    if (x.n) big.append(el('p', 'summary-plurality', t('room.score_card_plurality', { right: x.classRight, steps: x.n })));
     big.append(el('p', 'summary-model', t('room.score_card_model', { model: name, right: x.model, steps: x.n || x.all })));
-    if (st.people !== undefined) big.append(el('p', 'summary-study', t('room.score_card_people', { share: pct(st.people) })));
-    if (st.model !== undefined) big.append(el('p', 'summary-study', t('room.score_card_study_model', { name: st.model_name || '', share: pct(st.model) })));
+    const real = sum.real_text; // (the study's figures are for real text: a text the model wrote is not compared with them)
+    if (real && st.people !== undefined) big.append(el('p', 'summary-study', t('room.score_card_people', { share: pct(st.people) })));
+    if (real && st.model !== undefined) big.append(el('p', 'summary-study', t('room.score_card_study_model', { name: st.model_name || '', share: pct(st.model) })));
+    if (!real) big.append(el('p', 'summary-study', t('room.score_card_generated')));
     out.push(big);
     if (tot.class_bits !== null && tot.class_bits !== undefined) {
       out.push(el('p', 'summary-bits', t('room.score_card_bits', { class_bits: bits(tot.class_bits), model: name, model_bits: bits(tot.model_bits_guessed) })));
     }
     const steps = el('ul', 'summary-steps');
     sum.steps.forEach((k) => steps.append(el('li', '', t('room.score_card_step', { step: k.step, token: shown(k.real.label),
-      class_mark: mark(k.class_right), model: name, model_mark: mark(k.model_right) }))));
+      class_mark: k.class_split ? '–' : mark(k.class_right), model: name, model_mark: mark(k.model_right) }))));
     out.push(steps);
-    if (st.name) {
+    if (real && st.name) {
       const a = el('a', '', t('room.score_card_source', { name: st.name }));
       if (/^https:\/\//.test(st.url || '')) { a.href = st.url; a.target = '_blank'; a.rel = 'noopener'; }
       const p = el('p', 'summary-source'); p.append(a); out.push(p);
@@ -169,23 +176,25 @@
   const read = (k) => { try { return JSON.parse(localStorage.getItem(k) || 'null'); } catch (err) { return null; } };
   const write = (k, v) => { try { localStorage.setItem(k, JSON.stringify(v)); } catch (err) { /* private mode */ } };
 
-  function sent(at, answer) { // the guess's first tokens (each spelling's), kept with the guess: `at` names room, text and step
+  function sent(at, answer) { // the guess's first tokens (each spelling's; in other capitals), kept with the guess: `at` names room, text and step
     if (answer && Array.isArray(answer.ids)) write(`llmviz-ids-${at}`, answer.ids);
+    if (answer && Array.isArray(answer.case_ids)) write(`llmviz-case-${at}`, answer.case_ids);
   }
 
   function student(bar, at, s, guess) {
     if (!bar) return;
     const own = bar.querySelector(':scope > .room-own') || bar.insertBefore(el('p', 'room-own'), bar.querySelector('#room-chart'));
     const tally = bar.querySelector(':scope > .room-tally') || bar.insertBefore(el('p', 'room-tally'), own.nextSibling);
-    const scores = read(`llmviz-score-${at}`) || {}, ids = read(`llmviz-ids-${at}-${s.step}`);
+    const scores = read(`llmviz-score-${at}`) || {}, ids = read(`llmviz-ids-${at}-${s.step}`), caps = read(`llmviz-case-${at}-${s.step}`) || [];
     own.textContent = '';
     own.className = 'room-own';
     bar.classList.remove('own-shown');
     if (s.phase === 'revealed' && s.sampled && Array.isArray(ids) && guess) {
-      const right = ids.includes(s.sampled.token_id);
+      const exact = ids.includes(s.sampled.token_id), right = exact || caps.includes(s.sampled.token_id); // (ui/room_scores.py is_right)
       scores[s.step] = right ? 1 : 0;
       write(`llmviz-score-${at}`, scores);
-      own.textContent = t(right ? 'room.score_you_right' : 'room.score_you_wrong', { guess: shown(guess), token: shown(s.sampled.label) });
+      const said = exact ? 'room.score_you_right' : right ? 'room.score_you_right_caps' : 'room.score_you_wrong';
+      own.textContent = t(said, { guess: shown(guess), token: shown(s.sampled.label) });
       own.classList.add(right ? 'is-right' : 'is-wrong');
       bar.classList.add('own-shown'); // (it says the guess: room.js's "Your guess: ..." would say it twice)
     }

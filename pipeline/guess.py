@@ -165,9 +165,11 @@ def rate(lm, trace: Trace, step_index: int, guess: str) -> GuessRating:
 
 
 def clean(guess) -> str:
+    """The guess as rated: the spaces around it are not part of it (a phone's keyboard adds one after a word, a thumb
+    two before it; `variants` puts the space before a word where the model writes one), and never change its verdict."""
     if not isinstance(guess, str):
         raise GuessError("a guess is text: type a word or a few", key="error.guess_not_text")
-    text = guess.strip("\r\n")
+    text = guess.strip()
     if not text.strip():
         raise GuessError("type a guess first: a word, or a piece of one", key="error.guess_empty")
     if len(text) > MAX_GUESS_CHARS:

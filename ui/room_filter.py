@@ -9,10 +9,12 @@ page that polls it, the projector first), each answer row's `text`, `label` and 
     "hide"     a row with a rude word in it left out of the chart (as a row the teacher hides)
 
 The word lists are glin-profanity's (MIT; pinned in requirements.txt), matched whole-word, case-blind, with its
-leetspeak and separator handling ("sh1t", "f.u.c.k", "FUUUCK"), offline. English always; when the page's language
-is one of the lists' (es, fr, de, pt-BR, zh), that language's list too. The other languages' lists are not loaded for
-an English page: they hold ordinary English words ("bite", "con", "mama", "trio") that a lesson needs. ALLOW: the
-few entries of the English list that are ordinary words of a lesson. A text is checked once (cached) and early: as
+leetspeak and separator handling ("sh1t", "f.u.c.k", "FUUUCK"), offline. An answer is masked when it is rude in
+English, in the room's language (the teacher's page's, Room.lang) or in the language of a page that sent it
+(Guess.lang: a Portuguese phone in a German room): each of those that is one of the lists' (es, fr, de, pt-BR, zh)
+adds its list. No other list is applied: in an English room of English pages the other languages' lists would mask
+ordinary English words ("bite", "con", "mama", "trio") that a lesson needs. ALLOW: the few entries of the English
+list that are ordinary words of a lesson. A text is checked once (cached) and early: as
 the guess comes (`warm`, outside the rooms' lock), so a reveal's state, built under the lock at every change, finds
 every answer already known.
 """
@@ -50,12 +52,12 @@ def masked(text: str, locale: str = DEFAULT) -> str:
     return r.get("processed_text", text) if r["contains_profanity"] else text
 
 
-def warm(*texts: str, locale: str = DEFAULT) -> None:
-    """Check `texts` now (a guess as it comes, outside the rooms' lock), so that the reveal's `apply` finds them known:
-    a room of 500 different answers costs the reveal 1 ms, not 100."""
+def warm(*texts: str, locales=(DEFAULT,)) -> None:
+    """Check `texts` now (a guess as it comes, outside the rooms' lock) in `locales`, so that the reveal's `apply` finds
+    them known: a room of 500 different answers costs the reveal 1 ms, not 100."""
     for text in texts:
         if isinstance(text, str):
-            masked(text, locale)
+            masked_in(text, locales)
 
 
 def rude(text: str, locale: str = DEFAULT) -> bool:
@@ -69,21 +71,31 @@ def check_mode(mode) -> str:
     return mode
 
 
+def masked_in(text: str, locales) -> str:
+    """`text` masked by the lists of every language of `locales` (English always)."""
+    for locale in dict.fromkeys(locales or (DEFAULT,)):
+        text = masked(text, locale)
+    return text
+
+
 def apply(rows: list[dict], mode: str | None, locale: str = DEFAULT) -> list[dict]:
-    """The room's answer rows as the projector may show them under `mode` (None: the default, "replace"). New dicts
-    where a row changes; the rows' order and counts kept; "hide" drops a row whose text or token is rude."""
+    """The room's answer rows as the projector may show them under `mode` (None: the default, "replace"): each checked
+    in English, the room's `locale` and the languages of the pages that sent it (a row's `langs`, which no row keeps
+    on its way out). New dicts; the rows' order and counts kept; "hide" drops a row whose text or token is rude."""
     mode = check_mode("replace" if mode is None else mode)
-    if mode == "off":
-        return list(rows)
     out = []
-    for r in rows:
-        clean = {k: masked(r[k], locale) for k in FIELDS if isinstance(r.get(k), str)}
-        changed = any(clean[k] != r[k] for k in clean)
-        if not changed:
+    for row in rows:
+        r = {k: v for k, v in row.items() if k != "langs"}
+        if mode == "off":
+            out.append(r)
+            continue
+        locales = (locale, *(row.get("langs") or ()))
+        clean = {k: masked_in(r[k], locales) for k in FIELDS if isinstance(r.get(k), str)}
+        if all(clean[k] == r[k] for k in clean):
             out.append(r)
         elif mode == "replace":
             out.append({**r, **clean})
     return out
 
 
-__all__ = ["MODES", "MASK", "apply", "masked", "rude", "warm", "check_mode"]
+__all__ = ["MODES", "MASK", "apply", "masked", "masked_in", "rude", "warm", "check_mode"]

@@ -3,8 +3,8 @@
 At a step the class's guesses meet the real next token (a passage's: pipeline/passages.py; a generated trace's, the
 token the model drew). Four numbers, each for the step and summed or averaged over the round:
 
-- class_right: the class's most common answer is the real token (with a tie, when the real token is among the
-  answers tied for most common);
+- class_right: the class's most common answer is the real token; a split class (two or more answers tied for most
+  common) has no one answer, and is not right (class_split says so);
 - class_share_right: the share of the students whose own guess was right (the mean of individual top-1);
 - model_right: the model's most likely token (temperature 1) is the real token;
 - model_bits = -log2 p(real) in the model's temperature-1 distribution, and class_bits = -log2 of the probability the
@@ -15,6 +15,9 @@ token the model drew). Four numbers, each for the step and summed or averaged ov
 A guess is right when the real token is the first token of one of its spellings (Guess.ids: "mat" or " mat"): a
 person types words, the model writes tokens, so a guess "Rapunzel" is right where the real token is " Rapunzel" and
 wrong where the text goes " Rap" + "unzel" (docs/teaching.md says what this changes against studies that score words).
+Spaces around a guess are not part of it (pipeline.guess.clean), and a guess that differs from the real token only in
+its capitals is right too ("BURNING" where the text goes " burning": Guess.case_ids; the rating still names the
+token the guess itself is, and `capitals_differ` lets the page say so): a phone capitalises a first letter unasked.
 """
 from __future__ import annotations
 
@@ -36,9 +39,15 @@ STUDY = {"people": 0.29, "model": 0.38, "model_name": "GPT-Neo-125M",
 
 
 def is_right(g, real_id: int) -> bool:
-    """The guess `g` (a ui.rooms.Guess) names the real token: it is the first token of one of the guess's spellings."""
+    """The guess `g` (a ui.rooms.Guess) names the real token: it is the first token of one of the guess's spellings,
+    as typed or in other capitals."""
     ids = tuple(g.ids) or ((g.token_id,) if g.token_id is not None else ())
-    return int(real_id) in ids
+    return int(real_id) in ids or int(real_id) in tuple(getattr(g, "case_ids", ()) or ())
+
+
+def capitals_differ(g, real_id: int) -> bool:
+    """The guess is right only in other capitals than the real token's."""
+    return is_right(g, real_id) and int(real_id) not in (tuple(g.ids) or ((g.token_id,) if g.token_id is not None else ()))
 
 
 def answer_key(g):
@@ -49,14 +58,22 @@ def answer_key(g):
     return g.token_id
 
 
-def class_right(guesses, real_id: int) -> bool | None:
-    """The class's most common answer (or one of those tied for it) is the real token; None when nobody guessed."""
+def class_split(guesses) -> bool | None:
+    """Two or more answers are tied for the class's most common: the class has no one answer. None: nobody guessed."""
     if not guesses:
         return None
-    counts = Counter(answer_key(g) for g in guesses)
-    right = {answer_key(g) for g in guesses if is_right(g, real_id)}
-    top = max(counts.values())
-    return any(k in right for k, c in counts.items() if c == top)
+    counts = Counter(answer_key(g) for g in guesses).most_common(2)
+    return len(counts) == 2 and counts[0][1] == counts[1][1]
+
+
+def class_right(guesses, real_id: int) -> bool | None:
+    """The class's most common answer is unique and the real token; None when nobody guessed."""
+    if not guesses:
+        return None
+    if class_split(guesses):
+        return False
+    top = Counter(answer_key(g) for g in guesses).most_common(1)[0][0]
+    return any(is_right(g, real_id) for g in guesses if answer_key(g) == top)
 
 
 def class_share_right(guesses, real_id: int) -> float | None:
@@ -97,7 +114,7 @@ def step_score(step, guesses) -> dict:
     """The score of one revealed step: the real token is `step.token_id`; `guesses` the students' (one each)."""
     real = int(step.token_id)
     p = class_prob(guesses, real)
-    return {"class_right": class_right(guesses, real), "class_share_right": class_share_right(guesses, real),
+    return {"class_right": class_right(guesses, real), "class_split": class_split(guesses), "class_share_right": class_share_right(guesses, real),
             **model_numbers(step), "class_prob": p, "class_bits": bits(p)}
 
 
@@ -131,23 +148,38 @@ def answers(guesses, hidden: set) -> list[dict]:
             continue
         groups.setdefault(k, []).append(g)
     rows = [{"text": Counter(g.text for g in gs).most_common(1)[0][0], "token_id": gs[0].token_id, "piece": gs[0].piece,
-             "label": visible(gs[0].piece), "by_text": isinstance(k, tuple), "count": len(gs)}
+             "label": visible(gs[0].piece), "by_text": isinstance(k, tuple), "count": len(gs),
+             "langs": tuple(sorted({g.lang for g in gs if getattr(g, "lang", None)}))}  # (for ui/room_filter.py, which drops it)
             for k, gs in groups.items()]
     return sorted(rows, key=lambda r: -r["count"])
 
 
+def _firsts(lm, step, text: str) -> tuple:
+    """The first token of each spelling of `text` (without a tokenizer: the kept candidate it names, if any)."""
+    if lm is None:
+        tid = guessing.first_token(None, step, text, None)[0]
+        return () if tid is None else (int(tid),)
+    return tuple(dict.fromkeys(int(i[0]) for v in guessing.variants(step, text) if (i := lm.tokens.plain_ids(v))))
+
+
+def case_forms(text: str) -> list[str]:
+    """The guess in the other capitals a person means by it ("burning": "Burning", "BURNING"; "Burning": "burning", ...)."""
+    return [f for f in dict.fromkeys((text.lower(), text[:1].upper() + text[1:].lower(), text.upper(), text.title())) if f != text]
+
+
 def guess_numbers(lm, step, text: str, tid, dist) -> tuple:
-    """(the first token of each spelling of the guess, the model's temperature-1 probability of `tid` and its rank):
-    over the whole vocabulary `dist`; without it, among the step's kept candidates (outside them: None)."""
-    ids = tuple(dict.fromkeys(int(i[0]) for v in guessing.variants(step, text) if (i := lm.tokens.plain_ids(v)))) if lm is not None else ()
-    ids = ids or ((int(tid),) if tid is not None else ())
+    """(the first token of each spelling of the guess, the model's temperature-1 probability of `tid` and its rank,
+    the first tokens of its spellings in other capitals only): over the whole vocabulary `dist`; without it, among the
+    step's kept candidates (outside them: None)."""
+    ids = (_firsts(lm, step, text) if lm is not None else ()) or ((int(tid),) if tid is not None else ())
+    case_ids = tuple(dict.fromkeys(i for f in case_forms(text) for i in _firsts(lm, step, f) if i not in ids))
     if tid is None:
-        return ids, None, None
+        return ids, None, None, case_ids
     if dist is not None:
         p = float(dist[tid])
-        return ids, p, int((dist > dist[tid]).sum()) + 1
+        return ids, p, int((dist > dist[tid]).sum()) + 1, case_ids
     top = [float(q) for t, q in zip(step.top_ids, step.top_probs) if int(t) == tid]
-    return ids, (top[0] if top else None), (int((step.top_probs > top[0]).sum()) + 1 if top else None)
+    return ids, (top[0] if top else None), (int((step.top_probs > top[0]).sum()) + 1 if top else None), case_ids
 
 
 def summary(room) -> dict:
@@ -172,5 +204,5 @@ def model_prob(step, probs, tid) -> dict:
     return {"prob": p, "pct": pct(p)}
 
 
-__all__ = ["STUDY", "is_right", "answer_key", "class_right", "class_share_right", "class_prob", "bits", "model_numbers",
+__all__ = ["STUDY", "is_right", "capitals_differ", "case_forms", "answer_key", "class_split", "class_right", "class_share_right", "class_prob", "bits", "model_numbers",
            "step_score", "totals", "answers", "guess_numbers", "summary", "model_prob"]

@@ -103,7 +103,7 @@ def snapshot(room, steps) -> dict:
     """What is written of `room` (taken under the rooms' lock: copies of its containers, the Guesses shared, as they are
     replaced, never changed): its meta, and the guesses of `steps` (the steps changed since the last write)."""
     meta = {"format": FORMAT, "code": room.code, "key_hash": room.key_hash, "example": room.example, "passage": room.passage,
-            "step": room.step, "phase": room.phase, "version": room.version, "trace_n": room.trace_n,
+            "step": room.step, "phase": room.phase, "version": room.version, "trace_n": room.trace_n, "lang": room.lang,
             "hidden": {str(s): list(h) for s, h in room.hidden.items()}, "options": dict(room.options),
             "names": dict(room.names), "scores": {str(s): dict(v) for s, v in room.scores.items()}}
     return {"code": room.code, "closed": room.closed, "trace_n": room.trace_n, "trace": room.trace, "meta": meta,
@@ -140,7 +140,7 @@ def room_from(meta: dict, trace, guesses: dict):
                       trace_n=int(meta["trace_n"]), guesses=guesses, key_hash=str(meta["key_hash"]), passage=meta.get("passage"),
                       hidden={int(k): set(v) for k, v in meta.get("hidden", {}).items()},
                       options={**rooms.DEFAULT_OPTIONS, **meta.get("options", {})}, names=dict(meta.get("names", {})),
-                      scores={int(k): v for k, v in meta.get("scores", {}).items()})
+                      scores={int(k): v for k, v in meta.get("scores", {}).items()}, lang=str(meta.get("lang") or rooms.DEFAULT))
 
 
 class SqliteRoomStore(RoomStore):

@@ -28,7 +28,7 @@ from ui.examples import is_passage
 from ui.model import same_model
 from viz.fmt import pct
 from viz.style import visible
-from viz.text import t, thousands
+from viz.text import DEFAULT, language, t, thousands
 
 CODE_LETTERS = "ACDEFGHJKMNPQRTUVWXY34679"  # no 0/O, 1/I/L, 2/Z, 5/S, 8/B: read off a projector without doubt
 CODE_LEN = 6
@@ -38,7 +38,7 @@ IDLE_S = 3 * 3600  # a room ends after this long without the teacher's page
 PRESENT_S = 30  # a student counts as present while their page has asked within this long
 GUESS_GAP_S = 0.5  # a student's guesses at most this often
 DEFAULT_OPTIONS = {"profanity": "replace", "hide_counts": False}
-SCORE_FIELDS = ("class_right", "class_share_right", "model_right", "model_prob", "model_bits", "class_bits")  # a step's, in the state
+SCORE_FIELDS = ("class_right", "class_split", "class_share_right", "model_right", "model_prob", "model_bits", "class_bits")  # a step's, in the state
 TOP = 10  # the model's candidates shown beside the room's answers
 # the rooms' forward passes, one at a time; process-wide, like ROOMS at the end of this file (docs/state.md)
 MODEL_THREAD = ThreadPoolExecutor(1, thread_name_prefix="rooms-model")
@@ -53,6 +53,8 @@ class Guess:
     prob: float | None = None  # the model's temperature-1 probability of token_id at the step (whole vocabulary)
     rank: int | None = None  # its rank there (1: the model's most likely)
     step: int = 0
+    case_ids: tuple = ()  # the first tokens of its spellings in other capitals only: right too (ui/room_scores.py)
+    lang: str = ""  # the language of the page that sent it: its rude words are masked too (ui/room_filter.py)
 
 
 @dataclass
@@ -78,6 +80,7 @@ class Room:
     options: dict = field(default_factory=lambda: dict(DEFAULT_OPTIONS))  # the teacher's choices for the projector
     names: dict = field(default_factory=dict)  # student id -> "S1", "S2", ... in the order they first guessed (the CSV's)
     scores: dict = field(default_factory=dict)  # step -> its score when revealed (ui/room_scores.py), for this trace
+    lang: str = DEFAULT  # the teacher's page's language when the room was made: its rude words are masked (ui/room_filter.py)
     key_hash: str = ""  # the key's sha256: a teacher's request is checked by it (`key` is never stored: after a restart, "")
     on_change: object = field(default=None, repr=False, compare=False)  # told of every change: the store's save, or None
 
@@ -124,7 +127,7 @@ class Rooms:
                 raise RoomError(429, lambda: t("rooms.server_full", n=thousands(MAX_ROOMS)))
             code = self._new_code()
             key = secrets.token_urlsafe(18)
-            room = Room(code, key, trace, example, self._step(trace, step), teacher_seen=self.clock(),
+            room = Room(code, key, trace, example, self._step(trace, step), teacher_seen=self.clock(), lang=language(),
                         key_hash=hashlib.sha256(key.encode()).hexdigest(), on_change=self.store and self.store.save)
             room.passage = example if is_passage(example) else None
             self.rooms[code] = room
@@ -228,10 +231,12 @@ class Rooms:
                 self._present(room, _student(student))
             return room
 
-    def guess(self, code: str, student, text, wait: bool = True) -> Guess | None:
+    def guess(self, code: str, student, text, wait: bool = True, lang: str | None = None) -> Guess | None:
         """A student's guess at the room's step: rated outside the lock (in the step's distribution, computed when the
         step opened: a guess sent before that pass ends waits for it), kept as their one live guess for the step.
-        `wait` False (the event loop's call: a lookup, no thread): None, nothing done, while that pass runs."""
+        `wait` False (the event loop's call: a lookup, no thread): None, nothing done, while that pass runs. `lang`:
+        the language of the page that sent it (None: the one spoken now)."""
+        lang = lang or language()
         sid = _student(student)
         if not isinstance(text, str):
             raise RoomError(400, "A guess is text: type a word or a few.")
@@ -241,8 +246,8 @@ class Rooms:
             lm, probs = self._warm(room)
         if not wait and not probs.done():
             return None
-        g = self._rated(lm, trace.steps[s], probs, text)
-        g.step = s
+        g = self._rated(lm, trace.steps[s], probs, text, (room.lang, lang))
+        g.step, g.lang = s, lang
         with self.lock:
             room = self._open(code)
             if room.trace is not trace or room.step != s:
@@ -281,7 +286,7 @@ class Rooms:
     def _revealed(self, room: Room) -> dict:
         step = room.trace.steps[room.step]
         room_rows = room_scores.answers(room.guesses.get(room.step, {}).values(), room.hidden.get(room.step, set()))
-        room_rows = room_filter.apply(room_rows, room.options.get("profanity"))  # (a rude answer never leaves the server)
+        room_rows = room_filter.apply(room_rows, room.options.get("profanity"), room.lang)  # (a rude answer never leaves the server)
         model = [{"token_id": int(step.top_ids[k]), "piece": str(step.top_pieces[k]), "label": visible(str(step.top_pieces[k])),
                   "prob": float(step.top_probs[k]), "pct": pct(step.top_probs[k])} for k in range(min(TOP, len(step.top_ids)))]
         n = sum(r["count"] for r in room_rows)
@@ -291,7 +296,7 @@ class Rooms:
         favourites = [dict(r, **room_scores.model_prob(step, probs, r["token_id"])) for r in room_rows if r["count"] == room_rows[0]["count"]]
         score = room.scores.get(room.step) or room_scores.step_score(step, list(room.guesses.get(room.step, {}).values()))
         return {"room": room_rows, "model": model, "sampled": {"token_id": step.token_id, "piece": step.piece, "label": visible(step.piece)},
-                "score": {k: score[k] for k in SCORE_FIELDS},
+                "score": {k: score.get(k) for k in SCORE_FIELDS},
                 "top_share": top_share, "favourites": favourites, "favourite_prob": favourites[0]["prob"] if favourites else None}
 
     # -- helpers ------------------------------------------------------------------------------------------
@@ -312,7 +317,7 @@ class Rooms:
         return kept[keys[0]]
 
     @staticmethod
-    def _rated(lm, step, probs: Future, text: str) -> Guess:
+    def _rated(lm, step, probs: Future, text: str, locales=()) -> Guess:
         """The guess's first token as the model writes it, in the step's distribution (waited for, when the guess came
         before its forward pass ended)."""
         try:
@@ -321,8 +326,9 @@ class Rooms:
             raise RoomError(400, refused_guess(text, e)) from None
         dist = probs.result()
         tid, piece = guessing.first_token(lm, step, text, dist)
-        room_filter.warm(text, piece, visible(piece))  # (checked here, outside the lock: the reveal's filter finds it known)
-        return Guess(text, tid, piece, *room_scores.guess_numbers(lm, step, text, tid, dist))
+        room_filter.warm(text, piece, visible(piece), locales=locales)  # (checked here, outside the lock: the reveal's filter finds it known)
+        ids, prob, rank, case_ids = room_scores.guess_numbers(lm, step, text, tid, dist)
+        return Guess(text, tid, piece, ids, prob, rank, case_ids=case_ids)
 
     def _open(self, code: str) -> Room:
         room = self.rooms.get(str(code).upper())

@@ -118,12 +118,13 @@ async def guess(code: str, request: Request):
         # on the event loop when the step's distribution is ready (a lookup: no thread, whose hand-offs of the GIL
         # made a guess wait behind the others under a class of 500); else in a worker thread, which waits for it (asked
         # for when the step opened, on the model's thread, which may be busy with a generation)
-        g = ROOMS.guess(code, body.get("student"), body.get("text"), wait=False) \
-            or await run_in_threadpool(ROOMS.guess, code, body.get("student"), body.get("text"))
+        lang = of(request)  # (the language of the page that sent it: its rude words are masked too)
+        g = ROOMS.guess(code, body.get("student"), body.get("text"), wait=False, lang=lang) \
+            or await run_in_threadpool(ROOMS.guess, code, body.get("student"), body.get("text"), True, lang)
     except RoomError as e:
         with speaking(of(request)):  # (a refusal the student's page shows, in its language)
             return _refused(e)
-    return {"text": g.text, "token_id": g.token_id, "piece": g.piece, "ids": list(g.ids)}
+    return {"text": g.text, "token_id": g.token_id, "piece": g.piece, "ids": list(g.ids), "case_ids": list(g.case_ids)}
 
 
 async def _teacher(code: str, request: Request, act) -> Response:

@@ -9,6 +9,7 @@ Screenshots: artifacts/screenshots/i36_round_*.png."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 
 import pytest
@@ -112,8 +113,11 @@ def test_a_class_plays_five_steps_of_real_text_to_the_summary(browser, app_url, 
     teacher.click("#class-summary-show")
     teacher.wait_for_function("() => !document.getElementById('class-summary').hidden", timeout=10_000)
     card = teacher.inner_text("#class-summary")
-    assert f"Your class: {sm['totals']['class_right']} of {STEPS}" in card and f"{sm['totals']['model_right']} of {STEPS}" in card
-    assert "SmolLM2" in card and "29%" in card and "38%" in card
+    share = re.search(r"Your students: (\d+)% of their guesses right", card)
+    assert share and abs(int(share[1]) - 100 * sm["totals"]["class_share_right"]) <= 0.5 + 1e-9, card
+    assert share.start() < card.index(f"right at {sm['totals']['class_right']} of {STEPS}")
+    assert f"{sm['totals']['model_right']} of {STEPS}" in card
+    assert "SmolLM2" in card and "29%" in card and "38%" in card  # (real text: the study of people beside the class)
     size = teacher.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#class-summary')).fontSize)")
     assert size >= 24
     teacher.screenshot(path=str(shots / "i36_round_summary_projector.png"))

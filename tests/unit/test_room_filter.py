@@ -67,7 +67,7 @@ def test_apply_replace_masks_each_field_and_keeps_the_rows_and_counts():
     rows = [row("Paris", count=3), row("shit", count=2, token_id=9), row("Sh1t happens", label="Sh", count=1, token_id=11)]
     out = apply(rows, "replace")
     assert [r["count"] for r in out] == [3, 2, 1] and [r["token_id"] for r in out] == [7, 9, 11]
-    assert out[0] is rows[0]  # (a clean row as it was)
+    assert out[0] == rows[0]  # (a clean row as it was)
     assert out[1]["text"] == MASK and out[1]["label"] == f"·{MASK}" and out[1]["piece"] == f" {MASK}"
     assert out[2]["text"] == f"{MASK} happens" and out[2]["label"] == "·Sh"
     assert rows[1]["text"] == "shit"  # (the room's own rows are not changed: the CSV keeps what was typed)

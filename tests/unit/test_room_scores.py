@@ -36,11 +36,25 @@ def test_the_share_right_is_the_mean_of_individual_top1():
     assert S.class_share_right([], REAL) is None
 
 
-def test_the_plurality_answer_and_ties():
-    assert S.class_right(ten(), REAL) is True  # "mat" (3 as token 7) is the most common answer: " Mat" (token 9) is its own
+def test_the_plurality_answer_is_right_only_when_unique_and_right():
+    # "mat" (3 as token 7) and "cat" (3) tie for the most common answer (" Mat", token 9, is its own): a split class
+    assert S.class_right(ten(), REAL) is False and S.class_split(ten()) is True
+    assert S.class_right(ten() + [g("mat", 7)], REAL) is True and S.class_split(ten() + [g("mat", 7)]) is False
     assert S.class_right([g("cat", 3)] * 3 + [g("mat", 7)] * 2, REAL) is False
-    assert S.class_right([g("cat", 3)] * 2 + [g("mat", 7)] * 2, REAL) is True  # a tie with the real token in it
-    assert S.class_right([], REAL) is None
+    assert S.class_right([g("cat", 3)] * 2 + [g("mat", 7)] * 2, REAL) is False  # a tie with the real token in it: no one answer
+    # four students, four answers, one of them right: the class has no answer, and one student in four was right
+    four = [g("mat", 7), g("cat", 3), g("dog", 4), g("rug", 5)]
+    assert S.class_right(four, REAL) is False and S.class_split(four) is True and S.class_share_right(four, REAL) == 0.25
+    assert S.step_score(NS(token_id=REAL, top_ids=[3], chosen_prob=0.1, logits=None), four)["class_split"] is True
+    assert S.class_right([], REAL) is None and S.class_split([]) is None
+
+
+def test_a_guess_in_other_capitals_is_right_and_says_so():
+    burning = Guess("BURNING", 11, "B", (11,), case_ids=(REAL,))
+    assert S.is_right(burning, REAL) and S.capitals_differ(burning, REAL)
+    assert S.is_right(g("burning", 7), REAL) and not S.capitals_differ(g("burning", 7), REAL)
+    assert not S.is_right(Guess("BURN", 12, "B", (12,), case_ids=(13,)), REAL)
+    assert S.case_forms("burning") == ["Burning", "BURNING"] and S.case_forms("BURNING") == ["burning", "Burning"]
 
 
 def test_class_bits_are_add_one_smoothed_over_the_answers_given():
