@@ -29,7 +29,17 @@
     Object.assign(el.dataset, { right: same, steps: all.length, model: all.filter((g) => g.top).length });
   }
 
+  // The sentences drawn over what is hidden (assets/style.css's ::after), in the page's language: CSS holds no words
+  let said = null;
+  function notes() {
+    const lang = document.documentElement.lang || '';
+    if (said === lang) return;
+    said = lang;
+    ['alone', 'class', 'room'].forEach((k) => document.documentElement.style.setProperty(`--hidden-${k}`, JSON.stringify(root.LLMText.t(`guess.hidden_${k}`))));
+  }
+
   function update() {
+    notes();
     const a = app();
     if (a && a.state.key !== key) { key = a.state.key; seen.clear(); opened.clear(); }
     const guessing = on();

@@ -16,7 +16,8 @@
 
   const MAX_GUESS_CHARS = 40; // pipeline.guess.MAX_GUESS_CHARS
   // Python's str.isspace (every such character), str.isalpha and str.isnumeric of one character
-  const ALL_SPACE = /^[\t\n\v\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+  const SPACE = '[\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
+  const ALL_SPACE = new RegExp(`^${SPACE}*$`), AROUND = new RegExp(`^${SPACE}+|${SPACE}+$`, 'g'); // (str.strip())
   const LETTER = /^\p{L}$/u, DIGIT = /^\p{N}$/u;
   const BYTE_END = /<0x[0-9A-F]{2}>$/; // pipeline.guess.BYTE_END: a piece that ends inside a character
   const VISIBLE = { ' ': '·', '\n': '↵', '\t': '→', '\r': '␍' }; // viz.style.visible
@@ -31,7 +32,7 @@
   const chars = (t) => Array.from(t).length; // Python's len: code points
 
   function clean(guess) {
-    const text = String(guess).replace(/^[\r\n]+|[\r\n]+$/g, '');
+    const text = String(guess).replace(AROUND, ''); // (the spaces around a guess are not part of it: pipeline.guess.clean)
     if (ALL_SPACE.test(text)) throw new Refused(t('error.guess_empty'));
     if (chars(text) > MAX_GUESS_CHARS) throw new Refused(t('error.guess_too_long', { n: MAX_GUESS_CHARS }));
     return text;

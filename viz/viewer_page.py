@@ -5,6 +5,7 @@ viz/viewer_guess.py, its script assets/viewer_guess.js: the app has its own). It
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from .viewer_guess import guess_json
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TEMPLATE = ASSETS / "viewer.html"
-SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
+SLOT = re.compile(r"\{\{([A-Z_]+|T:[a-z_.]+|CSS:[a-z_.]+)\}\}")  # a value; T:key the catalogue's words; CSS:key as a CSS string
 # the viewer's scripts in assets/, in the order they load, after Plotly.js and the text catalogue (viz.text.head_script;
 # each needs those before it): text.js (the page's words and numbers) first; the offline page inlines them, the app
 # loads them by URL (ui/viewer_wiring.py), the browser tests too
@@ -140,6 +141,11 @@ def top_n_words(trace: Trace, n_steps: int) -> str:
     return thousands(sizes[0]) if len(sizes) == 1 else f"{thousands(sizes[0])}–{thousands(sizes[-1])}"
 
 
+def footer_html(plotly_version: str) -> str:
+    return html.escape(t("offline.footer", command="\0", module="\1", version=plotly_version)).replace(
+        "\0", "<code>python -m pipeline html</code>").replace("\1", "<code>pipeline.sampling</code>")
+
+
 def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frames: int = MAX_FRAMES, bundle: dict | None = None) -> str:
     """The whole page as one string. `bundle`: the trace's viewer bundle when already made (the app
     has the one its page shows); else made here for `layer`, `head` (None: every head) and `max_frames`."""
@@ -161,11 +167,17 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
         "STEP_SECTIONS": step_sections(trace, bundle),
         "BUNDLE": bundle_json(bundle),
         "VIEWER_JS": "\n".join([catalogue_js(), *(_inline_script(f) for f in VIEWER_SCRIPTS)]),  # the words first (viz.text)
-        "GUESS_TOP_N": top_n_words(trace, n),
+        "GUESS_CAPTION": html.escape(t("offline.guess_caption", n=top_n_words(trace, n))),
+        "FOOTER": footer_html(version),
         "GUESS_DATA": guess_json(trace, bundle),
         "GUESS_JS": _inline_script(GUESS_SCRIPT),
     }
     template = TEMPLATE.read_text(encoding="utf-8")
+    for key in SLOT.findall(template):  # the page's words, in the page's language (none written in the template)
+        if key.startswith("T:"):
+            slots[key] = html.escape(t(key[2:]))
+        elif key.startswith("CSS:"):
+            slots[key] = json.dumps(t(key[4:]), ensure_ascii=False).replace("<", "\\3c ")
     missing = set(SLOT.findall(template)) - set(slots)
     assert not missing, f"assets/viewer.html has slots nothing fills: {sorted(missing)}"
     return SLOT.sub(lambda m: slots[m.group(1)], template)  # one pass: inserted text is never scanned again

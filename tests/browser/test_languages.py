@@ -30,6 +30,10 @@ VISIBLE_WORDS = """() => {
   }
   return out.join('\\n');
 }"""
+# what CSS draws as text: every shown element's ::before and ::after content (words there must be the page's language)
+PSEUDO_WORDS = """() => [...document.querySelectorAll('body *')].filter((e) => e.getClientRects().length).flatMap((e) =>
+  ['::before', '::after'].map((p) => getComputedStyle(e, p).content)).filter((c) => c && c !== 'none' && c !== 'normal')
+  .map((c) => { try { return JSON.parse(c); } catch (err) { return c; } }).filter((c) => /\\p{L}/u.test(c))"""
 OPENED = "() => window.LLMApp && LLMApp.mounted() && document.querySelector('#dist-plot .main-svg') && document.querySelector('#model-info')?.innerText.trim()"
 
 
@@ -169,6 +173,12 @@ def test_a_class_with_a_french_teacher_and_spanish_and_chinese_students(browser,
         teacher.wait_for_timeout(200)
     teacher.wait_for_function("(w) => (document.getElementById('class-chart')?.textContent || '').includes(w)",
                               arg=_words_before("room.count_other", "fr"), timeout=20_000)
+    # before the reveal, the words CSS draws over the hidden distribution: the page's language, no English left
+    for page, lang in ((teacher, "fr"), (es, "es"), (zh, "zh-CN")):
+        drawn = page.evaluate(PSEUDO_WORDS)
+        assert english_left("\n".join(drawn), lang) == [] and "Hidden" not in " ".join(drawn), (lang, drawn)
+        if page is not teacher:
+            assert catalogue(lang)["guess.hidden_room"] in drawn, (lang, drawn)
     teacher.click("#class-reveal")
     for page, lang in ((teacher, "fr"), (es, "es"), (zh, "zh-CN")):
         box = "#class-chart" if page is teacher else "#room-chart"

@@ -125,3 +125,36 @@ def test_viewer_files_of_a_trace_that_is_gone_are_removed():
     gc.collect()
     viewer_wiring._cached(make_trace(n_steps=2), ("test",), lambda: "{}")
     assert not path.exists()
+
+
+def _static_words(page: str) -> str:
+    """The page's own words as a person reads them: its markup outside the data, the scripts and the step panels'
+    figures (the model's text and the prompt are the trace's, not the page's), tags stripped, plus its CSS strings."""
+    head, body = page[:page.index("</head>")], page[page.index("</head>"):page.index('<script type="application/json"')]
+    body = re.sub(r'<div id="(prompt|output)">.*?</div>', "", body, flags=re.S)
+    css = " ".join(json.loads(f'"{m}"') for m in re.findall(r'--hidden-\w+: "((?:[^"\\]|\\.)*)"', head))
+    return html.unescape(re.sub(r"<[^>]+>", " ", body)) + " " + css
+
+
+@pytest.mark.parametrize("lang", ["de", "es", "fr", "pt-BR", "zh-CN"])
+def test_the_offline_page_speaks_its_language_with_no_english_left(trace, lang):
+    """`python -m pipeline html --lang de`: the title, the intro, the step bar, Guess first, the prompt and the reply,
+    the guess box, the footer and the sentences CSS draws over a hidden plot all in German; none of it in English."""
+    from viz.text import catalogue, speaking
+
+    with speaking(lang):
+        page = render_html(trace, layer=1, head=3)
+    words, en, own = _static_words(page), catalogue("en"), catalogue(lang)
+    keys = [k for k in en if k.startswith("offline.")] + ["label.slider", "button.play", "label.guess_on", "placeholder.guess", "button.guess"]
+    english = [k for k in keys if en[k] != own[k] and re.sub(r"\{\w+\}.*", "", en[k]).strip() in words]
+    assert english == [] and f'lang="{lang}"' in page
+    for k in ("offline.heading", "offline.guess_ask", "offline.prompt", "offline.hidden_dist", "button.guess"):
+        assert own[k] in words, k
+    assert "Hidden until" not in page and "What comes next?" not in page and "The reply" not in page
+
+
+@pytest.mark.parametrize("name", ["viewer.css", "style.css"])
+def test_no_sentence_is_drawn_by_css(name):
+    """A sentence in CSS (`content: "Hidden until ..."`) is English on every page: the words come from the catalogue."""
+    with open(os.path.join(ROOT, "assets", name), encoding="utf-8") as f:
+        assert re.findall(r"content:\s*[\"'][^\"']*[A-Za-z]", f.read()) == []
