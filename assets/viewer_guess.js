@@ -62,12 +62,30 @@
     return a !== b && a !== 'space' && !BYTE_END.test(piece);
   }
 
+  // pipeline.guess._written: the pieces (two or more, the step's own first) the text goes on with when the guess is them
+  function written(d, text) {
+    const pieces = [d.piece];
+    let done = d.piece;
+    for (const piece of d.ahead || []) {
+      if (!text.startsWith(done + piece)) break;
+      pieces.push(piece);
+      done += piece;
+      if (done === text) return pieces;
+    }
+    return null;
+  }
+
   function rateCandidates(d, text) {
-    let k = -1; // the longest piece the guess is, or starts a word with; of equals, the first
+    let k = -1, pieces = null; // the longest piece the guess is, or starts a word with; of equals, the first
     d.pieces.forEach((piece, i) => { if (wholeStart(text, piece) && (k < 0 || d.L[i] > d.L[k])) k = i; });
+    if (k >= 0) pieces = [d.pieces[k]];
+    if (k < 0 || d.L[k] < chars(text)) { // else the word the model wrote over several tokens from here: the step's own token
+      const wrote = written(d, text), at = d.I.indexOf(d.id);
+      if (wrote && at >= 0) { k = at; pieces = wrote; }
+    }
     if (k < 0) return { text, prob: null, rank: null, below: d.P[d.P.length - 1], chosen: false, above: false };
     const p = d.P[k], rank = d.P.reduce((n, x) => n + (x > p ? 1 : 0), 1); // (ties share the better rank: pipeline.guess)
-    return { text, piece: d.pieces[k], prob: p, rank, final: d.F[k], below: null, chosen: d.I[k] === d.id, above: p > d.chosen };
+    return { text, piece: pieces[0], pieces, prob: p, rank, final: d.F[k], below: null, chosen: d.I[k] === d.id, above: p > d.chosen };
   }
 
   // Of the guess's spellings, the one whose candidate the model rates higher (the first of equals).
@@ -91,7 +109,7 @@
     if (r.prob === null) {
       return [['guess-head', parts('guess.not_kept', { guess: q(r.typed), n, bound: prob(r.below) })], ['', parts('guess.it_wrote', wrote)]];
     }
-    const first = r.piece === r.text ? t('guess.tokens', { pieces: q(visible(r.piece)) })
+    const first = r.pieces.join('') === r.text ? t('guess.tokens', { pieces: r.pieces.map((x) => q(visible(x))).join(' + ') })
       : t('guess.first_token', { piece: q(visible(r.piece)), n });
     const out = [['guess-head', parts('guess.rated', { guess: q(r.typed), prob: { b: prob(r.prob) }, rank: { b: t('guess.rank', { rank: thousands(r.rank) }) } })],
                  ['', [`${first} ${t('guess.final', { prob: prob(r.final) })}`]]];

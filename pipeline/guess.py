@@ -21,7 +21,7 @@ from pipeline.sampling import apply_stages, softmax
 MAX_GUESS_CHARS = 40
 BYTE_END = re.compile(r"<0x[0-9A-F]{2}>$")  # a readable piece's last byte of an unfinished character (pipeline.tokens)
 __all__ = ["GuessError", "GuessRating", "MAX_GUESS_CHARS", "clean", "ends_in_bytes", "first_token", "rate", "space_before", "step_probs",
-           "variants"]
+           "variants", "written_ahead"]
 
 
 @dataclass(frozen=True)
@@ -129,24 +129,58 @@ def _rated(lm, trace: Trace, step: StepRecord, text: str, ids: list[int], logits
                        float(final[first]), seq, None, first == step.token_id, p > float(probs[step.token_id]))
 
 
-def _rate_candidates(step: StepRecord, text: str) -> GuessRating:
+def written_ahead(trace: Trace, index: int) -> tuple[str, ...]:
+    """The pieces the text has after step `index`'s own, as many as a guess can be long (it is at most
+    MAX_GUESS_CHARS, and one space before it): a word the model wrote as several tokens, typed whole at its first
+    step, is that step's token (`_rate_candidates`)."""
+    out, n = [], len(str(trace.steps[index].piece))
+    for s in trace.steps[index + 1:]:
+        if n > MAX_GUESS_CHARS:
+            break
+        out.append(str(s.piece))
+        n += len(out[-1])
+    return tuple(out)
+
+
+def _written(step: StepRecord, text: str, ahead) -> tuple[str, ...]:
+    """The pieces (two or more, the step's own first) the text goes on with from this step when `text` is exactly
+    them; () when it is not."""
+    pieces, done = [str(step.piece)], str(step.piece)
+    for piece in ahead:
+        if not text.startswith(done + piece):
+            break
+        pieces.append(piece)
+        done += piece
+        if done == text:
+            return tuple(pieces)
+    return ()
+
+
+def _rate_candidates(step: StepRecord, text: str, ahead=()) -> GuessRating:
     """No tokenizer: the guess matched against the step's kept candidates (the longest piece it is, or starts with
-    before another kind of character: _whole_start); outside them, the bound, never the number of a candidate it
-    merely starts with ("banana" is not " b")."""
+    before another kind of character: _whole_start); else, when it is exactly what the text goes on with from this
+    step over several tokens (`ahead`: written_ahead), the step's own token ("Rapunzel" where the model wrote " Rap" +
+    "unzel"); outside them, the bound, never the number of a candidate it merely starts with ("banana" is not " b")."""
     pieces = [str(x) for x in step.top_pieces]
     hits = [k for k, piece in enumerate(pieces) if _whole_start(text, piece)]
-    if not hits:
+    k = max(hits, key=lambda k: (len(pieces[k]), -k)) if hits else None
+    matched = (pieces[k],) if k is not None else ()
+    if k is None or len(pieces[k]) < len(text):
+        wrote = _written(step, text, ahead)
+        ids = [int(i) for i in step.top_ids]
+        if wrote and int(step.token_id) in ids:
+            k, matched = ids.index(int(step.token_id)), wrote
+    if k is None:
         return GuessRating(text, (), False, None, None, None, None, None, float(step.top_probs[-1]), False, False)
-    k = max(hits, key=lambda k: (len(pieces[k]), -k))
     tid, p = int(step.top_ids[k]), float(step.top_probs[k])
     rank = int((np.asarray(step.top_probs) > step.top_probs[k]).sum()) + 1  # (ties share the better rank, as over the vocabulary)
-    return GuessRating(text, (pieces[k],), False, tid, p, rank, float(step.top_final_probs[k]), None, None,
+    return GuessRating(text, matched, False, tid, p, rank, float(step.top_final_probs[k]), None, None,
                        tid == step.token_id, p > step.chosen_prob)
 
 
-def _best_candidate(step: StepRecord, text: str) -> GuessRating:
+def _best_candidate(step: StepRecord, text: str, ahead=()) -> GuessRating:
     """Of the guess's spellings, the one whose kept candidate the model rates higher (_rate_candidates)."""
-    return max((_rate_candidates(step, v) for v in variants(step, text)), key=lambda r: r.prob or 0.0)
+    return max((_rate_candidates(step, v, ahead) for v in variants(step, text)), key=lambda r: r.prob or 0.0)
 
 
 def rate(lm, trace: Trace, step_index: int, guess: str) -> GuessRating:
@@ -157,7 +191,7 @@ def rate(lm, trace: Trace, step_index: int, guess: str) -> GuessRating:
     step = trace.steps[step_index]
     logits = _full_logits(lm, trace, step)
     if logits is None or lm is None:  # no tokenizer: the candidates' pieces name the token (exact with the logits)
-        r = _best_candidate(step, text)
+        r = _best_candidate(step, text, written_ahead(trace, step_index))
         return r if logits is None or r.token_id is None else _rated(None, trace, step, r.text, [r.token_id], logits, softmax(logits), r.pieces)
     probs = softmax(logits)
     text, ids = max(((v, ids) for v in variants(step, text) if (ids := lm.tokens.plain_ids(v))), key=lambda s: probs[s[1][0]])

@@ -37,7 +37,7 @@ def rating_html(r: GuessRating, s: int, step: StepRecord) -> str:
         body = (_p("guess-head", t_html("guess.not_kept", guess=_q(r.text), n=thousands(len(step.top_ids)), bound=pct(r.below, None)))
                 + _p("", t_html("guess.forced_it_wrote" if step.forced else "guess.it_wrote", token=chosen, prob=wrote)))
         return f"<div class='guess-result' {attrs}>{body}</div>"
-    if r.tokenized or r.pieces == (r.text,):
+    if r.tokenized or "".join(r.pieces) == r.text:  # (no tokenizer: the candidate the guess is, or the pieces the text has)
         as_tokens = t_html("guess.tokens", pieces=" + ".join(  # (a character cut across tokens: its parts, '天 1/3')
             t_html("common.quote", text=chip_html(seg, None)) for seg in parts(r.pieces)))
     else:  # (no tokenizer: the first token matched among the kept candidates, the rest not rated)

@@ -12,6 +12,8 @@ bundle, in order):
   distribution the step was sampled from (`top_final_probs`), each the little-endian bytes of one typed array in
   base64, their types in `dtypes` (viz.viewer_sampling.packed's arrays: the browser reads the very same numbers);
 - `id`, `piece`, `chosen`: the sampled token's id, piece and temperature-1 probability (`chosen_prob`);
+- `ahead`: the pieces the text goes on with after the step's own, as many as a guess can be long
+  (pipeline.guess.written_ahead): a word the model wrote as several tokens, typed whole, is the step's token;
 - `space`: 1 when a guess is also tried with a space before it (the context's last piece is not empty and does not
   end in whitespace: pipeline.guess.variants), else 0 (a guess typed with a space before it is tried without it too).
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.guess import space_before
+from pipeline.guess import space_before, written_ahead
 from pipeline.records import Trace
 
 from .viewer import bundle_json
@@ -51,7 +53,7 @@ def guess_data(trace: Trace, bundle: dict) -> dict:
         "steps": [{"pieces": [str(x) for x in s.top_pieces], "ids": _b64(s.top_ids, dtypes["ids"]),
                    "p": _b64(s.top_probs, dtypes["p"]), "f": _b64(s.top_final_probs, dtypes["f"]),
                    "id": int(s.token_id), "piece": str(s.piece), "chosen": float(s.chosen_prob),
-                   "space": int(space_before(s))} for s in steps],
+                   "ahead": list(written_ahead(trace, i)), "space": int(space_before(s))} for i, s in enumerate(steps)],
     }
 
 

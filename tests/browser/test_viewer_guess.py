@@ -12,7 +12,7 @@ from ui.messages import sentence
 
 from pipeline import gallery
 from pipeline.errors import GuessError
-from pipeline.guess import _best_candidate, clean
+from pipeline.guess import _best_candidate, clean, written_ahead
 from tests.synthetic import make_trace
 from viz.fmt import pct
 from viz.viewer_page import write_html
@@ -277,28 +277,32 @@ def test_an_attention_heatmap_of_a_long_context_stays_shown(browser, tmp_path):
     clean_page(page)
 
 
-def _guesses(step) -> list[str]:
-    """Guesses that exercise every rule: each piece, with and without its space, longer, cut, case, odd characters."""
+def _guesses(step, ahead=()) -> list[str]:
+    """Guesses that exercise every rule: each piece, with and without its space, longer, cut, case, odd characters;
+    what the text goes on with over several tokens from the step (`ahead`), typed whole, cut and longer."""
     out = ["a", "A", " ", "\r\nThe\r\n", "\n", "é", "😀x", "1", "x" * 40, "x" * 41, "\t", "\u3000", "\x1c", "☃", HOSTILE, "🌪", " 🌪",
            " a", "  a", "8849", "日本"]
     for piece in (str(x) for x in step.top_pieces[:30]):
         out += [piece, piece.lstrip(), piece + "s and more", piece[:2], piece.upper(), piece.strip() + "\n", " " + piece.lstrip(),
                 piece + " more", piece + ".", piece + "7", piece.lstrip() + "é"]
+    for n in range(1, len(ahead) + 1):
+        whole = str(step.piece) + "".join(ahead[:n])
+        out += [whole, whole.strip(), whole[:-1], whole + "x"]
     return out
 
 
-def _python(step, g):
+def _python(step, g, ahead=()):
     try:
-        r = _best_candidate(step, clean(g))
+        r = _best_candidate(step, clean(g), ahead)
     except GuessError as e:
         return {"refused": sentence(e)}
     return {"text": r.text, "rank": r.rank, "prob": r.prob, "final": r.final_prob, "below": r.below, "chosen": r.chosen,
-            "above": r.above_chosen}
+            "above": r.above_chosen, "pieces": list(r.pieces)}
 
 
 RATE_ALL = """([s, guesses]) => guesses.map((g) => { const G = LLMViewer.guess;
   try { const r = G.rate(s, g); return { text: r.text, rank: r.rank, prob: r.prob, final: r.prob === null ? null : r.final,
-                                           below: r.below, chosen: r.chosen, above: r.above }; }
+                                           below: r.below, chosen: r.chosen, above: r.above, pieces: r.pieces || [] }; }
   catch (e) { if (e instanceof G.Refused) return { refused: e.message }; throw e; } })"""
 
 
@@ -309,9 +313,9 @@ def test_the_browsers_rating_is_pipeline_guess_exactly(browser, html_file, chat_
     t, path = (trace, html_file) if which == "synthetic" else (chat, chat_file)
     page = open_guess(browser, path)
     for s in range(0, len(t.steps), 3):
-        step = t.steps[s]
-        gs = _guesses(step)
-        assert page.evaluate(RATE_ALL, [s, gs]) == [_python(step, g) for g in gs], f"step {s}"
+        step, ahead = t.steps[s], written_ahead(t, s)
+        gs = _guesses(step, ahead)
+        assert page.evaluate(RATE_ALL, [s, gs]) == [_python(step, g, ahead) for g in gs], f"step {s}"
     values = [float(v) for st in t.steps for v in (*st.top_probs, *st.top_final_probs, st.chosen_prob)]
     values += [0.125, 0.00125, 0.0125, 0.5, 0.995, 0.0995, 0.00995, 0.000995, 1e-4, 1e-6, 1e-7, 0.0, 1.0, 0.105, 0.0105, 0.00105,
                0.0375, 0.00875, float(np.float32(0.035))]

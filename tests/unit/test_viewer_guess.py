@@ -104,3 +104,22 @@ def test_every_kind_of_text_is_tried_in_both_spellings(trace):
     for st in (inside, after):  # typed with a space before it: also without
         assert variants(st, " mat") == [" mat", "mat"] and variants(st, " 🌪") == [" 🌪", "🌪"]
     assert variants(inside, "  ") == ["  "] and variants(inside, "\tx") == ["\tx"]
+
+
+def test_a_word_the_model_wrote_over_several_tokens_typed_whole_is_its_first_steps_token():
+    """The French gallery trace begins "C" + "iel": "Ciel" typed at step 0 is the model's own word (its first token the
+    step's), on the offline page as on the live one, not "not among the 100 likeliest"; "Cielx" and "Cie" are not."""
+    from pipeline import gallery
+    from pipeline.guess import rate, written_ahead
+    from viz.guess import rating_html
+
+    tr = gallery.load("french")
+    step = tr.steps[0]
+    assert (str(step.piece), str(tr.steps[1].piece)) == ("C", "iel") and written_ahead(tr, 0)[:1] == ("iel",)
+    r = rate(None, tr, 0, "Ciel")
+    assert r.chosen and r.token_id == step.token_id and r.pieces == ("C", "iel") and r.rank >= 1
+    assert "“C” + “iel”" in re.sub(r"<[^>]+>", "", rating_html(r, 0, step)) and "guess-match" in rating_html(r, 0, step)
+    assert not rate(None, tr, 0, "Cielx").chosen and rate(None, tr, 0, "Cie").pieces != ("C", "iel")
+    d = guess_data(tr, viewer_bundle(tr))
+    ahead = d["steps"][0]["ahead"]
+    assert ahead == list(written_ahead(tr, 0)) and len("".join([str(step.piece), *ahead[:-1]])) <= 40  # (as long as a guess, no more)
