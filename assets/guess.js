@@ -35,7 +35,8 @@
     const lang = document.documentElement.lang || '';
     if (said === lang) return;
     said = lang;
-    ['alone', 'class', 'room'].forEach((k) => document.documentElement.style.setProperty(`--hidden-${k}`, JSON.stringify(root.LLMText.t(`guess.hidden_${k}`))));
+    const t = root.LLMText.t, words = { alone: t('guess.hidden_alone'), class: t('guess.hidden_class'), room: t('guess.hidden_room') };
+    Object.entries(words).forEach(([k, w]) => document.documentElement.style.setProperty(`--hidden-${k}`, JSON.stringify(w)));
   }
 
   function update() {

@@ -26,11 +26,13 @@
     return null;
   }
 
+  // ?lang= (a link's, the picker's), else the browser's own languages, else ?hl= (a class's join link: the teacher's
+  // language, for a browser whose languages the page does not speak), else English (ui/language.py `of`)
   function pick() {
-    const asked = new URLSearchParams(root.location.search).getAll('lang').pop();
+    const q = new URLSearchParams(root.location.search), asked = q.getAll('lang').pop(), hint = q.getAll('hl').pop();
     if (asked && match(asked)) return match(asked);
     for (const tag of navigator.languages || [navigator.language]) if (match(tag)) return match(tag);
-    return 'en';
+    return (hint && match(hint)) || 'en';
   }
 
   const lang = pick();

@@ -193,8 +193,8 @@
       const exact = ids.includes(s.sampled.token_id), right = exact || caps.includes(s.sampled.token_id); // (ui/room_scores.py is_right)
       scores[s.step] = right ? 1 : 0;
       write(`llmviz-score-${at}`, scores);
-      const said = exact ? 'room.score_you_right' : right ? 'room.score_you_right_caps' : 'room.score_you_wrong';
-      own.textContent = t(said, { guess: shown(guess), token: shown(s.sampled.label) });
+      own.textContent = t(exact ? 'room.score_you_right' : right ? 'room.score_you_right_caps' : 'room.score_you_wrong',
+        { guess: shown(guess), token: shown(s.sampled.label) });
       own.classList.add(right ? 'is-right' : 'is-wrong');
       bar.classList.add('own-shown'); // (it says the guess: room.js's "Your guess: ..." would say it twice)
     }

@@ -41,10 +41,11 @@ def join_base(address) -> tuple[str, str]:
 
 
 def join_link(base: str, code: str) -> str:
-    """The class's join link (and its QR code): ?room=CODE, and the teacher's language when it is not English, so that
-    the class's pages open in it (a student's page may switch to another: assets/language.js)."""
+    """The class's join link (and its QR code): ?room=CODE, and the teacher's language when it is not English as a hint
+    (`hl`): each student's page opens in its browser's own language (a Portuguese phone in a German class:
+    Portuguese), and in the teacher's where the page does not speak the browser's (assets/language.js)."""
     lang = language()
-    return f"{base}?room={code}" + (f"&lang={lang}" if lang != DEFAULT else "")
+    return f"{base}?room={code}" + (f"&hl={lang}" if lang != DEFAULT else "")
 
 
 def _card(address, r, key: str | None = None) -> str:

@@ -33,15 +33,17 @@ router = APIRouter(prefix="/api/text")
 
 
 def of(request) -> str:
-    """The language a request speaks: its page's `?lang=`, else its Accept-Language, else English."""
+    """The language a request speaks: its page's `?lang=`, else its Accept-Language, else its page's `?hl=` (a class's
+    join link: the teacher's language, for a browser whose languages the page does not speak), else English (as
+    assets/language.js picks it)."""
     if request is None:
         return DEFAULT
     headers = getattr(request, "headers", None) or {}
-    page = headers.get("referer") or ""
-    asked = parse_qs(urlsplit(page).query).get("lang") if page else None
+    query = parse_qs(urlsplit(headers.get("referer") or "").query)
+    asked, hint = query.get("lang"), query.get("hl")
     if asked and match(asked[-1]):
         return match(asked[-1])
-    return preferred(headers.get("accept-language") or "")
+    return preferred(headers.get("accept-language") or "", fallback=(hint and match(hint[-1])) or DEFAULT)
 
 
 def _speaking_request():

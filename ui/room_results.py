@@ -12,7 +12,9 @@ One row per student and step of the room's current trace (or passage) that has g
               likely); empty when not known
     next token   what came next: the passage's real token, or the token the model wrote for a generated trace
 
-The headers and yes/no are the catalogue's (room.csv_*). A cell that a spreadsheet would read as a formula (it begins
+The headers and yes/no are the catalogue's (room.csv_*), and the numbers and separators the teacher's language's: where
+it writes a decimal comma (German, French, Spanish, Portuguese), the probability has one and the cells are separated by
+semicolons, as a spreadsheet set to that language reads a CSV file. A cell that a spreadsheet would read as a formula (it begins
 with = + - @, or a tab or a line break) is written with a leading apostrophe, so that opening the file runs nothing;
 the file begins with a UTF-8 byte order mark, so that a spreadsheet reads its accents and emoji as such.
 """
@@ -23,7 +25,7 @@ import io
 
 from ui.room_scores import is_right
 from viz.style import visible
-from viz.text import t
+from viz.text import number_marks, t
 
 FORMULA = tuple("=+-@")
 BOM = "\ufeff"
@@ -63,7 +65,7 @@ def _order(name: str):
 def rows(snap: dict) -> list[list[str]]:
     """The CSV's rows, its header first."""
     trace, names = snap["trace"], _names(snap)
-    yes, no = t("room.csv_yes"), t("room.csv_no")
+    yes, no, point = t("room.csv_yes"), t("room.csv_no"), number_marks()[1]
     out = [[t("room.csv_student"), t("room.csv_step"), t("room.csv_guess"), t("room.csv_right"), t("room.csv_token"),
             t("room.csv_prob"), t("room.csv_rank"), t("room.csv_real")]]
     for s in sorted(snap["guesses"]):
@@ -73,14 +75,14 @@ def rows(snap: dict) -> list[list[str]]:
         for sid, g in sorted(snap["guesses"][s].items(), key=lambda kv: _order(names[kv[0]])):
             out.append([names[sid], str(s), g.text, yes if is_right(g, step.token_id) else no,
                         visible(g.piece) if g.token_id is not None else "",
-                        "" if g.prob is None else f"{float(g.prob):.6g}", "" if g.rank is None else str(int(g.rank)),
+                        "" if g.prob is None else f"{float(g.prob):.6g}".replace(".", point), "" if g.rank is None else str(int(g.rank)),
                         visible(step.piece)])
     return out
 
 
 def csv_text(snap: dict) -> str:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\r\n")
+    w = csv.writer(buf, lineterminator="\r\n", delimiter=";" if number_marks()[1] == "," else ",")
     for r in rows(snap):
         w.writerow([safe(c) for c in r])
     return BOM + buf.getvalue()

@@ -86,10 +86,10 @@ def known(tag) -> str:
     return match(tag) or DEFAULT
 
 
-def preferred(tags) -> str:
-    """The first of a person's languages, in their order, that the page speaks ("de-CH, fr;q=0.9" -> "de"), English
-    where none: what a browser's Accept-Language header or navigator.languages asks for. A header's q-values order
-    it; a tag whose q is 0 is refused."""
+def preferred(tags, fallback: str = DEFAULT) -> str:
+    """The first of a person's languages, in their order, that the page speaks ("de-CH, fr;q=0.9" -> "de"), `fallback`
+    (English) where none: what a browser's Accept-Language header or navigator.languages asks for. A header's
+    q-values order it; a tag whose q is 0 is refused."""
     if isinstance(tags, str):
         weighted = []
         for i, part in enumerate(tags.split(",")[:32]):
@@ -108,7 +108,7 @@ def preferred(tags) -> str:
     for tag in tags or ():
         if match(tag):
             return match(tag)
-    return DEFAULT
+    return fallback
 
 
 def names() -> dict[str, str]:

@@ -134,8 +134,9 @@ def _words_before(key: str, lang: str) -> str:
 
 
 def test_a_class_with_a_french_teacher_and_spanish_and_chinese_students(browser, app_url, shots):
-    """The teacher's page in French; the join link carries it; one student switches to Spanish by the picker, one
-    opens the link in Chinese; each screen in its own language through a guess and the reveal."""
+    """The teacher's page in French; the join link carries it as a hint (a Korean phone opens French); an English phone
+    opens English and switches to Spanish by the picker; a Chinese phone opens Chinese; each screen in its own language
+    through a guess and the reveal."""
     teacher = open_in(browser, app_url + "/?lang=fr", locale="en-US", width=1920, height=960)
     teacher.wait_for_function("(w) => (document.querySelector('#model-info')?.innerText || '').startsWith(w)",
                               arg=catalogue("fr")["model.lead_live"].strip(), timeout=300_000)
@@ -146,13 +147,18 @@ def test_a_class_with_a_french_teacher_and_spanish_and_chinese_students(browser,
     teacher.wait_for_selector("#class-info .class-card[data-code] svg", timeout=30_000)
     code = teacher.get_attribute("#class-info .class-card", "data-code")
     join = teacher.get_attribute("#class-info a[href*='room=']", "href")
-    assert f"room={code}" in join and "lang=fr" in join
+    assert f"room={code}" in join and "hl=fr" in join and "lang=" not in join  # (the teacher's language: a hint)
 
     in_room = "() => document.body.classList.contains('in-room') && window.LLMApp && LLMApp.mounted() && LLMApp.state.step === 3"
+    ko = new_page(browser, width=390, height=844, locale="ko-KR", phone=True, record_toasts=False)
+    ko.goto(join)  # a phone in a language the page does not speak: the teacher's
+    ko.wait_for_function(in_room, timeout=60_000)
+    assert ko.evaluate("document.documentElement.lang") == "fr"
+    ko.close()
     es = new_page(browser, width=390, height=844, locale="en-US", phone=True, record_toasts=False)
     es.goto(join)
     es.wait_for_function(in_room, timeout=60_000)
-    assert es.evaluate("document.documentElement.lang") == "fr"  # the teacher's language, from the link
+    assert es.evaluate("document.documentElement.lang") == "en"  # its browser's own language, not the teacher's
     es.click("#language-pick")
     es.click(".language-list button[data-lang='es']")
     es.wait_for_url(re.compile(r"lang=es"), timeout=30_000)
@@ -160,7 +166,7 @@ def test_a_class_with_a_french_teacher_and_spanish_and_chinese_students(browser,
     assert f"room={code}" in es.url and es.evaluate("document.documentElement.lang") == "es"
 
     zh = new_page(browser, width=390, height=844, locale="zh-CN", phone=True, record_toasts=False)
-    zh.goto(join.replace("lang=fr", "lang=zh-CN"))
+    zh.goto(join)  # (a Chinese phone: Chinese, by its own language)
     zh.wait_for_function(in_room, timeout=60_000)
     assert zh.evaluate("document.documentElement.lang") == "zh-CN"
 

@@ -13,6 +13,7 @@ import torch
 from pipeline.sampling import softmax
 from ui import room_filter, room_results
 from viz.style import visible
+from viz.text import t
 
 A, B, C = "browser-id-aaaa-1111", "browser-id-bbbb-2222", "browser-id-cccc-3333"
 
@@ -80,6 +81,22 @@ def test_the_csv_has_a_row_per_student_and_step_with_the_models_numbers(lm, setu
         assert int(x[6]) == int((p > p[tid]).sum()) + 1
     assert body[0][3] == "yes" and body[3][3] == "yes"  # "W" and "He": the real tokens
     assert body[2][3] == "no"
+
+
+def test_a_german_teachers_csv_has_semicolons_and_decimal_commas(lm, setup):
+    """German Excel reads `;` between cells and a decimal comma: the file is written so in the teacher's language."""
+    client, store, room, clock = setup
+    got = play(client, room, clock)
+    r = client.get(f"/api/rooms/{room.code}/results.csv", headers={"X-Room-Key": room.key, "Accept-Language": "de-DE,de;q=0.9"})
+    text = r.content.decode("utf-8-sig")
+    rows = list(csv.reader(io.StringIO(text), delimiter=";"))
+    assert rows[0][0] == t("room.csv_student", locale="de") and len(rows[0]) == 8 and all(len(x) == 8 for x in rows)
+    first = rows[1]
+    p = probs_at(lm, room.trace.steps[2])[got["a2"]["token_id"]]
+    assert "," in first[5] and "." not in first[5] and float(first[5].replace(",", ".")) == pytest.approx(float(p), rel=1e-4)
+    assert first[3] == t("room.csv_yes", locale="de")
+    en = client.get(f"/api/rooms/{room.code}/results.csv", headers={"X-Room-Key": room.key}).content.decode("utf-8-sig")
+    assert list(csv.reader(io.StringIO(en)))[1][5] == first[5].replace(",", ".")  # (English: commas between, a decimal point)
 
 
 def test_a_cell_a_spreadsheet_would_run_is_written_as_text():

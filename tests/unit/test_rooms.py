@@ -241,10 +241,26 @@ def test_the_join_link_carries_the_teachers_language(setup, monkeypatch):
     monkeypatch.setattr(class_room, "ROOMS", store)
     good = json.dumps({"code": room.code, "key": room.key})
     assert class_room.join_link("http://h/", "ABCDEF") == "http://h/?room=ABCDEF"
-    with speaking("pt-BR"):
-        assert class_room.join_link("http://h/", "ABCDEF") == "http://h/?room=ABCDEF&lang=pt-BR"
+    with speaking("pt-BR"):  # (a hint: each student's browser's own language first)
+        assert class_room.join_link("http://h/", "ABCDEF") == "http://h/?room=ABCDEF&hl=pt-BR"
         card = class_room.resume_class(good, "http://10.0.0.5:7860/")[1]
-    assert f"?room={room.code}&amp;lang=pt-BR" in card
+    assert f"?room={room.code}&amp;hl=pt-BR" in card
+
+
+def test_a_student_reads_the_class_in_their_browsers_language_and_the_teachers_where_the_page_has_none():
+    """A join link carries the teacher's language as a hint: a Portuguese phone in a German class speaks Portuguese,
+    a Korean one (a language the page does not speak) German; an explicit ?lang= wins."""
+    from types import SimpleNamespace as NS
+
+    from ui.language import of
+
+    def asked(url, accept):
+        return of(NS(headers={"referer": url, "accept-language": accept}))
+
+    assert asked("http://h/?room=ABCDEF&hl=de", "pt-BR,pt;q=0.9") == "pt-BR"
+    assert asked("http://h/?room=ABCDEF&hl=de", "ko-KR,ko;q=0.9") == "de"
+    assert asked("http://h/?room=ABCDEF&hl=de&lang=fr", "pt-BR") == "fr"
+    assert asked("http://h/?room=ABCDEF", "ko-KR") == "en"
 
 
 def _reveal(client, room, guesses):

@@ -23,7 +23,7 @@ PY_DIRS = ("pipeline", "viz", "ui")
 KEY_CALLS = {"t", "t_html", "template"}  # viz.text's functions that take a key first
 # the places that build their keys: caption.<name> (viz.captions._NAMES); an example's gallery.<name>.title/look and
 # passage.<name>.title (ui/examples.py `words`); a Gradio label's own key, found by its English (ui/language.py `relabel`)
-BY_NAME = ("viz/captions.py:", "ui/examples.py:", "ui/language.py:")
+BY_NAME = ("viz/captions.py:", "ui/examples.py:", "ui/language.py:", "viz/viewer_page.py:")  # (the last: assets/viewer.html's slots)
 # sentences moved out of these files: none of their text may be written there again
 MOVED = {"viz/guess.py": ("guess.", "common."), "assets/viewer_guess.js": ("guess.", "error.guess"),
          "viz/distribution.py": ("stage.", "dist."), "assets/viewer_frames.js": ("stage.",),
@@ -144,7 +144,14 @@ def _js_uses() -> list[tuple[str, list[str], set[str] | None]]:
     return out
 
 
-USES = _python_uses() + _js_uses()
+def _template_uses() -> list[tuple[str, list[str], set[str] | None]]:
+    """The offline page's words: assets/viewer.html's {{T:key}} and {{CSS:key}} slots (viz/viewer_page.py fills them)."""
+    src = (ROOT / "assets" / "viewer.html").read_text(encoding="utf-8")
+    return [(f"assets/viewer.html:{src.count(chr(10), 0, m.start()) + 1}", [m.group(1)], set())
+            for m in re.finditer(r"\{\{(?:T|CSS):([a-z_.]+)\}\}", src)]
+
+
+USES = _python_uses() + _js_uses() + _template_uses()
 
 
 def test_the_scanners_find_the_code_that_names_keys():
