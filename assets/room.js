@@ -109,6 +109,7 @@
     const c = document.querySelector('#class-info .class-card[data-code]');
     document.body.classList.toggle('teaching', !!c);
     document.body.classList.toggle('class-shown', !!document.querySelector('#class-info .class-card')); // (a card, or why there is none)
+    codeChip(c && c.dataset.code);
     if (!c) { T = null; return; }
     const a = app();
     if (!T || T.code !== c.dataset.code) {
@@ -118,8 +119,11 @@
       const [room, i] = (kept('llmviz-lesson') || '').split(':'); // (this room's place in the lesson; a new room's: none yet)
       markLesson(room === T.code && i !== '' ? Number(i) : -1);
     }
-    if (a && a.state.key !== T.trace) { T.trace = a.state.key; T.step = null; ask('class_sync'); }
-    else if (a && !a.playing() && T.state && a.state.step !== T.state.step && a.state.step !== T.step) {
+    // another text on the teacher's screen: the room's now (at its first step, unless a lesson's step: ui/rooms.py
+    // set_trace), and the page goes where the room is once the room has it (until then, no step is sent)
+    if (a && a.state.key !== T.trace) { T.trace = a.state.key; T.step = null; T.fresh = { was: T.state && T.state.trace, at: Date.now() }; ask('class_sync'); }
+    else if (T.fresh && Date.now() - T.fresh.at > 15000) T.fresh = null;
+    else if (a && !T.fresh && !a.playing() && T.state && a.state.step !== T.state.step && a.state.step !== T.step) {
       T.step = a.state.step;
       post(`${T.code}/step`, { step: a.state.step }, T.key);
     }
@@ -128,12 +132,50 @@
       if (!T || r.status === 304) return;
       if (r.status !== 200) { if (r.status === 404 || r.status === 410) keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: why(r, null) }); return; }
       T.etag = r.etag; T.state = r.body;
+      if (T.fresh && r.body.trace !== T.fresh.was) { // the room's new text: the teacher's own opens at the room's first step (a
+        T.fresh = null; //  gallery text at the page's step, which the page tells the room as before)
+        if (!r.body.example) { T.step = r.body.step; setStep(r.body.step); }
+      }
       if (r.body.closed) { keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: root.LLMText.t('room.ended') }); return; }
       if (r.body.phase === 'revealed' && a && a.state.step === r.body.step) root.LLMGuess && root.LLMGuess.reveal(r.body.step);
       drawChart(document.getElementById('class-chart'), r.body, (row) => post(`${T.code}/hide`, row.token_id !== null ? { token_id: row.token_id } : { text: row.text }, T.key));
       if (root.LLMRoomTools) root.LLMRoomTools.teacher(T, r.body); // the running score, the summary card, the options
     }).catch(() => back(false, (t) => drawEnded(document.getElementById('class-chart'), { error: t })));
   }
+
+  // the class code in the screen's corner while the teacher works outside presenter view (typing a prompt, say): the
+  // class can still join (presenter view has the code at the top: assets/style.css)
+  function codeChip(c) {
+    let chip = document.getElementById('class-code-chip');
+    if (!c) { if (chip) chip.remove(); return; }
+    if (!chip) { chip = el('p', ''); chip.id = 'class-code-chip'; document.body.append(chip); }
+    const text = `${root.LLMText.t('room.code_lead')} ${c.slice(0, 3)} ${c.slice(3)}`;
+    if (chip.textContent !== text) chip.textContent = text;
+  }
+
+  // -- a new text while the class has results of this one: the teacher is asked first (a <dialog>: the keyboard's
+  // focus kept in it, Esc keeps the text), the results' file offered; the results stay either way (ui/rooms.py set_trace)
+  let allowed = false;
+  function askNewText(e) {
+    const trigger = e.type === 'click' ? e.target.closest && e.target.closest('#generate, #step')
+      : e.key === 'Enter' && !e.shiftKey && e.target.closest && e.target.closest('#prompt') ? document.getElementById('generate') : null;
+    const tools = root.LLMRoomTools, results = T && T.state && (T.state.guesses > 0 || (tools && tools.revealed() > 0));
+    if (!trigger || !results || allowed) { allowed = false; return; }
+    e.preventDefault(); e.stopImmediatePropagation();
+    const t = root.LLMText.t, d = document.getElementById('new-text-ask') || document.body.appendChild(el('dialog', 'new-text-ask'));
+    d.id = 'new-text-ask';
+    const go = el('button', 'lg primary', t('room.new_text_go')), keep = el('button', 'lg secondary', t('room.new_text_keep')),
+      csv = el('button', 'lg secondary', t('room.csv_button')), row = el('p', 'new-text-buttons');
+    row.append(go, csv, keep);
+    d.replaceChildren(el('p', '', t('room.new_text_ask')), row);
+    go.onclick = () => { d.close(); allowed = true; trigger.click(); };
+    keep.onclick = () => d.close();
+    csv.onclick = () => tools && tools.download();
+    d.showModal();
+    keep.focus();
+  }
+  document.addEventListener('click', askNewText, true);
+  document.addEventListener('keydown', askNewText, true);
 
   // why the API refused, in the page's language: a class that has ended (410) said here, any other refusal as the
   // server wrote it (in the language of the page that asked: ui/rooms_api.py), else `otherwise`
@@ -222,7 +264,7 @@
   const T0 = Date.now(), spacedCode = code.length === 6 ? `${code.slice(0, 3)} ${code.slice(3)}` : code;
   if (code) document.documentElement.classList.add('room-joining');
   const S = { joined: null, following: true, etag: null, state: null, revealed: null, ended: false, asked: 0, drawn: null,
-    want: null, at: null, refusal: null };
+    want: null, at: null, refusal: null, news: null, newsStep: null };
   const mine = (step) => { try { return localStorage.getItem(`llmviz-guess-${code}-${S.joined}-${step}`); } catch (err) { return null; } };
   const keep = (step, text) => { try { localStorage.setItem(`llmviz-guess-${code}-${S.joined}-${step}`, text); } catch (err) { /* private mode */ } };
   const guessBox = () => root.LLMValues.box('guess-input');
@@ -289,7 +331,26 @@
 
   function rejoin() { // the room's trace onto this page, once the page's own first trace is in (else that would come after it)
     const t = S.state && S.state.trace, opened = S.opened || Date.now() - T0 > 15000;
-    if (t && t !== S.joined && opened && Date.now() - S.asked > 5000 && join()) { S.joined = t; S.asked = Date.now(); S.revealed = null; S.want = null; }
+    if (t && t !== S.joined && opened && Date.now() - S.asked > 5000 && join()) {
+      if (S.joined) { S.news = newText(S.joined); S.newsStep = null; } // (the teacher gave the class another text: said, once)
+      S.joined = t; S.asked = Date.now(); S.revealed = null; S.want = null;
+    }
+  }
+  function newText(was) { // "The teacher has started a new text ... On the last one you had 3 of 5 right."
+    let sc = null;
+    try { sc = JSON.parse(localStorage.getItem(`llmviz-score-${code}-${was}`) || 'null'); } catch (err) { sc = null; }
+    const steps = sc ? Object.keys(sc).length : 0, right = sc ? Object.values(sc).reduce((n, v) => n + v, 0) : 0;
+    return steps ? root.LLMText.t('room.new_text_score', { right, steps }) : root.LLMText.t('room.new_text');
+  }
+  function news(s) { // the line that says so, over the new text's first step
+    const b = bar();
+    if (!b) return;
+    if (S.news && S.newsStep === null) S.newsStep = s.step;
+    const show = !!S.news && s.step === S.newsStep;
+    let p = b.querySelector(':scope > .room-news');
+    if (show && !p) { p = el('p', 'room-news'); p.setAttribute('role', 'status'); b.prepend(p); }
+    if (p) { p.textContent = show ? S.news : ''; p.hidden = !show; }
+    if (!show) S.news = null;
   }
   // the join's trace (its viewer bundle's key, ui/wiring.py) is the one the page follows, once on screen
   root.LLMBridge.on('bundle', (m) => { if (m.joined) S.want = m.key; if (m.opened) S.opened = true; });
@@ -324,6 +385,7 @@
     root.LLMGuess && root.LLMGuess.setOn(true);
     setStep(s.step);
     headline(root.LLMText.t(s.phase === 'revealed' ? 'room.head_revealed' : 'room.head_guessing', { code: spacedCode, step: s.step }));
+    news(s);
     words(s.phase === 'guessing' ? 'send' : 'rate');
     fresh(s);
     const at = `${s.trace}|${s.step}`, was = mine(s.step), box = guessBox();

@@ -107,6 +107,11 @@
     if (tot.class_bits !== null && tot.class_bits !== undefined) {
       out.push(el('p', 'summary-bits', t('room.score_card_bits', { class_bits: bits(tot.class_bits), model: name, model_bits: bits(tot.model_bits_guessed) })));
     }
+    (sum.earlier || []).forEach((e) => { // the room's earlier texts (their steps and rows: the results' CSV)
+      const x2 = e.totals, n2 = x2.steps_guessed || 0;
+      if (n2) out.push(el('p', 'summary-earlier', t('room.score_card_earlier', { n: e.text, share: pct(x2.class_share_right), steps: n2,
+        model: name, model_right: x2.model_right_guessed })));
+    });
     const steps = el('ul', 'summary-steps');
     sum.steps.forEach((k) => steps.append(el('li', '', t('room.score_card_step', { step: k.step, token: shown(k.real.label),
       class_mark: k.class_split ? '–' : mark(k.class_right), model: name, model_mark: mark(k.model_right) }))));
@@ -225,5 +230,6 @@
     return tied(root.LLMText.t('room.tied_model', { each: listed(each) }));
   }
 
-  root.LLMRoomTools = { marks, teacher, sent, student, pctOf, favourite };
+  const revealed = () => (R.summary && R.summary.steps ? R.summary.steps.length : 0); // (this text's revealed steps)
+  root.LLMRoomTools = { marks, teacher, sent, student, pctOf, favourite, download, revealed };
 })(window);

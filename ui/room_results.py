@@ -1,8 +1,10 @@
 """A class room's results for the teacher, as CSV (GET /api/rooms/{code}/results.csv, the teacher's key in X-Room-Key;
 the card's "Download results": assets/room_tools.js).
 
-One row per student and step of the room's current trace (or passage) that has guesses, by step and then by student:
+One row per student and step that has guesses, of every text the room has had (its earlier texts' rows kept when the
+teacher gave the class a new one: Room.past), by text, step and then student:
 
+    text      1, 2, ...: the room's texts in the order the class had them
     student   "S1", "S2", ... in the order they first guessed (ui/rooms.py Room.names): never the browser's id
     step      the trace's step (a passage's: its token N, read after tokens 0..N-1)
     guess     as typed (the profanity filter is the projector's, not the teacher's)
@@ -42,7 +44,7 @@ def safe(cell) -> str:
 def snapshot(room) -> dict:
     """What the CSV needs of a room, copied (taken under the rooms' lock; the file is written outside it)."""
     return {"code": room.code, "trace": room.trace, "names": dict(getattr(room, "names", {}) or {}),
-            "guesses": {int(s): dict(g) for s, g in room.guesses.items()}}
+            "guesses": {int(s): dict(g) for s, g in room.guesses.items()}, "past": list(getattr(room, "past", []) or [])}
 
 
 def _names(snap: dict) -> dict:
@@ -62,21 +64,30 @@ def _order(name: str):
     return (0, int(name[1:])) if name[:1] == "S" and name[1:].isdigit() else (1, name)
 
 
-def rows(snap: dict) -> list[list[str]]:
-    """The CSV's rows, its header first."""
-    trace, names = snap["trace"], _names(snap)
-    yes, no, point = t("room.csv_yes"), t("room.csv_no"), number_marks()[1]
-    out = [[t("room.csv_student"), t("room.csv_step"), t("room.csv_guess"), t("room.csv_right"), t("room.csv_token"),
-            t("room.csv_prob"), t("room.csv_rank"), t("room.csv_real")]]
+def raw_rows(snap: dict) -> list[list]:
+    """The current text's rows, in no language (kept as they are when the room moves on: Room.past): [student, step,
+    guess, right, its first token as the chart writes it, probability, rank, the next token]."""
+    trace, names, out = snap["trace"], _names(snap), []
     for s in sorted(snap["guesses"]):
         if not 0 <= s < len(trace.steps):
             continue
         step = trace.steps[s]
         for sid, g in sorted(snap["guesses"][s].items(), key=lambda kv: _order(names[kv[0]])):
-            out.append([names[sid], str(s), g.text, yes if is_right(g, step.token_id) else no,
-                        visible(g.piece) if g.token_id is not None else "",
-                        "" if g.prob is None else f"{float(g.prob):.6g}".replace(".", point), "" if g.rank is None else str(int(g.rank)),
-                        visible(step.piece)])
+            out.append([names[sid], s, g.text, bool(is_right(g, step.token_id)), visible(g.piece) if g.token_id is not None else "",
+                        None if g.prob is None else float(g.prob), None if g.rank is None else int(g.rank), visible(step.piece)])
+    return out
+
+
+def rows(snap: dict) -> list[list[str]]:
+    """The CSV's rows, its header first: every earlier text's, then the current one's."""
+    yes, no, point = t("room.csv_yes"), t("room.csv_no"), number_marks()[1]
+    out = [[t("room.csv_text"), t("room.csv_student"), t("room.csv_step"), t("room.csv_guess"), t("room.csv_right"), t("room.csv_token"),
+            t("room.csv_prob"), t("room.csv_rank"), t("room.csv_real")]]
+    texts = [(p["text"], p["rows"]) for p in snap.get("past", [])] + [(len(snap.get("past", [])) + 1, raw_rows(snap))]
+    for n, raw in texts:
+        for name, s, guess, right, token, prob, rank, real in raw:
+            out.append([str(n), name, str(s), guess, yes if right else no, token,
+                        "" if prob is None else f"{float(prob):.6g}".replace(".", point), "" if rank is None else str(int(rank)), real])
     return out
 
 
@@ -92,4 +103,4 @@ def filename(code: str) -> str:
     return f"class-{code}-results.csv"
 
 
-__all__ = ["csv_text", "snapshot", "rows", "safe", "filename"]
+__all__ = ["csv_text", "snapshot", "rows", "raw_rows", "safe", "filename"]

@@ -183,12 +183,14 @@ def guess_numbers(lm, step, text: str, tid, dist) -> tuple:
 
 
 def summary(room) -> dict:
-    """A room's (ui.rooms.Room) every revealed step of its trace with its score, and the round's totals."""
+    """A room's (ui.rooms.Room) every revealed step of its trace with its score, and the round's totals; its text's
+    number and the totals of the room's earlier texts (`earlier`: Room.past)."""
     st = room.trace.steps
     steps = [{"step": k, "real": {"token_id": int(st[k].token_id), "label": visible(st[k].piece)}, "guesses": len(room.guesses.get(k, {})), **sc}
              for k, sc in sorted(room.scores.items())]
+    earlier = [{k: p[k] for k in ("text", "passage", "real_text", "totals")} for p in getattr(room, "past", [])]
     return {"code": room.code, "real_text": room.passage is not None, "passage": room.passage, "model": room.trace.model.id,
-            "steps": steps, "totals": totals(steps), "study": dict(STUDY)}
+            "steps": steps, "totals": totals(steps), "study": dict(STUDY), "text": len(earlier) + 1, "earlier": earlier}
 
 
 def model_prob(step, probs, tid) -> dict:

@@ -105,7 +105,8 @@ def snapshot(room, steps) -> dict:
     meta = {"format": FORMAT, "code": room.code, "key_hash": room.key_hash, "example": room.example, "passage": room.passage,
             "step": room.step, "phase": room.phase, "version": room.version, "trace_n": room.trace_n, "lang": room.lang,
             "hidden": {str(s): list(h) for s, h in room.hidden.items()}, "options": dict(room.options),
-            "names": dict(room.names), "scores": {str(s): dict(v) for s, v in room.scores.items()}}
+            "names": dict(room.names), "scores": {str(s): dict(v) for s, v in room.scores.items()},
+            "past": list(room.past)}
     return {"code": room.code, "closed": room.closed, "trace_n": room.trace_n, "trace": room.trace, "meta": meta,
             "steps": {s: dict(room.guesses.get(s, {})) for s in steps}}
 
@@ -140,7 +141,7 @@ def room_from(meta: dict, trace, guesses: dict):
                       trace_n=int(meta["trace_n"]), guesses=guesses, key_hash=str(meta["key_hash"]), passage=meta.get("passage"),
                       hidden={int(k): set(v) for k, v in meta.get("hidden", {}).items()},
                       options={**rooms.DEFAULT_OPTIONS, **meta.get("options", {})}, names=dict(meta.get("names", {})),
-                      scores={int(k): v for k, v in meta.get("scores", {}).items()}, lang=str(meta.get("lang") or rooms.DEFAULT))
+                      scores={int(k): v for k, v in meta.get("scores", {}).items()}, lang=str(meta.get("lang") or rooms.DEFAULT), past=list(meta.get("past", [])))
 
 
 class SqliteRoomStore(RoomStore):

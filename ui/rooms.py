@@ -80,6 +80,7 @@ class Room:
     options: dict = field(default_factory=lambda: dict(DEFAULT_OPTIONS))  # the teacher's choices for the projector
     names: dict = field(default_factory=dict)  # student id -> "S1", "S2", ... in the order they first guessed (the CSV's)
     scores: dict = field(default_factory=dict)  # step -> its score when revealed (ui/room_scores.py), for this trace
+    past: list = field(default_factory=list)  # the room's earlier texts' results, kept as set_trace moved on (ui/room_results.py)
     lang: str = DEFAULT  # the teacher's page's language when the room was made: its rude words are masked (ui/room_filter.py)
     key_hash: str = ""  # the key's sha256: a teacher's request is checked by it (`key` is never stored: after a restart, "")
     on_change: object = field(default=None, repr=False, compare=False)  # told of every change: the store's save, or None
@@ -144,13 +145,18 @@ class Rooms:
         return room
 
     def set_trace(self, code: str, key: str, trace: Trace, step: int, example: str | None = None):
-        """The teacher's screen shows `trace` at `step`: the room's trace from now on (its guesses gone). The room's own
-        trace again (a reloaded teacher's page, another step of the same gallery trace) only moves the step."""
+        """The teacher's screen shows `trace`: the room's trace from now on, at `step` for a gallery text (a lesson's
+        step), else at its first step (the teacher's own text, a file). The results of the text before, when it had any
+        guesses, are kept (Room.past: the summary and the CSV go on showing them). The room's own trace again (a
+        reloaded teacher's page, another step of the same gallery trace) only moves the step."""
         with self.lock:
             room = self.teacher(code, key)
             if trace is room.trace:
                 self._move(room, step)
                 return
+            if any(room.guesses.values()):
+                room.past.append(past_text(room))
+            step = step if example is not None else 0
             room.trace, room.example, room.step, room.phase = trace, example, self._step(trace, step), "guessing"
             room.guesses, room.hidden, room.probs, room.scores = {}, {}, {}, {}
             room.passage = example if is_passage(example) else None
@@ -386,6 +392,17 @@ class Rooms:
         if not 0 <= s < len(trace.steps):
             raise RoomError(400, f"This text has steps 0 to {len(trace.steps) - 1}.")
         return s
+
+
+def past_text(room: Room) -> dict:
+    """The room's current text's results as kept when it moves on to another (JSON: the store writes it): its number,
+    the summary of its revealed steps and its CSV rows in no language."""
+    from ui import room_results
+
+    sm = room_scores.summary(room)
+    return {"text": len(room.past) + 1, "example": room.example, "passage": room.passage, "model": sm["model"],
+            "real_text": sm["real_text"], "steps": sm["steps"], "totals": sm["totals"],
+            "rows": room_results.raw_rows(room_results.snapshot(room))}
 
 
 def _student(sid) -> str:

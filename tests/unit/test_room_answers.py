@@ -113,8 +113,8 @@ def test_the_steps_distribution_is_computed_when_the_step_opens_not_at_the_first
     time.sleep(0.2)
     assert until(3) == [1, 3]  # the guesses waited for nothing: each step computed once, before them
     other = room.trace.__class__(**room.trace.__dict__)
-    store.set_trace(room.code, room.key, other, 3)  # a new trace on the teacher's screen, at its last step
-    assert until(3) == [1, 3, 3]
+    store.set_trace(room.code, room.key, other, 3)  # a new trace on the teacher's screen: the room opens it at its first step
+    assert until(4) == [1, 3, 0, 1]
 
 
 def test_guesses_in_the_first_second_of_a_step_do_not_wait_for_its_forward_pass(setup, monkeypatch):

@@ -61,9 +61,10 @@ def test_the_csv_has_a_row_per_student_and_step_with_the_models_numbers(lm, setu
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
     assert f'filename="class-{room.code}-results.csv"' in r.headers["content-disposition"]
     rows = read_csv(r)
-    assert rows[0] == ["student", "step", "guess", "right", "its first token, as the model writes it",
+    assert rows[0] == ["text", "student", "step", "guess", "right", "its first token, as the model writes it",
                        "the model's probability of that token", "its rank (1 = the model's most likely)", "the next token in the text"]
-    body = rows[1:]
+    assert {x[0] for x in rows[1:]} == {"1"}  # (the room's first text)
+    body = [x[1:] for x in rows[1:]]
     assert [(x[0], x[1]) for x in body] == [("S1", "2"), ("S2", "2"), ("S3", "2"), ("S1", "3"), ("S2", "3")]
     assert all(sid not in r.text for sid in (A, B, C))  # never the browser's id
     assert [x[2] for x in body] == ["W", "'=HYPERLINK(\"http://x\")", "shit", "He", "'-1"]  # as typed; no formula runs
@@ -90,13 +91,13 @@ def test_a_german_teachers_csv_has_semicolons_and_decimal_commas(lm, setup):
     r = client.get(f"/api/rooms/{room.code}/results.csv", headers={"X-Room-Key": room.key, "Accept-Language": "de-DE,de;q=0.9"})
     text = r.content.decode("utf-8-sig")
     rows = list(csv.reader(io.StringIO(text), delimiter=";"))
-    assert rows[0][0] == t("room.csv_student", locale="de") and len(rows[0]) == 8 and all(len(x) == 8 for x in rows)
-    first = rows[1]
+    assert rows[0][1] == t("room.csv_student", locale="de") and all(len(x) == 9 for x in rows)
+    first = rows[1][1:]
     p = probs_at(lm, room.trace.steps[2])[got["a2"]["token_id"]]
     assert "," in first[5] and "." not in first[5] and float(first[5].replace(",", ".")) == pytest.approx(float(p), rel=1e-4)
     assert first[3] == t("room.csv_yes", locale="de")
     en = client.get(f"/api/rooms/{room.code}/results.csv", headers={"X-Room-Key": room.key}).content.decode("utf-8-sig")
-    assert list(csv.reader(io.StringIO(en)))[1][5] == first[5].replace(",", ".")  # (English: commas between, a decimal point)
+    assert list(csv.reader(io.StringIO(en)))[1][6] == first[5].replace(",", ".")  # (English: commas between, a decimal point)
 
 
 def test_a_cell_a_spreadsheet_would_run_is_written_as_text():
@@ -109,7 +110,7 @@ def test_a_cell_a_spreadsheet_would_run_is_written_as_text():
 def test_a_room_without_guesses_gives_the_header_alone(setup):
     client, store, room, _ = setup
     rows = read_csv(client.get(f"/api/rooms/{room.code}/results.csv", headers={"X-Room-Key": room.key}))
-    assert len(rows) == 1 and rows[0][0] == "student"
+    assert len(rows) == 1 and rows[0][:2] == ["text", "student"]
 
 
 def revealed_texts(client, room):

@@ -302,3 +302,25 @@ def test_without_a_store_rooms_stay_in_memory(lm, trace):
     room = r.create(trace, 1)
     assert r.store is None and r.teacher(room.code, room.key) is room
     room.bump()  # (told to no store: nothing happens)
+
+
+def test_a_rooms_language_and_its_earlier_texts_come_back(tmp_path, lm, trace):
+    """A German room that moved on to a new text: after a restart it masks German rude words still, and its first
+    text's results are in the summary and the CSV as before."""
+    from ui import room_results
+    from viz.text import speaking
+
+    path = tmp_path / "rooms.sqlite3"
+    r1, store1 = open_rooms(path, lm)
+    with speaking("de"):
+        room = played(r1, r1.create(trace, 0))
+    other = run_trace(lm, "A cat", Settings(temperature=0.8, seed=2, max_new_tokens=3))
+    r1.set_trace(room.code, room.key, other, 2)
+    csv_before, summary_before = room_results.csv_text(room_results.snapshot(room)), r1.summary(room.code)
+    assert room.lang == "de" and len(room.past) == 1 and summary_before["earlier"]
+    store1.close()
+    r2, store2 = open_rooms(path, lm)
+    back = r2.rooms[room.code]
+    assert back.lang == "de" and back.past == room.past and back.step == 0
+    assert room_results.csv_text(room_results.snapshot(back)) == csv_before and r2.summary(room.code)["earlier"] == summary_before["earlier"]
+    store2.close()

@@ -154,7 +154,14 @@ def test_the_rooms_own_trace_again_moves_the_step_and_keeps_the_guesses(setup):
     store.set_trace(room.code, room.key, other, 2)
     state = client.get(f"/api/rooms/{room.code}").json()
     assert room.trace is other and state["guesses"] == 0 and state["trace"] != was
-    assert list(room.probs) == [(room.trace_n, 2), (room.trace_n, 3)]  # (not the old trace's: the new one's, asked at once, and its next)
+    assert state["step"] == 0  # (the teacher's own text opens at its first step, whatever step their screen shows)
+    assert list(room.probs) == [(room.trace_n, 0), (room.trace_n, 1)]  # (not the old trace's: the new one's, asked at once, and its next)
+    # the text before had a guess: its results are kept (the summary's `earlier`, the CSV's text 1)
+    assert [p["text"] for p in room.past] == [1] and [r[:2] for r in room.past[0]["rows"]] == [["S1", 2]]
+    summary = client.get(f"/api/rooms/{room.code}/summary").json()
+    assert summary["text"] == 2 and summary["earlier"][0]["text"] == 1
+    store.set_trace(room.code, room.key, room.trace.__class__(**room.trace.__dict__), 2, example="chat")  # a lesson's step
+    assert client.get(f"/api/rooms/{room.code}").json()["step"] == 2 and len(room.past) == 1  # (no guesses: nothing to keep)
 
 
 def test_a_reloaded_teachers_page_gets_its_room_back_with_the_right_key_only(setup, monkeypatch):
