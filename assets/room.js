@@ -191,7 +191,11 @@
     lost = false;
     const cfg = root.gradio_config || {};
     fetch(`${String(cfg.api_prefix || '/gradio_api').slice(1)}/app_id`).then((r) => r.json()).then((d) => {
-      if (d.app_id !== cfg.app_id) { say(root.LLMText.t('room.restart_back')); setTimeout(() => root.location.reload(), Math.random() * (spread || 0)); }
+      if (d.app_id !== cfg.app_id) {
+        say(root.LLMText.t('room.restart_back'));
+        keepIt('llmviz-reconnect', code || 'teacher'); // (the reloaded page says "Reconnecting", not "Joining")
+        setTimeout(() => root.location.reload(), Math.random() * (spread || 0));
+      }
     }).catch(() => { lost = true; });
     return true;
   }
@@ -318,7 +322,7 @@
   function studentTick() {
     if (S.ended || !S.following) return;
     call(`${code}?student=${encodeURIComponent(me)}`, { headers: S.etag ? { 'If-None-Match': S.etag } : {} }).then((r) => {
-      if (!back(answered(r), status, 5000)) return;
+      if (!back(answered(r), status, 2000)) return; // (a class's pages reload within 2 s of each other)
       if (r.status === 304) { rejoin(); return follow(); }
       if (r.status !== 200) { S.ended = true; if (S.joined === null && (r.status === 404 || r.status === 410)) S.refusal = r; else status(why(r, root.LLMText.t('room.unreachable'))); return; }
       S.etag = r.etag; S.state = r.body;
@@ -358,7 +362,7 @@
   function joining() { // every 200 ms until the room's trace is on screen (Gradio draws the page after this script runs)
     if (S.refusal) return refused(S.refusal);
     if (S.ended) { document.documentElement.classList.remove('room-joining'); return true; }
-    headline(root.LLMText.t('room.joining', { code: spacedCode }));
+    headline(root.LLMText.t(reconnecting ? 'room.reconnecting' : 'room.joining', { code: spacedCode }));
     if (S.state) status(following()); // (the first answer may come before Gradio has drawn the bar)
     rejoin();
     const a = app();
@@ -450,5 +454,8 @@
   setInterval(() => { if (code) studentTick(); else teacherTick(); }, code ? STUDENT_POLL_MS : POLL_MS);
   // the teacher's card shows the moment the server sends it (the room's state follows at the next poll)
   root.LLMBridge.on('class_card', () => requestAnimationFrame(() => teacherTick())); // (the bridge's "class_card": ui/wiring.py)
+  // a page reloaded by a restart (back) says "Reconnecting to class …" until it is back in the room
+  const reconnecting = kept('llmviz-reconnect') === (code || 'teacher');
+  keepIt('llmviz-reconnect', null);
   if (!code) resume(); else { studentTick(); const j = setInterval(() => { if (joining()) clearInterval(j); }, 200); }
 })(window);

@@ -140,6 +140,9 @@ def test_a_class_comes_back_after_the_server_is_killed_and_restarted(browser, se
     b.screenshot(path=str(shots / "i36_persist_phone_down_dark_390.png"))
 
     start()  # the same port, the same rooms' file: a new server (another Gradio app id)
+    # a student's page, reloaded, says it is reconnecting (not a blank page) until it is back in the room
+    b.wait_for_function("() => window.__beforeRestart !== true && /Reconnecting to class/.test(document.getElementById('room-head')?.textContent"
+                        " || '')", timeout=120_000, polling=50)
     for p in (teacher, a, b):  # each page reloads itself once the server answers again
         p.wait_for_function("() => window.__beforeRestart !== true && window.LLMApp && LLMApp.mounted()", timeout=120_000)
     teacher.wait_for_selector(f"#class-info .class-card[data-code='{code}']", timeout=60_000)  # (resumed: the key's hash)
