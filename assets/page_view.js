@@ -90,6 +90,13 @@
     document.addEventListener('click', (e) => {
       if (e.target.closest && e.target.closest('#present-toggle')) present(!document.body.classList.contains('present'));
     }, true);
+    // a prompt that is one special token alone (a real text's "<|endoftext|>": the model reads from the start of a
+    // document) is no prompt a class reads: the projector leaves it out (assets/style.css body.present.prompt-special)
+    const special = () => {
+      const box = document.querySelector('#prompt textarea');
+      document.body.classList.toggle('prompt-special', !!box && /^\s*<\|[^|<>]{1,40}\|>\s*$/.test(box.value));
+    };
+    ['llmapp:rendered', 'llmapp:on-screen', 'input'].forEach((t) => document.addEventListener(t, special, true));
     staticFigures();
     keepEnd();
     focusPrompt(50);

@@ -91,11 +91,14 @@
     box.append(el('p', 'room-summary', n ? root.LLMText.t(s.real_text ? 'room.summary_text' : 'room.summary', { share: root.LLMText.pct(s.top_share, 0), token: shown(top.label),
       favourite: favourite(s.favourites, n, shares), sampled: shown(s.sampled.label) }) : root.LLMText.t('room.no_guesses')));
     const cols = el('div', 'room-cols'), hideRow = hide && ((r) => hide(r.by_text ? Object.assign({}, r, { token_id: null }) : r));
+    // the real token when it is not among the model's top candidates: its own row, after them ("⋯ ·of"), never a footnote
+    const outside = !s.model.some((m) => m.token_id === s.sampled.token_id) && typeof s.sampled.prob === 'number';
+    const modelRows = s.model.map((m) => Object.assign({ mark: m.token_id === s.sampled.token_id }, m))
+      .concat(outside ? [Object.assign({ mark: true, outside: true }, s.sampled)] : []);
     cols.append(bars(shares ? root.LLMText.t('room.options_col_room') : root.LLMText.t('room.col_room', { guesses: root.LLMText.count(n, 'guess') }),
       s.room.map((r) => Object.assign({ mark: r.token_id === top.token_id }, r)),
       (r) => r.text, (r) => (shares ? root.LLMText.pct(r.count / n, 0) : root.LLMText.thousands(r.count)), (r) => r.count / n, hideRow),
-    bars(root.LLMText.t('room.col_model'), s.model.map((m) => Object.assign({ mark: m.token_id === s.sampled.token_id }, m)),
-      (m) => m.label, pctOf, (m) => m.prob));
+    bars(root.LLMText.t('room.col_model'), modelRows, (m) => (m.outside ? `⋯ ${m.label}` : m.label), pctOf, (m) => m.prob));
     box.append(cols);
     if (root.LLMRoomTools) root.LLMRoomTools.marks(box, s); // the class's answer and the model's top pick: right or wrong
     if ([...s.model, s.sampled].some((m) => BYTES.test(m.label))) {

@@ -104,6 +104,11 @@
     if (real && st.model !== undefined) big.append(el('p', 'summary-study', t('room.score_card_study_model', { name: st.model_name || '', share: pct(st.model) })));
     if (!real) big.append(el('p', 'summary-study', t('room.score_card_generated')));
     out.push(big);
+    if (real && st.name) { // (the study's source right under its figures: on the projector's screen, not under the steps' list)
+      const a = el('a', '', t('room.score_card_source', { name: st.name }));
+      if (/^https:\/\//.test(st.url || '')) { a.href = st.url; a.target = '_blank'; a.rel = 'noopener'; }
+      const p = el('p', 'summary-source'); p.append(a); out.push(p);
+    }
     if (tot.class_bits !== null && tot.class_bits !== undefined) {
       out.push(el('p', 'summary-bits', t('room.score_card_bits', { class_bits: bits(tot.class_bits), model: name, model_bits: bits(tot.model_bits_guessed) })));
     }
@@ -116,11 +121,6 @@
     sum.steps.forEach((k) => steps.append(el('li', '', t('room.score_card_step', { step: k.step, token: shown(k.real.label),
       class_mark: k.class_split ? '–' : mark(k.class_right), model: name, model_mark: mark(k.model_right) }))));
     out.push(steps);
-    if (real && st.name) {
-      const a = el('a', '', t('room.score_card_source', { name: st.name }));
-      if (/^https:\/\//.test(st.url || '')) { a.href = st.url; a.target = '_blank'; a.rel = 'noopener'; }
-      const p = el('p', 'summary-source'); p.append(a); out.push(p);
-    }
     return out;
   }
 
@@ -128,7 +128,7 @@
     R.open = on;
     const c = card(), box = document.getElementById('class-summary');
     if (c) c.classList.toggle('summary-on', on);
-    if (box) { box.hidden = !on; if (!on) box.replaceChildren(); }
+    if (box) { box.hidden = !on; box.tabIndex = 0; if (!on) box.replaceChildren(); } // (it may scroll: a keyboard reaches it)
     if (on && R.code) { draw(); fetchSummary(); } // (what is shown at once, then the newest)
   }
 

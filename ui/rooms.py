@@ -301,7 +301,10 @@ class Rooms:
         probs = got[1].result() if got and got[1].done() and not got[1].exception() else None
         favourites = [dict(r, **room_scores.model_prob(step, probs, r["token_id"])) for r in room_rows if r["count"] == room_rows[0]["count"]]
         score = room.scores.get(room.step) or room_scores.step_score(step, list(room.guesses.get(room.step, {}).values()))
-        return {"room": room_rows, "model": model, "sampled": {"token_id": step.token_id, "piece": step.piece, "label": visible(step.piece)},
+        # (the real token's own probability too: outside the model's TOP, the projector adds its row: assets/room.js)
+        sampled = {"token_id": step.token_id, "piece": step.piece, "label": visible(step.piece), "prob": score["model_prob"],
+                   "pct": pct(score["model_prob"])}
+        return {"room": room_rows, "model": model, "sampled": sampled,
                 "score": {k: score.get(k) for k in SCORE_FIELDS},
                 "top_share": top_share, "favourites": favourites, "favourite_prob": favourites[0]["prob"] if favourites else None}
 

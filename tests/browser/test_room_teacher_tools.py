@@ -203,10 +203,11 @@ def test_a_round_with_the_teachers_tools_ends_on_the_summary_card(browser, app_u
     path = tmp_path / "results.csv"
     d.value.save_as(path)
     rows = list(csv.reader(path.open(encoding="utf-8-sig", newline="")))
-    body = [(r[0], r[1], r[2], r[3], r[7]) for r in rows[1:]]
+    assert {r[0] for r in rows[1:]} == {"1"}  # (the room's first text)
+    body = [(r[1], r[2], r[3], r[4], r[8]) for r in rows[1:]]
     assert body == [("S1", str(FIRST), ",", "yes", ","), ("S2", str(FIRST), "shit", "no", ","),
                     ("S1", str(FIRST + 1), "like", "no", "·such"), ("S2", str(FIRST + 1), "'=1+1", "no", "·such")]
-    assert all(r[5] and 0 < float(r[5]) <= 1 and int(r[6]) >= 1 for r in rows[1:] if r[4])
+    assert all(r[6] and 0 < float(r[6]) <= 1 and int(r[7]) >= 1 for r in rows[1:] if r[5])
     # the teacher's card in the normal view of a laptop: the tools under the chart
     teacher.click("#present-toggle")
     teacher.set_viewport_size({"width": 1366, "height": 768})
