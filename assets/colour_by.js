@@ -58,6 +58,7 @@
       sheet('', LIGHT, SHADES.light), sheet('.dark ', DARK, SHADES.dark),
       `@media (prefers-color-scheme: dark) {\n${sheet('.cb-media ', DARK, SHADES.dark)}\n}`,
       '.cb-legend { font-size: 15px; line-height: 1.45; margin: 4px 0; }',
+      '.cb-moved { margin-top: 4px; font-weight: 600; }',
       '.cb-row { display: flex; flex-wrap: wrap; align-items: center; gap: 2px 14px; margin: 3px 0; }',
       '.cb-scale { display: flex; flex-wrap: wrap; gap: 2px; }',
       '.cb-scale [data-cb] { padding: 1px 5px; font-size: 14px; font-variant-numeric: tabular-nums; white-space: nowrap; }',
@@ -137,8 +138,23 @@
     const readout = Object.assign(document.createElement('div'), { className: 'cb-readout', textContent: root.LLMText.t('colour.hint') });
     const row = Object.assign(document.createElement('div'), { className: 'cb-row' });
     row.append(scale, readout);
-    box.append(what, row);
+    const note = Object.assign(document.createElement('div'), { className: 'cb-moved', textContent: root.LLMText.t('colour.moved'), hidden: true });
+    box.append(what, row, note);
     host.appendChild(box);
+    sayMoved();
+  }
+
+  // The colours are the run's own probabilities: once the sampling sliders show other settings than the run's (the
+  // chart reshaped to them), the legend says so ("a greedy run says 100% where the chart now says 77%")
+  const SETTINGS = [['temperature', 'temperature'], ['top-k', 'top_k'], ['top-p', 'top_p'], ['min-p', 'min_p'], ['repetition-penalty', 'repetition_penalty']];
+  function moved() {
+    const b = root.LLMApp && root.LLMApp.state && root.LLMApp.state.bundle, s = b && b.settings;
+    if (!s || !root.LLMValues) return false;
+    return SETTINGS.some(([id, k]) => { const v = root.LLMValues.number(id); return Number.isFinite(v) && typeof s[k] === 'number' && Math.abs(v - s[k]) > 1e-9; });
+  }
+  function sayMoved() {
+    const n = document.querySelector('#colour-legend .cb-moved');
+    if (n) n.hidden = !(mode() === 'prob' && moved());
   }
 
   // The token hovered or tapped: its number in the legend (its title says every number: a hover, or a tap on the page)
@@ -176,10 +192,10 @@
 
   install();
   document.addEventListener('change', (e) => { if (e.target.closest && e.target.closest('#colour-by')) paint(e.target); else forgetSoon(); }, true);
-  document.addEventListener('input', forgetSoon, true);
+  document.addEventListener('input', () => { forgetSoon(); sayMoved(); }, true);
   document.addEventListener('pointerover', readToken, true);
   document.addEventListener('click', readToken, true);
-  ['llmapp:rendered', 'viewer:rendered'].forEach((type) => document.addEventListener(type, forgetSoon));
+  ['llmapp:rendered', 'viewer:rendered'].forEach((type) => document.addEventListener(type, () => { forgetSoon(); sayMoved(); }));
   setInterval(follow, 250);
   if (document.readyState !== 'loading') follow(); else document.addEventListener('DOMContentLoaded', follow);
 

@@ -218,7 +218,8 @@ def _guess(C: Components) -> None:
     """Guess first: while it is on, the step's token and the model's distribution stay hidden until a guess is sent
     (assets/guess.js hides and shows; ui/listeners.py rates the guess)."""
     gr.HTML("", elem_id="room-head")  # a student's page in a class: "Class ABC DEF · step 10 · What comes next?" (assets/room.js)
-    with gr.Group(elem_id="guess-box"):
+    # (the id on a Column: a Group writes its elem_id on two nested elements, and an id names one)
+    with gr.Column(elem_id="guess-box"), gr.Group():
         with gr.Row(equal_height=True):  # (the label and the button name the same act: room.js words them for a class)
             C.guess = gr.Textbox(label=t("label.guess"), max_length=40, lines=1,
                                  placeholder=t("placeholder.guess"), elem_id="guess-input", scale=4)

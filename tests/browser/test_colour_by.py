@@ -138,6 +138,26 @@ def test_each_mode_colours_the_text_with_its_legend_and_numbers(browser, app_url
     ctx.close()
 
 
+def test_colour_by_probability_says_when_the_sliders_have_moved_since_the_run(browser, app_url):
+    """The colours are the run's own probabilities: with the sliders at other settings (the chart reshaped to them) the
+    legend says so, and stops saying it when they are back at the run's."""
+    from .harness import set_number
+
+    page = new_page(browser, width=1366, height=768, record_toasts=False)
+    page.goto(app_url)
+    page.wait_for_function(MOUNTED, timeout=120_000)
+    pick(page, "prob", False)
+    moved = "() => { const n = document.querySelector('#colour-legend .cb-moved'); return !!n && !n.hidden && n.textContent; }"
+    assert page.evaluate(moved) is False
+    run_t = page.evaluate("() => LLMApp.state.bundle.settings.temperature")
+    set_number(page, "temperature", 1.3 if run_t != 1.3 else 0.9)
+    page.wait_for_function(moved, timeout=10_000)
+    assert page.evaluate(moved) == catalogue()["colour.moved"]
+    set_number(page, "temperature", run_t)
+    page.wait_for_function(f"() => !({moved})()", timeout=10_000)
+    assert not page.errors
+
+
 def test_guess_first_never_shows_the_hidden_token_through_its_colour(browser, app_url, shots, example):
     page = new_page(browser, width=1366, height=768, record_toasts=False)
     page.goto(app_url)

@@ -35,6 +35,9 @@ def test_a_guess_reveals_the_step_with_the_models_numbers(browser, app_url):
     page.wait_for_function(HIDDEN, timeout=90_000)
     assert page.is_checked("#guess-toggle input")
     assert page.evaluate(VISIBLE) == {"text": False, "chip": False, "dist": False, "emb": False, "tour": False}  # (the tour names the token)
+    # one element an id: the guess box once (a Group wrote its id twice), no id of ours on two elements
+    assert page.evaluate("""() => { const c = {}; document.querySelectorAll('[id]').forEach((e) => { if (e.id) c[e.id] = (c[e.id] || 0) + 1; });
+      return Object.keys(c).filter((k) => c[k] > 1); }""") == []
     wait_model_loaded(page)
     step = page.evaluate("() => LLMApp.state.step")
     answer = page.evaluate("() => document.querySelector('#output .gen-text .at-step').textContent")
