@@ -52,6 +52,16 @@
     root.location.assign(url.toString());
   }
 
+  // the sliders moved since the run are a what-if: the link writes the text as it was made, and says so under the link
+  function movedNote(box, on) {
+    const host = document.getElementById('link-box');
+    if (!host) return;
+    let n = document.getElementById('link-moved');
+    if (!n) { n = document.createElement('p'); n.id = 'link-moved'; n.className = 'link-moved'; n.setAttribute('role', 'status'); host.after(n); }
+    n.textContent = on ? root.LLMText.t('links.sliders_left_out') : '';
+    n.hidden = !on;
+  }
+
   async function copy(a) {
     const box = root.LLMValues.box('link-box'), btn = document.getElementById('copy-link'), p = a.parent;
     const own = ownFields(), withOwn = (q) => (own.length ? withOwnFields(q) : q);
@@ -64,6 +74,7 @@
     let copied = false;
     try { await navigator.clipboard.writeText(own.length ? url.toString() : a.copy); copied = true; } catch (err) { /* denied: the box shows the link */ }
     say(btn, root.LLMText.t(copied ? 'button.copy_link_done' : 'button.copy_link_failed'));
+    movedNote(box, !!a.moved);
     if (box) { box.focus(); box.select(); }
   }
 

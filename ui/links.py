@@ -324,6 +324,18 @@ def _from_link(d: Deps, flag, request) -> dict:
     return out
 
 
+def sliders_moved(trace, temperature, top_k, top_p, min_p, repetition_penalty) -> bool:
+    """The sampling sliders show other settings than the ones the text on screen was made with (a what-if the link,
+    which writes the text as it was made, leaves out)."""
+    st = trace.settings
+    try:
+        now = (float(temperature), int(top_k), float(top_p), float(min_p), float(repetition_penalty))
+    except (TypeError, ValueError):
+        return False
+    was = (float(st.temperature), int(st.top_k), float(st.top_p), float(st.min_p), float(st.repetition_penalty))
+    return any(abs(a - b) > 1e-9 for a, b in zip(now, was))
+
+
 def _wire_copy(d: Deps) -> None:
     """"Copy link": the page sends its own address (the server cannot know it behind a proxy), the server writes the link."""
     C = d.C
@@ -342,6 +354,8 @@ def _wire_copy(d: Deps) -> None:
         if switch:
             return gr.skip(), bridge.say("link", go=url)
         action = {"copy": url}
+        if trace is not None and trace.steps and sliders_moved(trace, temperature, top_k, top_p, min_p, repetition_penalty):
+            action["moved"] = True  # (the page says the link leaves out the sliders moved since the run: assets/link_actions.js)
         if in_space:  # the Space's page shows this query in its address bar too (assets/link_actions.js asks it)
             action["parent"] = {"origin": SPACE_ORIGIN, "queryString": urlsplit(url).query}
         return url, bridge.say("link", **action)

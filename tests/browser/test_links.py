@@ -4,6 +4,7 @@ opens a saved trace at its step, Copy link reproduces the page, a bad value warn
 import pytest
 
 from pipeline import gallery
+from viz.text import catalogue
 
 from .harness import error_toasts, new_page, slider_value
 
@@ -93,6 +94,9 @@ def test_copy_link_reproduces_fields_and_step(browser, app_url):
                            timeout=30_000)
     link = page.input_value("#link-box input, #link-box textarea")
     assert "example=loop" in link and "step=4" in link and "1.7" not in link, link
+    # and the page says so: the what-if sliders are not in the link
+    page.wait_for_function("() => !document.getElementById('link-moved')?.hidden", timeout=10_000)
+    assert page.inner_text("#link-moved") == catalogue()["links.sliders_left_out"]
     clip = page.evaluate("() => navigator.clipboard.readText().catch(() => null)")
     assert clip in (link, None)
     other = new_page(browser)

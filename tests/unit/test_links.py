@@ -189,3 +189,14 @@ def test_the_pages_script_checks_a_link_with_the_servers_ranges():
     assert set(t["numbers"]) == set(NUMBERS) - {"step"} and t["ids"] == FIELDS and t["defaults"] == {k: k for k in FIELDS}
     for name, (key, kind, lo, hi) in t["numbers"].items():
         assert key in FIELDS and (kind, lo, hi) == ("int" if NUMBERS[name][1] is int else "float", *NUMBERS[name][2:])
+
+
+def test_the_sliders_moved_since_the_run_are_told_apart_from_the_runs_own():
+    from types import SimpleNamespace as NS
+
+    from ui.links import sliders_moved
+
+    tr = NS(settings=NS(temperature=0.7, top_k=0, top_p=0.9, min_p=0.0, repetition_penalty=1.0))
+    assert not sliders_moved(tr, 0.7, 0, 0.9, 0, 1) and not sliders_moved(tr, "0.7", "0", "0.9", "0", "1")
+    assert sliders_moved(tr, 1.7, 0, 0.9, 0, 1) and sliders_moved(tr, 0.7, 5, 0.9, 0, 1) and sliders_moved(tr, 0.7, 0, 0.9, 0, 1.2)
+    assert not sliders_moved(tr, None, 0, 0.9, 0, 1)  # (a field emptied: nothing to say)
