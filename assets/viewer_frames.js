@@ -132,7 +132,10 @@
       else if (st.name === 'repetition_penalty') parts.push(t('stage.repetition_penalty', { p: short(st.param) }));
       else if (st.name === 'temperature' && st.param === 0) parts.push(t('stage.greedy'));
     }
-    if (r.cutoff >= n && parts.length) parts[parts.length - 1] = t('stage.more_than_shown', { line: parts[parts.length - 1], n });
+    if (r.cutoff >= n && parts.length) { // (viz.distribution: more kept than shown, or, a penalty reordering them, some kept lower)
+      const last = [...r.stages].reverse().find((st) => ['top_k', 'top_p', 'min_p'].includes(st.name));
+      parts[parts.length - 1] = t(!last || last.kept > n ? 'stage.more_than_shown' : 'stage.beyond_shown', { line: parts[parts.length - 1], n });
+    }
     return parts;
   }
 

@@ -194,6 +194,9 @@ def removed_words(m: float, span: tuple[float, float] | None = None) -> str:
     return share_words(gone(m), (gone(span[1]), gone(span[0])) if span else None)
 
 
+CUTTING = ("top_k", "top_p", "min_p")  # the stages that keep a number of tokens
+
+
 def _cut_text(r: Reshaped) -> list[str]:
     """The chain of stages in words, in their order, from the stage records: one line per stage that keeps or
     lowers anything (the repetition penalty, top-k, top-p, min-p; greedy), what it kept and the probability it removed."""
@@ -320,8 +323,9 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
                            line=dict(color=NEW_COLOR, width=1.5, dash="dash"), name="cut-off"))
         annotations.append(dict(xref="paper", x=1, xanchor="left", yref="y", y=r.cutoff - 0.5, yanchor="middle", showarrow=False,
                                 text=t("dist.cut_off"), font=dict(size=13, color=NEW_COLOR), name="cut-off"))
-    if r.cutoff >= n and cut:
-        cut[-1] = t("stage.more_than_shown", line=cut[-1], n=n)
+    if r.cutoff >= n and cut:  # the cut falls below the bars shown: more kept than shown, or (a penalty reorders) some kept lower
+        last = next((k for name, k in zip(reversed(r.stage_names), reversed(r.stage_kept)) if name in CUTTING), None)
+        cut[-1] = t("stage.more_than_shown" if last is None or last > n else "stage.beyond_shown", line=cut[-1], n=n)
     notes = _notes(step, r, n, rank) + _ranges_note(step, vocab_size, repetition_penalty)
     if notes:  # below the x axis title
         annotations.append(dict(xref="paper", yref="paper", x=0, y=0, yshift=-48, xanchor="left", yanchor="top", showarrow=False,

@@ -125,8 +125,10 @@ def test_steps_without_logits_reshape_as_viz_distribution_says(browser, variant)
         assert [x[0] for x in stages] == list(r.stage_names) and [x[1] for x in stages] == list(r.stage_kept), where
         assert np.allclose([x[2] for x in stages], r.stage_mass, rtol=0, atol=1e-9), where
         lines = _cut_text(r)
-        if r.cutoff >= N_SHOWN and lines:
-            lines[-1] += f" (more than the {N_SHOWN} shown)"
+        if r.cutoff >= N_SHOWN and lines:  # (more kept than shown; or, a penalty reordering them, some kept below the bars)
+            last = next((k for name, k in zip(reversed(r.stage_names), reversed(r.stage_kept)) if name in ("top_k", "top_p", "min_p")), None)
+            lines[-1] += (f" (more than the {N_SHOWN} shown)" if last is None or last > N_SHOWN
+                          else f" (some of them below the {N_SHOWN} shown: the penalty reordered them)")
         assert (ent, cut, words) == (entropy_words(r), lines, [list(w) for w in final_words(r, N_SHOWN)]), where
         assert kind == r.source or r.source == "recorded", where
     # at a penalty the summary was not made with, the top N alone (said to be approximate); ranges only without one
