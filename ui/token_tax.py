@@ -26,5 +26,5 @@ def view(own: str | None = None) -> str:
     rows = token_tax.measure(token_tax.sentences(), count_with, own)
     names = list(count_with)
     mine = next((r for r in rows if r.sentence.lang == "own"), None)
-    return (tax_viz.summary_html(rows, names, model_name) + tax_viz.own_tokens_html(mine)
+    return (tax_viz.summary_html(rows, names, model_name) + tax_viz.own_tokens_html(mine, rows)
             + static_figure(tax_viz.figure(rows, names)))

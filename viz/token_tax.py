@@ -20,7 +20,11 @@ def _label(row: Row) -> str:
 
 
 def figure(rows: list[Row], names: list[str]) -> go.Figure:
-    """Horizontal bars: a language per row (English on top), a bar per tokenizer, its token count at its end."""
+    """Horizontal bars: a language per row (English on top), a bar per tokenizer, its token count at its end. The
+    learner's own sentence is not one of them: the bars compare one meaning across languages, and a sentence of
+    another meaning counted beside them says nothing of its language (a short Hindi sentence would look cheap);
+    own_tokens_html says its numbers."""
+    rows = [r for r in rows if r.sentence.lang != "own"]
     order = list(reversed(rows))  # (plotly draws the first category at the bottom)
     bars = []
     for i, name in enumerate(names):
@@ -59,10 +63,15 @@ def summary_html(rows: list[Row], names: list[str], model_name: str | None) -> s
     return "<div class='token-tax-text'>" + "".join(parts) + "</div>"
 
 
-def own_tokens_html(row: Row | None) -> str:
-    """The learner's own sentence, with its counts (shown as it was typed, right to left where it is)."""
+def own_tokens_html(row: Row | None, rows: list[Row] = ()) -> str:
+    """The learner's own sentence (shown as it was typed, right to left where it is), with its counts and, per
+    tokenizer, its characters per token beside the English article's: its measure that does not hang on its length."""
     if row is None:
         return ""
     counts = " · ".join(f"{html.escape(name)}: {thousands(n)}" for name, n in row.tokens.items())
+    en = next((r for r in rows if r.sentence.lang == "en"), None)
+    per = " · ".join(t_html("tax.own_per", name=html.escape(name), own=decimal(row.per_token(name), 1), en=decimal(en.per_token(name), 1))
+                     for name in row.tokens if en is not None and name in en.tokens)
     return (f"<p class='tax-own'><span dir='auto'>{html.escape(row.sentence.text)}</span><br>"
-            f"{t_html('tax.own_counts', chars=count(row.chars, 'character'), counts=counts)}</p>")
+            f"{t_html('tax.own_counts', chars=count(row.chars, 'character'), counts=counts)}"
+            + (f"<br>{t_html('tax.own_compare', per=per)}" if per else "") + "</p>")
