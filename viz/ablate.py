@@ -173,7 +173,8 @@ def head_map_figure(hm: HeadMapRecord, pieces: Mapping[int, str], *, step: int, 
         go.Heatmap(z=[[None if ok else 1 for ok in oks] for oks in seen], showscale=False, colorscale=[[0, UNSEEN], [1, UNSEEN]],
                    hoverinfo="skip", **grid),
         go.Heatmap(z=z, colorscale=MAP_SCALE, zmid=0, zmin=-lim, zmax=lim, customdata=cell, hovertemplate="%{customdata}<extra></extra>",
-                   colorbar=dict(title=dict(text=t("ablate.map_bar"), side="top"), orientation="h", thickness=12, len=0.9,
+                   # (each map scales to its own largest change: a block's map and every block's differ, said on the bar)
+                   colorbar=dict(title=dict(text=plot_text(t("ablate.map_bar")) + "<br>" + plot_text(t("ablate.map_scale", lim=decimal(lim, 2))), side="top"), orientation="h", thickness=12, len=0.9,
                                  x=0.5, xanchor="center", yanchor="top"), **grid),
     ]
     marks = [dict(x=h, y=rows.index(l), text=str(k + 1), showarrow=False, font=dict(color=MARK, size=12), bgcolor="white", opacity=0.9,

@@ -26,6 +26,7 @@ from pipeline.loading import prepare
 from pipeline.records import Settings
 from pipeline.records_ablate import log_softmax
 from tests import tiny
+from viz.text import decimal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROMPT = "The quick brown fox jumps over the lazy dog"
@@ -417,3 +418,7 @@ def test_the_figures_name_what_was_switched_off(models):
     assert mfig.data[1].colorscale[0][1] == "rgb(127,59,8)"  # PuOr: orange where switching off hurt the token
     assert mfig.data[1].zmin == -mfig.data[1].zmax and list(mfig.data[1].z[1]) == [None] * lm.info.n_heads
     assert [a.text for a in mfig.layout.annotations] == [str(k) for k in range(1, ablate_viz.NAMED + 1)]
+    # each map scales its colours to its own largest change (one block's, every block's): the colour bar says the range
+    one = ablate_viz.head_map_figure(hm, pieces, step=4, every_block=False)
+    for f in (mfig, one):
+        assert f"−{decimal(f.data[1].zmax, 2)} to +{decimal(f.data[1].zmax, 2)}" in f.data[1].colorbar.title.text
