@@ -69,4 +69,12 @@ def test_the_view_fits_reads_and_measures_in_the_page(browser, app_url, shots, w
     assert sum(b["count"] for b in g["bars"]) == 32
     low = [r for r in page.evaluate(CONTRAST_JS) if r["ratio"] < 4.5]
     assert not low, low[:5]
+    # in the width the app gives it at 1366x768 (its column beside the distribution, ~640 px), and on the phone: every
+    # count and percentage whole and inside the first token's card (never "6 o", never over the tree's caption)
+    page.evaluate("(w) => { document.getElementById('samples-probe').style.maxWidth = w + 'px'; }", 640 if w > 800 else w)
+    cut = page.evaluate("""() => [...document.querySelectorAll('#samples-probe .samples-val')].filter((e) => {
+      const card = e.closest('.samples-first').getBoundingClientRect(), b = e.getBoundingClientRect();
+      return e.scrollWidth > e.clientWidth + 1 || b.right > card.right + 1; }).map((e) => e.textContent)""")
+    assert cut == [], cut
+    page.locator("#samples-probe").screenshot(path=str(shots / f"{name}_column.png"))
     ctx.close()
