@@ -104,6 +104,10 @@ def test_each_mode_colours_the_text_with_its_legend_and_numbers(browser, app_url
     # the default: token boundaries, two shades by the step's parity, and no legend (the first screen as before)
     spans = page.evaluate(SPANS)
     assert all(s["cb"] == "ab"[s["step"] % 2] for s in spans) and page.evaluate(LEGEND) is None
+    if touch:  # the choices scroll sideways on a phone: a "›" at the row's edge says there are more
+        row = page.evaluate("""() => { const e = document.getElementById('colour-by');
+          return [e.scrollWidth > e.clientWidth, getComputedStyle(e, '::after').content]; }""")
+        assert row == [True, '"›"'], row
     assert all(contrast(s["bg"], s["fg"]) >= 4.5 for s in spans if s["shown"])
     wait_model_loaded(page)  # (once the model has loaded and the page's opening calls are made, it asks nothing by itself)
     page.wait_for_timeout(1500)
