@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from pipeline.records_ablate import AblationRecord, HeadMapRecord
 
-from .style import GEN_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_piece, plot_text, significant
+from .style import GEN_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_lines, plot_piece, plot_text, significant
 from .text import decimal, number_marks, pct, t, t_html, thousands
 
 SHOWN = 8  # tokens of each distribution in the side-by-side bars (their union is drawn)
@@ -67,7 +67,9 @@ def _movers_table(rec: AblationRecord, pieces: Mapping[int, str]) -> str:
         f"<td style='{_TD}'>{pct(y, None)}</td><td style='{_TD}'>{'+' if y >= x else '−'}{pct(abs(y - x), None)}</td></tr>"
         for i, x, y in zip(ids, b, a))
     return (f"<p style='margin:8px 0 2px;font-weight:600'>{html.escape(t('ablate.changed_most'))}</p>"
-            f"<table class='ablate-movers' style='border-collapse:collapse;font-size:13.5px'><thead><tr>{head}</tr></thead>"
+            # (as wide as its box at most: a phone's narrow column, a language's longer headers wrap, never cut)
+            f"<table class='ablate-movers' style='border-collapse:collapse;font-size:13.5px;max-width:100%;overflow-wrap:anywhere'>"
+            f"<thead><tr>{head}</tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 
 
@@ -174,7 +176,7 @@ def head_map_figure(hm: HeadMapRecord, pieces: Mapping[int, str], *, step: int, 
                    hoverinfo="skip", **grid),
         go.Heatmap(z=z, colorscale=MAP_SCALE, zmid=0, zmin=-lim, zmax=lim, customdata=cell, hovertemplate="%{customdata}<extra></extra>",
                    # (each map scales to its own largest change: a block's map and every block's differ, said on the bar)
-                   colorbar=dict(title=dict(text=plot_text(t("ablate.map_bar")) + "<br>" + plot_text(t("ablate.map_scale", lim=decimal(lim, 2))), side="top"), orientation="h", thickness=12, len=0.9,
+                   colorbar=dict(title=dict(text=plot_text(t("ablate.map_bar")) + "<br>" + plot_lines(t("ablate.map_scale", lim=decimal(lim, 2)), 34), side="top"), orientation="h", thickness=12, len=0.9,
                                  x=0.5, xanchor="center", yanchor="top"), **grid),
     ]
     marks = [dict(x=h, y=rows.index(l), text=str(k + 1), showarrow=False, font=dict(color=MARK, size=12), bgcolor="white", opacity=0.9,

@@ -5,13 +5,15 @@ numbered from 0, as everywhere: viz.style.depth_label), row L the model's own ou
 """
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import plotly.graph_objects as go
 
 from pipeline.records import LensRecord
 
 from .fmt import pct
-from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, depth_label, html_piece, plot_piece
+from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, depth_label, html_piece, plot_lines, plot_piece
 from .text import decimal, t, t_html
 
 
@@ -103,7 +105,7 @@ def _lens_marks(lens: LensRecord, ids: np.ndarray, forms: int | None) -> tuple[l
                                 showarrow=False, text=t_html("lens.forms_here") + " ↓", font=dict(size=11, color=NEW_COLOR), name="forms"))
     annotations += [
         dict(xref="x domain", yref="paper", x=0.5, y=1.0, xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12),
-             text=t_html("lens.top5_title")),
+             text=plot_lines(t("lens.top5_title"), 28)),  # (short lines: on a phone the panel is ~200 px wide)
         dict(xref="x2 domain", yref="paper", x=0.5, y=1.0, xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12),
              text=f"p({plot_piece(lens.piece, 12)})"),
     ]
@@ -128,9 +130,10 @@ def logit_lens_figure(lens: LensRecord, n_layers: int | None = None, *, forced: 
         sub = t_html("lens.ranked_forced" if forced else "lens.ranked_sampled", rank=int(ranks[-1]) + 1)
     else:
         sub = t_html("lens.on_top_from_embedding") if forms == 0 else t_html("lens.on_top_from_block", block=forms - 1)
-    title = f"{t_html('lens.title', step=lens.step)}<br><sup>{sub}</sup>"
+    # (in short lines: Gradio's plot does not wrap a title, and a phone cuts a long one at both ends)
+    title = plot_lines(t("lens.title", step=lens.step), 34) + "".join(f"<br><sup>{line}</sup>" for line in plot_lines(html.unescape(sub), 48).split("<br>"))
     layout = base_layout(
-        title, height=max(380, 21 * rows + 170), margin=dict(l=120, r=20, t=85, b=50), shapes=shapes, annotations=annotations,
+        title, height=max(380, 21 * rows + 195), margin=dict(l=120, r=20, t=110, b=50), shapes=shapes, annotations=annotations,
         showlegend=False,
         xaxis=dict(domain=[0.0, 0.66], side="bottom", title=dict(text=t_html("lens.rank_axis")), fixedrange=True, showgrid=False),
         xaxis2=dict(domain=[0.71, 1.0], anchor="y", range=[0, 1.05], autorange=False, tickformat=".0%",

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import html
 import math
-import re
-import textwrap
 from typing import Sequence
 
 import numpy as np
@@ -17,7 +15,7 @@ import plotly.graph_objects as go
 
 from pipeline.records import PositionRecord, SwapRecord
 
-from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece, truncate, visible
+from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_lines, plot_piece, truncate, visible
 from .text import count, decimal, t, t_html, thousands
 
 TWO_PI = 2.0 * math.pi
@@ -54,20 +52,6 @@ def turn_words(degrees: float) -> str:
         return t("position.only", degrees=decimal(degrees, 1))
     turns, rest = divmod(degrees, 360.0)
     return t("position.turns", turns=count(int(turns), "turn"), degrees=thousands(rest))
-
-
-_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
-
-
-def _wrap(sentence: str, width: int = 60) -> str:
-    """A plain sentence, escaped, in lines of about `width` characters joined by <br> (a plotly annotation does not
-    wrap): at spaces, or every width / 2 characters in a language written without them (twice as wide)."""
-    if _CJK.search(sentence):
-        n = width // 2
-        lines = [sentence[i:i + n] for i in range(0, len(sentence), n)]
-    else:
-        lines = textwrap.wrap(sentence, width, break_long_words=False, break_on_hyphens=False)
-    return "<br>".join(html.escape(line, quote=False) for line in lines)
 
 
 def _pos_labels(pieces: Sequence[str], lo: int, hi: int) -> list[str]:
@@ -157,8 +141,8 @@ def position_figure(position: PositionRecord, pieces: Sequence[str]) -> go.Figur
     if position.kind == "learned" and position.learned_2d is not None and np.asarray(position.learned_2d).size:
         return learned_positions_figure(position, pieces)
     if position.kind == "none":
-        return _message_figure(t_html("position.none_title"), _wrap(t("position.none_adds")) + "<br>" + _wrap(t("position.none_order")))
-    return _message_figure(t_html("position.unknown_title"), _wrap(t("position.unknown", kind=truncate(visible(str(position.kind)), 20))))
+        return _message_figure(t_html("position.none_title"), plot_lines(t("position.none_adds")) + "<br>" + plot_lines(t("position.none_order")))
+    return _message_figure(t_html("position.unknown_title"), plot_lines(t("position.unknown", kind=truncate(visible(str(position.kind)), 20))))
 
 
 def swap_figure(swap: SwapRecord, layer: int | None = None) -> go.Figure:

@@ -15,7 +15,7 @@ from pipeline.records import DraftInfo, RoundRecord, speculative_summary
 from pipeline.speculative_cost import CostCurve, break_even_alpha, round_ms
 
 from . import fmt
-from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_text, visible
+from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_lines, plot_text, visible
 from .text import count, decimal, pct, t, t_html, thousands
 
 # status -> (background, border, its words: made when the legend is drawn, in the language spoken)
@@ -226,7 +226,7 @@ def cost_curve_figure(curve: CostCurve, *, ks: Sequence[int] | None = None) -> g
                    line=dict(color=MUTED, width=2, dash="dot"),
                    hovertemplate=t_html("speculative.hover_plain", x="%{x}", ms="%{y:.0f}") + f"<extra>{formula}</extra>"),
         go.Scatter(x=n, y=list(curve.target_ms), mode="lines+markers",
-                   name=t("speculative.curve_pass_free", drafts=", ".join(free)) if free else t("speculative.curve_pass"),
+                   name=plot_lines(t("speculative.curve_pass_free", drafts=", ".join(free)) if free else t("speculative.curve_pass"), 40),
                    line=dict(color=PROMPT_COLOR, width=3), marker=dict(size=7),
                    hovertemplate=t_html("speculative.hover_pass", x="%{x}", ms="%{y:.1f}") + f"<extra>{measured}</extra>"),
     ]
@@ -251,18 +251,19 @@ def cost_curve_figure(curve: CostCurve, *, ks: Sequence[int] | None = None) -> g
                         for a in be],
             hovertemplate=f"{plot_text(d.spec)}, k = %{{x}}: %{{customdata}}<extra></extra>"))
     sub = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=13))
-    annotations = [dict(sub, x=0.22, xanchor="center", text=t_html("speculative.cost_title")),
-                   dict(sub, x=0.78, xanchor="center", text=t_html("speculative.break_even_title"))]
+    # (each panel's words in short lines: half a phone's width is 150 px, and Plotly wraps none of them)
+    annotations = [dict(sub, x=0.22, xanchor="center", text=plot_lines(t("speculative.cost_title"), 18)),
+                   dict(sub, x=0.78, xanchor="center", text=plot_lines(t("speculative.break_even_title"), 18))]
     k4 = 4 if 4 in ks else ks[-1]
     words = why_words(curve, k=k4)
     ymax = max(max(t1 * x for x in n), max(round_ms(curve, d.ms_per_proposal, max(n) - 1) for d in curve.drafts))
     layout = base_layout(
         t_html("speculative.curve_title", machine=plot_text(curve.machine), date=html.escape(str(curve.date))), height=470,
         margin=dict(l=70, r=20, t=80, b=150), annotations=annotations, legend=dict(orientation="h", x=0, y=-0.2, font=dict(size=12)),
-        xaxis=dict(domain=[0.0, 0.44], title=dict(text=t_html("speculative.axis_fed")), dtick=1, anchor="y"),
+        xaxis=dict(domain=[0.0, 0.44], title=dict(text=plot_lines(t("speculative.axis_fed"), 24)), dtick=1, anchor="y"),
         yaxis=dict(range=[0, ymax * 1.05], title=dict(text=t_html("kv.milliseconds")), anchor="x"),
-        xaxis2=dict(domain=[0.56, 1.0], title=dict(text=t_html("speculative.axis_k")), dtick=1, anchor="y2"),
-        yaxis2=dict(range=[0, 1.12], title=dict(text=t_html("speculative.axis_break_even")), anchor="x2",
+        xaxis2=dict(domain=[0.56, 1.0], title=dict(text=plot_lines(t("speculative.axis_k"), 24)), dtick=1, anchor="y2"),
+        yaxis2=dict(range=[0, 1.12], title=dict(text=plot_lines(t("speculative.axis_break_even"), 24)), anchor="x2",
                     tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0, NEVER],
                     ticktext=["0", *(decimal(v, 1) for v in (0.2, 0.4, 0.6, 0.8)), "1", t_html("speculative.never")]),
         meta=dict(why=words, context=curve.context),

@@ -7,6 +7,8 @@ visible and escape markup.
 from __future__ import annotations
 
 import html
+import re
+import textwrap
 
 import plotly.io as pio
 
@@ -68,6 +70,21 @@ def plot_piece(piece: str, n: int | None = 16) -> str:
 def plot_text(s: str) -> str:
     """Any other text from the records for plotly labels (escaped, whitespace kept)."""
     return html.escape(s, quote=False)
+
+
+_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
+
+
+def plot_lines(sentence: str, width: int = 60) -> str:
+    """A plain sentence, escaped, in lines of about `width` characters joined by <br> (plotly's titles and annotations
+    do not wrap, and a phone cuts a long line at both ends): at spaces, or every width / 2 characters in a language
+    written without them (twice as wide)."""
+    if _CJK.search(sentence):
+        n = width // 2
+        lines = [sentence[i:i + n] for i in range(0, len(sentence), n)]
+    else:
+        lines = textwrap.wrap(sentence, width, break_long_words=False, break_on_hyphens=False)
+    return "<br>".join(html.escape(line, quote=False) for line in lines)
 
 
 def plot_separators() -> str:

@@ -97,6 +97,11 @@ def test_switch_a_head_off_then_the_mlp_then_map_one_block(browser, app_url, sho
     assert drawn["blocks"] == ["3"] and np.allclose(drawn["z"][0], hm.delta[3], atol=1e-5)
     assert page.inner_text("#ablate-map-summary").count("of block 3") == 5  # the largest effects, named
     page.wait_for_timeout(600)
+    # the table of the tokens that moved most, and the map's titles: whole within the page, its last column too
+    cut = page.evaluate("""() => { const box = document.querySelector('#tab-ablate').getBoundingClientRect();
+      return [...document.querySelectorAll('#tab-ablate .ablate-movers th, #tab-ablate .ablate-movers td, #tab-ablate .gtitle')]
+        .map((e) => e.getBoundingClientRect()).filter((b) => b.width && (b.right > box.right + 1 || b.left < box.left - 1)).length; }""")
+    assert cut == 0, cut
     page.locator("#tab-ablate").screenshot(path=str(shots / f"i35_ablate_{viewport}_{theme}.png"))
     assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth + 1"), "no horizontal scroll"
     assert not page.errors

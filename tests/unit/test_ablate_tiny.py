@@ -421,4 +421,4 @@ def test_the_figures_name_what_was_switched_off(models):
     # each map scales its colours to its own largest change (one block's, every block's): the colour bar says the range
     one = ablate_viz.head_map_figure(hm, pieces, step=4, every_block=False)
     for f in (mfig, one):
-        assert f"−{decimal(f.data[1].zmax, 2)} to +{decimal(f.data[1].zmax, 2)}" in f.data[1].colorbar.title.text
+        assert f"−{decimal(f.data[1].zmax, 2)} to +{decimal(f.data[1].zmax, 2)}" in f.data[1].colorbar.title.text.replace("<br>", " ")
