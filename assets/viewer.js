@@ -76,14 +76,21 @@
     };
   }
 
-  // Temperature, top-k and top-p sliders on the grids the sampling tables were computed for.
+  // Temperature, top-k, top-p, min-p and repetition-penalty sliders on the grids the sampling tables were computed for
+  // (the app's five: ui/layout.py; the penalty's grid holds the trace's own value too).
   function samplingSliders(S, state, onChange) {
-    const T = S.temperatures, Ps = S.top_ps;
+    const T = S.temperatures, Ps = S.top_ps, Ms = S.min_ps, Pens = S.penalties;
     slider('temperature', { min: T[0], max: T[T.length - 1], step: T[1] - T[0], value: state.t },
       (v) => { state.t = T[gridIndex(T, v)]; onChange(); });
     slider('top-k', { min: 0, max: S.top_k_max, step: 1, value: state.k }, (v) => { state.k = Math.round(v); onChange(); });
     slider('top-p', { min: Ps[0], max: Ps[Ps.length - 1], step: Ps[1] - Ps[0], value: state.p },
       (v) => { state.p = Ps[gridIndex(Ps, v)]; onChange(); });
+    if (Ms && document.getElementById('min-p')) {
+      slider('min-p', { min: Ms[0], max: Ms[Ms.length - 1], step: Ms[1] - Ms[0], value: state.mp }, (v) => { state.mp = Ms[gridIndex(Ms, v)]; onChange(); });
+    }
+    if (Pens && document.getElementById('repetition-penalty')) {
+      slider('repetition-penalty', { min: 1, max: 2, step: 0.05, value: state.pen }, (v) => { state.pen = Pens[gridIndex(Pens, v)]; onChange(); });
+    }
   }
 
   /* Play, paced by drawing: the next step once the panels on screen show the one before, and no sooner
@@ -123,11 +130,13 @@
   function mount(bundle) {
     const S = bundle.sampling, n = bundle.n_steps, own = bundle.settings;
     const state = { step: 0, t: S.temperatures[gridIndex(S.temperatures, own.temperature)],
-                    k: Math.min(Math.round(own.top_k), S.top_k_max), p: S.top_ps[gridIndex(S.top_ps, own.top_p)] };
+                    k: Math.min(Math.round(own.top_k), S.top_k_max), p: S.top_ps[gridIndex(S.top_ps, own.top_p)],
+                    mp: S.min_ps ? S.min_ps[gridIndex(S.min_ps, own.min_p || 0)] : 0,
+                    pen: S.penalties ? S.penalties[gridIndex(S.penalties, own.repetition_penalty || 1)] : 1 };
     const P = panels(bundle), drawText = textView(bundle);
     let busy = true, dirty = false; // busy until the plots exist
 
-    const wanted = (id) => (id === 'dist-plot' ? `${state.step}|${state.t}|${state.k}|${state.p}` : String(state.step));
+    const wanted = (id) => (id === 'dist-plot' ? `${state.step}|${state.t}|${state.k}|${state.p}|${state.mp}|${state.pen}` : String(state.step));
     function draw(id) {
       const k = wanted(id);
       return react(P.els[id], figureFor(bundle, id, state.step, state)).then(() => { P.key[id] = k; });

@@ -41,6 +41,8 @@ def _slider(elem_id: str, label: str, aria: str) -> str:
 def sampling_controls() -> str:
     return ('  <div class="sampling">\n' + _slider("temperature", t("label.temperature"), t("label.temperature_aria"))
             + _slider("top-k", t("label.top_k"), t("label.top_k_aria")) + _slider("top-p", t("label.top_p"), t("label.top_p_aria"))
+            + _slider("min-p", t("label.min_p"), t("label.min_p_aria"))
+            + _slider("repetition-penalty", t("label.repetition_penalty"), t("label.repetition_penalty_aria"))
             + "  </div>\n")
 
 

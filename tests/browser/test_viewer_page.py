@@ -239,7 +239,7 @@ def test_the_sliders_reshape_the_distribution_into_the_figure_viz_draws(browser,
             for sid, v in (("temperature", t), ("top-k", k), ("top-p", p)):
                 page.evaluate(DRAG, [sid, v])
             page.wait_for_function("(key) => document.querySelector('#dist-plot .js-plotly-plot')?.layout?.datarevision === key",
-                                   arg=f"{step}|{t:g}|{k}|{p:g}", timeout=30_000)  # numbers as JS writes them
+                                   arg=f"{step}|{t:g}|{k}|{p:g}|0|1", timeout=30_000)  # numbers as JS writes them (min-p 0, no penalty)
             got = _dist(page)
             fig = distribution.distribution_figure(trace.steps[step], temperature=t, top_k=k, top_p=p, vocab_size=400)
             want = [{"y": list(b.y), "x": list(b.x), "color": list(b.marker.color), "text": list(b.text) if b.text else None,
@@ -253,6 +253,19 @@ def test_the_sliders_reshape_the_distribution_into_the_figure_viz_draws(browser,
             assert got["title"] == fig.layout.title.text, where
             assert got["shapes"] == [[s.y0, s.name] for s in fig.layout.shapes], where
             assert got["notes"] == [[a.y, a.text] for a in fig.layout.annotations], where
+    # min-p and the repetition penalty too, as on the app's page (issue 46: the offline page had only three sliders)
+    for t, k, p, mp, pen in ((1.0, 0, 1.0, 0.1, 1.0), (0.8, 0, 0.9, 0.0, 1.3), (1.0, 20, 1.0, 0.05, 1.5)):
+        for sid, v in (("temperature", t), ("top-k", k), ("top-p", p), ("min-p", mp), ("repetition-penalty", pen)):
+            page.evaluate(DRAG, [sid, v])
+        page.wait_for_function("(key) => document.querySelector('#dist-plot .js-plotly-plot')?.layout?.datarevision === key",
+                               arg=f"9|{t:g}|{k}|{p:g}|{mp:g}|{pen:g}", timeout=30_000)
+        got = _dist(page)
+        fig = distribution.distribution_figure(trace.steps[9], temperature=t, top_k=k, top_p=p, min_p=mp, repetition_penalty=pen, vocab_size=400)
+        where = f"T={t} k={k} p={p} min-p={mp} penalty={pen}"
+        for g, w in zip(got["bars"], fig.data[:2]):
+            assert g["y"] == list(w.y), where
+            np.testing.assert_allclose(g["x"], list(w.x), atol=1e-6, rtol=0, err_msg=where)
+        assert got["title"] == fig.layout.title.text, where
     assert page.requests == [html_file.as_uri()] and not page.errors
 
 
