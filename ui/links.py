@@ -48,8 +48,9 @@ MODES = {"chat": "Chat", "raw": "Raw text"}
 NUMBERS = {"temperature": ("temperature", float, 0.0, 2.0), "top_k": ("top_k", int, 0, 200), "top_p": ("top_p", float, 0.01, 1.0),
            "min_p": ("min_p", float, 0.0, 0.5), "repetition_penalty": ("repetition_penalty", float, 1.0, 2.0),
            "seed": ("seed", int, 0, 2**32 - 1), "max_new_tokens": ("max_new", int, 1, 512), "step": ("step", int, 0, 100_000)}
-KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "branch", "example", "view", "guess", "room", "lang")
-PAGE_ONLY = ("view", "guess", "room", "lang")  # read by the page's scripts alone (assets/page.js, assets/guess.js, assets/room.js)
+KNOWN = ("prompt", "mode", "system", *NUMBERS, "run", "branch", "example", "view", "guess", "room", "lang", "hl")
+# read by the page's scripts alone (assets/page.js, guess.js, room.js, language.js: hl, a class's join link's language hint)
+PAGE_ONLY = ("view", "guess", "room", "lang", "hl")
 # the fields a link fills, by the page's C key, in the order the page's script gets and gives them, with their element ids
 FIELDS = {"prompt": "prompt", "mode": "mode", "system": "system-prompt", "temperature": "temperature", "top_k": "top-k",
           "top_p": "top-p", "min_p": "min-p", "repetition_penalty": "repetition-penalty", "seed": "seed", "max_new": "max-new-tokens"}

@@ -58,11 +58,20 @@ def answer_key(g):
     return g.token_id
 
 
-def class_split(guesses) -> bool | None:
+def _class_answers(guesses, real_id) -> Counter:
+    """The class's answers counted: every right guess names the real token, whatever its spelling or capitals ("bright"
+    and "Bright" one answer when the text has " bright"); a wrong one is its own answer (answer_key)."""
+    return Counter(RIGHT if real_id is not None and is_right(g, real_id) else answer_key(g) for g in guesses)
+
+
+RIGHT = ("right",)  # (the key of the real token's answer among the class's)
+
+
+def class_split(guesses, real_id: int | None = None) -> bool | None:
     """Two or more answers are tied for the class's most common: the class has no one answer. None: nobody guessed."""
     if not guesses:
         return None
-    counts = Counter(answer_key(g) for g in guesses).most_common(2)
+    counts = _class_answers(guesses, real_id).most_common(2)
     return len(counts) == 2 and counts[0][1] == counts[1][1]
 
 
@@ -70,10 +79,9 @@ def class_right(guesses, real_id: int) -> bool | None:
     """The class's most common answer is unique and the real token; None when nobody guessed."""
     if not guesses:
         return None
-    if class_split(guesses):
+    if class_split(guesses, real_id):
         return False
-    top = Counter(answer_key(g) for g in guesses).most_common(1)[0][0]
-    return any(is_right(g, real_id) for g in guesses if answer_key(g) == top)
+    return _class_answers(guesses, real_id).most_common(1)[0][0] == RIGHT
 
 
 def class_share_right(guesses, real_id: int) -> float | None:
@@ -114,7 +122,7 @@ def step_score(step, guesses) -> dict:
     """The score of one revealed step: the real token is `step.token_id`; `guesses` the students' (one each)."""
     real = int(step.token_id)
     p = class_prob(guesses, real)
-    return {"class_right": class_right(guesses, real), "class_split": class_split(guesses), "class_share_right": class_share_right(guesses, real),
+    return {"class_right": class_right(guesses, real), "class_split": class_split(guesses, real), "class_share_right": class_share_right(guesses, real),
             **model_numbers(step), "class_prob": p, "class_bits": bits(p)}
 
 

@@ -154,6 +154,7 @@ def test_a_class_with_a_french_teacher_and_spanish_and_chinese_students(browser,
     ko.goto(join)  # a phone in a language the page does not speak: the teacher's
     ko.wait_for_function(in_room, timeout=60_000)
     assert ko.evaluate("document.documentElement.lang") == "fr"
+    assert "hl" not in ko.evaluate("() => [...document.querySelectorAll('.toast-body')].map((t) => t.textContent).join(' ')")  # (no warning of it)
     ko.close()
     es = new_page(browser, width=390, height=844, locale="en-US", phone=True, record_toasts=False)
     es.goto(join)

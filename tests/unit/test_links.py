@@ -79,7 +79,7 @@ def test_the_hosts_own_names_are_passed_over_in_silence():
 def test_the_presenter_view_guess_first_and_a_room_are_the_pages_own_and_no_setting():
     """?view=present, ?guess=1 and ?room=CODE are read by the page's scripts (assets/page.js, guess.js, room.js);
     the server neither warns (a student's page opened from the join link) nor fills a field."""
-    link = parse_link({"view": "present", "guess": "1", "room": "M6N4FE", "prompt": "Hi"}, NAMES)
+    link = parse_link({"view": "present", "guess": "1", "room": "M6N4FE", "hl": "de", "prompt": "Hi"}, NAMES)  # (hl: the join link's)
     assert link.warnings == [] and link.fields == {"prompt": "Hi"} and not link.run
 
 

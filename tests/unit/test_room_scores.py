@@ -37,14 +37,17 @@ def test_the_share_right_is_the_mean_of_individual_top1():
 
 
 def test_the_plurality_answer_is_right_only_when_unique_and_right():
-    # "mat" (3 as token 7) and "cat" (3) tie for the most common answer (" Mat", token 9, is its own): a split class
-    assert S.class_right(ten(), REAL) is False and S.class_split(ten()) is True
-    assert S.class_right(ten() + [g("mat", 7)], REAL) is True and S.class_split(ten() + [g("mat", 7)]) is False
+    # "mat" (3 as token 7) and " Mat" (token 9, right by its other spelling) name the real token: 4, beside "cat" (3)
+    assert S.class_right(ten(), REAL) is True and S.class_split(ten(), REAL) is False
+    assert S.class_split(ten()) is True  # (counted by first token alone, "mat" and "cat" tie)
+    # right in other capitals is the real token's answer too: "bright" and "Bright" one answer beside "luz"
+    caps = [g("bright", 7), Guess("Bright", 8, "x", (8,), case_ids=(7,)), g("luz", 5)]
+    assert S.class_right(caps, REAL) is True and S.class_split(caps, REAL) is False
     assert S.class_right([g("cat", 3)] * 3 + [g("mat", 7)] * 2, REAL) is False
     assert S.class_right([g("cat", 3)] * 2 + [g("mat", 7)] * 2, REAL) is False  # a tie with the real token in it: no one answer
     # four students, four answers, one of them right: the class has no answer, and one student in four was right
     four = [g("mat", 7), g("cat", 3), g("dog", 4), g("rug", 5)]
-    assert S.class_right(four, REAL) is False and S.class_split(four) is True and S.class_share_right(four, REAL) == 0.25
+    assert S.class_right(four, REAL) is False and S.class_split(four, REAL) is True and S.class_share_right(four, REAL) == 0.25
     assert S.step_score(NS(token_id=REAL, top_ids=[3], chosen_prob=0.1, logits=None), four)["class_split"] is True
     assert S.class_right([], REAL) is None and S.class_split([]) is None
 
