@@ -119,6 +119,7 @@
       T = { code: c.dataset.code, key: c.dataset.key, etag: null, step: null, trace: a ? a.state.key : null, state: null };
       root.LLMGuess && root.LLMGuess.setOn(true); // the projector keeps the answer hidden until Reveal
       keepRoom({ code: T.code, key: T.key });
+      forgetLink(); // (a reload gets the room's text back, never the link's: it would become the room's)
       const [room, i] = (kept('llmviz-lesson') || '').split(':'); // (this room's place in the lesson; a new room's: none yet)
       markLesson(room === T.code && i !== '' ? Number(i) : -1);
     }
@@ -213,13 +214,28 @@
     return true;
   }
 
-  function resume() { // once the page shows its first trace (else that trace would come after the room's)
+  // The teacher's address keeps what the page's own scripts read (the language, presenter view, Guess first, the
+  // theme) and loses what a link asks the server for (an example, a step, a prompt): reloaded, the page gets its
+  // room's text back, and a link's text coming after it would have become the room's (a restart, then the poem again)
+  const OWN = ['lang', 'view', 'guess', '__theme'];
+  function forgetLink() {
+    const u = new URL(root.location.href), keep = new URLSearchParams();
+    u.searchParams.forEach((v, k) => { if (OWN.includes(k)) keep.append(k, v); });
+    if (keep.toString() === u.searchParams.toString()) return;
+    u.search = keep.toString();
+    history.replaceState(history.state, '', u.toString());
+  }
+
+  function resume() { // once the page shows its first trace and its link's (else they would come after the room's)
     const saved = kept('llmviz-teacher'), t0 = Date.now();
     if (!saved) return;
-    let opened = false; // the page's own first trace came (its bundle says so), as rejoin() waits for: mounted is not enough
+    // the page's own first trace came (its bundle says so), as rejoin() waits for: mounted is not enough; and what its
+    // link asks for, when it asks for anything (the server says "link" once it has opened it)
+    let opened = false, linked = ![...new URLSearchParams(root.location.search).keys()].some((k) => !OWN.includes(k));
     root.LLMBridge.on('bundle', (m) => { if (m.opened) opened = true; });
+    root.LLMBridge.on('link', () => { linked = true; });
     const tryIt = () => { // (a busy server may take a while to send the page its first trace: the room's comes after it)
-      const ready = app() && (opened || Date.now() - t0 > 15000);
+      const ready = app() && ((opened && linked) || Date.now() - t0 > 15000);
       if ((!ready && Date.now() - t0 < 90000) || !ask('resume', { saved })) { setTimeout(tryIt, 200); return; }
       setTimeout(() => { if (!document.querySelector('#class-info .class-card[data-code]')) keepRoom(null); }, 15000); // (it had ended)
     };
