@@ -171,7 +171,10 @@
     const go = el('button', 'lg primary', t('room.new_text_go')), keep = el('button', 'lg secondary', t('room.new_text_keep')),
       csv = el('button', 'lg secondary', t('room.csv_button')), row = el('p', 'new-text-buttons');
     row.append(go, csv, keep);
-    d.replaceChildren(el('p', '', t('room.new_text_ask')), row);
+    // the settings it will be written with, as the fields hold them now (a real text leaves its own there: temperature 1)
+    const V = root.LLMValues, num = (id) => root.LLMText.local(String(V.number(id)));
+    const settings = el('p', 'new-text-settings', t('room.new_text_settings', { temperature: num('temperature'), top_k: num('top-k'), top_p: num('top-p') }));
+    d.replaceChildren(el('p', '', t('room.new_text_ask')), settings, row);
     go.onclick = () => { d.close(); allowed = true; trigger.click(); };
     keep.onclick = () => d.close();
     csv.onclick = () => tools && tools.download();

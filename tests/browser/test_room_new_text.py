@@ -41,6 +41,8 @@ def test_a_new_text_keeps_the_last_ones_results_and_says_so(browser, app_url, sh
     teacher.wait_for_selector("#new-text-ask[open]", timeout=10_000)
     words = teacher.inner_text("#new-text-ask")
     assert "results of this one stay" in words and "Download results" in words
+    t_now = teacher.evaluate("() => LLMValues.number('temperature')")  # (the settings it will be written with, said first)
+    assert f"temperature {t_now:g}," in words and "top-p" in words, words
     teacher.screenshot(path=str(shots / "i46_new_text_asked.png"))
     teacher.click("#new-text-ask button:has-text('Keep this one')")  # nothing happens: the round goes on
     teacher.wait_for_selector("#new-text-ask", state="hidden", timeout=5_000)
