@@ -34,6 +34,7 @@
   const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
   const shown = (piece) => root.LLMText.t('common.quote', { text: piece }); // (the page's words: locales/en.json, room.*)
   const app = () => (root.LLMApp && root.LLMApp.mounted() ? root.LLMApp : null);
+  const { kept, keepIt, keepRoom, markLesson } = root.LLMRoomTeacher; // (assets/room_teacher.js, loaded before this)
 
   // the step slider moved as a drag would (assets/app_viewer.js draws it); again when the slider shows another step
   // than the page (a trace just loaded sets the slider's value once more, after the page has moved on): the server
@@ -112,14 +113,14 @@
     const c = document.querySelector('#class-info .class-card[data-code]');
     document.body.classList.toggle('teaching', !!c);
     document.body.classList.toggle('class-shown', !!document.querySelector('#class-info .class-card')); // (a card, or why there is none)
-    codeChip(c && c.dataset.code);
+    root.LLMRoomTeacher.codeChip(c && c.dataset.code);
     if (!c) { T = null; return; }
     const a = app();
     if (!T || T.code !== c.dataset.code) {
       T = { code: c.dataset.code, key: c.dataset.key, etag: null, step: null, trace: a ? a.state.key : null, state: null };
       root.LLMGuess && root.LLMGuess.setOn(true); // the projector keeps the answer hidden until Reveal
       keepRoom({ code: T.code, key: T.key });
-      forgetLink(); // (a reload gets the room's text back, never the link's: it would become the room's)
+      root.LLMRoomTeacher.forgetLink(); // (a reload gets the room's text back, never the link's: it would become the room's)
       const [room, i] = (kept('llmviz-lesson') || '').split(':'); // (this room's place in the lesson; a new room's: none yet)
       markLesson(room === T.code && i !== '' ? Number(i) : -1);
     }
@@ -135,7 +136,7 @@
       if (!back(answered(r), (t) => drawEnded(document.getElementById('class-chart'), { error: t }))) return;
       if (!T || r.status === 304) return;
       if (r.status !== 200) { if (r.status === 404 || r.status === 410) keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: why(r, null) }); return; }
-      T.etag = r.etag; T.state = r.body;
+      T.etag = r.etag; T.state = r.body; root.LLMRoomTeacher.setState(r.body);
       if (T.fresh && r.body.trace !== T.fresh.was) { // the room's new text: the teacher's own opens at the room's first step (a
         T.fresh = null; //  gallery text at the page's step, which the page tells the room as before)
         if (!r.body.example) { T.step = r.body.step; setStep(r.body.step); }
@@ -146,43 +147,6 @@
       if (root.LLMRoomTools) root.LLMRoomTools.teacher(T, r.body); // the running score, the summary card, the options
     }).catch(() => back(false, (t) => drawEnded(document.getElementById('class-chart'), { error: t })));
   }
-
-  // the class code in the screen's corner while the teacher works outside presenter view (typing a prompt, say): the
-  // class can still join (presenter view has the code at the top: assets/style.css)
-  function codeChip(c) {
-    let chip = document.getElementById('class-code-chip');
-    if (!c) { if (chip) chip.remove(); return; }
-    if (!chip) { chip = el('p', ''); chip.id = 'class-code-chip'; document.body.append(chip); }
-    const text = `${root.LLMText.t('room.code_lead')} ${c.slice(0, 3)} ${c.slice(3)}`;
-    if (chip.textContent !== text) chip.textContent = text;
-  }
-
-  // -- a new text while the class has results of this one: the teacher is asked first (a <dialog>: the keyboard's
-  // focus kept in it, Esc keeps the text), the results' file offered; the results stay either way (ui/rooms.py set_trace)
-  let allowed = false;
-  function askNewText(e) {
-    const trigger = e.type === 'click' ? e.target.closest && e.target.closest('#generate, #step')
-      : e.key === 'Enter' && !e.shiftKey && e.target.closest && e.target.closest('#prompt') ? document.getElementById('generate') : null;
-    const tools = root.LLMRoomTools, results = T && T.state && (T.state.guesses > 0 || (tools && tools.revealed() > 0));
-    if (!trigger || !results || allowed) { allowed = false; return; }
-    e.preventDefault(); e.stopImmediatePropagation();
-    const t = root.LLMText.t, d = document.getElementById('new-text-ask') || document.body.appendChild(el('dialog', 'new-text-ask'));
-    d.id = 'new-text-ask';
-    const go = el('button', 'lg primary', t('room.new_text_go')), keep = el('button', 'lg secondary', t('room.new_text_keep')),
-      csv = el('button', 'lg secondary', t('room.csv_button')), row = el('p', 'new-text-buttons');
-    row.append(go, csv, keep);
-    // the settings it will be written with, as the fields hold them now (a real text leaves its own there: temperature 1)
-    const V = root.LLMValues, num = (id) => root.LLMText.local(String(V.number(id)));
-    const settings = el('p', 'new-text-settings', t('room.new_text_settings', { temperature: num('temperature'), top_k: num('top-k'), top_p: num('top-p') }));
-    d.replaceChildren(el('p', '', t('room.new_text_ask')), settings, row);
-    go.onclick = () => { d.close(); allowed = true; trigger.click(); };
-    keep.onclick = () => d.close();
-    csv.onclick = () => tools && tools.download();
-    d.showModal();
-    keep.focus();
-  }
-  document.addEventListener('click', askNewText, true);
-  document.addEventListener('keydown', askNewText, true);
 
   // why the API refused, in the page's language: a class that has ended (410) said here, any other refusal as the
   // server wrote it (in the language of the page that asked: ui/rooms_api.py), else `otherwise`
@@ -207,58 +171,11 @@
     return true;
   }
 
-  // -- the teacher's tab keeps its room (code and key) and the lesson's step: a reloaded page gets them back --------
-  const kept = (k) => { try { return sessionStorage.getItem(k); } catch (err) { return null; } };
-  const keepIt = (k, v) => { try { if (v === null) sessionStorage.removeItem(k); else sessionStorage.setItem(k, v); } catch (err) { /* private mode */ } };
-  const keepRoom = (r) => { keepIt('llmviz-teacher', r ? JSON.stringify(r) : null); if (!r) keepIt('llmviz-lesson', null); };
-
   function ask(kind, data) { // the server does the rest (the bridge: ui/bridge.py)
     root.LLMBridge.send(kind, data);
     return true;
   }
 
-  // The teacher's address keeps what the page's own scripts read (the language, presenter view, Guess first, the
-  // theme) and loses what a link asks the server for (an example, a step, a prompt): reloaded, the page gets its
-  // room's text back, and a link's text coming after it would have become the room's (a restart, then the poem again)
-  const OWN = ['lang', 'view', 'guess', '__theme'];
-  function forgetLink() {
-    const u = new URL(root.location.href), keep = new URLSearchParams();
-    u.searchParams.forEach((v, k) => { if (OWN.includes(k)) keep.append(k, v); });
-    if (keep.toString() === u.searchParams.toString()) return;
-    u.search = keep.toString();
-    history.replaceState(history.state, '', u.toString());
-  }
-
-  function resume() { // once the page shows its first trace and its link's (else they would come after the room's)
-    const saved = kept('llmviz-teacher'), t0 = Date.now();
-    if (!saved) return;
-    // the page's own first trace came (its bundle says so), as rejoin() waits for: mounted is not enough; and what its
-    // link asks for, when it asks for anything (the server says "link" once it has opened it)
-    let opened = false, linked = ![...new URLSearchParams(root.location.search).keys()].some((k) => !OWN.includes(k));
-    root.LLMBridge.on('bundle', (m) => { if (m.opened) opened = true; });
-    root.LLMBridge.on('link', () => { linked = true; });
-    const tryIt = () => { // (a busy server may take a while to send the page its first trace: the room's comes after it)
-      const ready = app() && ((opened && linked) || Date.now() - t0 > 15000);
-      if ((!ready && Date.now() - t0 < 90000) || !ask('resume', { saved })) { setTimeout(tryIt, 200); return; }
-      setTimeout(() => { if (!document.querySelector('#class-info .class-card[data-code]')) keepRoom(null); }, 15000); // (it had ended)
-    };
-    tryIt();
-  }
-
-  // the lesson (viz/room.py): a step opens on the teacher's screen, and so in the room; "Next in the lesson" opens the
-  // step after the one open (on a new card: the first), and at the last one says that the lesson is over
-  function markLesson(i) {
-    const items = [...document.querySelectorAll('#class-lesson li')], next = document.getElementById('lesson-next');
-    const where = document.getElementById('lesson-where'), over = items.length > 0 && i >= items.length - 1;
-    items.forEach((li, k) => li.classList.toggle('lesson-now', k === i));
-    if (next) { next.disabled = over; next.textContent = root.LLMText.t(over ? 'room.lesson_over' : 'room.lesson_next'); }
-    const title = items[i] ? items[i].querySelector('.lesson-open').textContent : '';
-    if (where) {
-      where.textContent = !items.length ? '' : i < 0 ? root.LLMText.t('room.lesson_has', { n: items.length })
-        : root.LLMText.t(over ? 'room.lesson_at_last' : 'room.lesson_at', { i: i + 1, n: items.length, title });
-    }
-    return items;
-  }
   function openLesson(i) {
     const items = markLesson(i), b = items[i] && items[i].querySelector('.lesson-open');
     if (b && ask('lesson', { pick: b.dataset.pick })) keepIt('llmviz-lesson', `${T.code}:${i}`);
@@ -269,12 +186,6 @@
     if (l && T) {
       const items = [...document.querySelectorAll('#class-lesson li')], now = items.findIndex((li) => li.classList.contains('lesson-now'));
       openLesson(l.id === 'lesson-next' ? Math.min(now + 1, items.length - 1) : items.findIndex((li) => li.contains(l)));
-      return;
-    }
-    const q = e.target.closest && e.target.closest('#class-qr-show, .qr-big .class-qr'), card = q && q.closest('.class-card');
-    if (card) { // (presenter view: the join QR, large, in the screen's corner; a click on it folds it again)
-      const big = card.classList.toggle('qr-big');
-      card.querySelector('#class-qr-show').textContent = root.LLMText.t(big ? 'room.qr_hide' : 'room.qr_button');
       return;
     }
     const b = e.target.closest && e.target.closest('#class-reveal, #class-next, #class-close');
@@ -479,5 +390,5 @@
   // a page reloaded by a restart (back) says "Reconnecting to class …" until it is back in the room
   const reconnecting = kept('llmviz-reconnect') === (code || 'teacher');
   keepIt('llmviz-reconnect', null);
-  if (!code) resume(); else { studentTick(); const j = setInterval(() => { if (joining()) clearInterval(j); }, 200); }
+  if (!code) root.LLMRoomTeacher.resume(); else { studentTick(); const j = setInterval(() => { if (joining()) clearInterval(j); }, 200); }
 })(window);

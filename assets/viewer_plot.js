@@ -302,47 +302,6 @@
     }
   }
 
-  /* A phone: a figure's title wider than the figure (Plotly does not wrap it, and cuts it at both ends) in lines that
-   * fit, by words (a language written without spaces: by characters), the top margin grown by the lines added. A line
-   * is wrapped when it is plain text or one tag around plain text (<sup>…</sup>: in its smaller type). */
-  const CJK = /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]/;
-  function fitLine(text, per) {
-    if (text.length <= per) return [text];
-    if (CJK.test(text)) { const n = Math.max(4, Math.floor(per / 2)), out = []; for (let i = 0; i < text.length; i += n) out.push(text.slice(i, i + n)); return out; }
-    const out = [];
-    let line = '';
-    for (const w of text.split(' ')) {
-      if (line && (line + ' ' + w).length > per) { out.push(line); line = w; } else line = line ? `${line} ${w}` : w;
-    }
-    if (line) out.push(line);
-    return out;
-  }
-  function wrappedTitle(layout, width) {
-    const title = layout.title, text = title && (typeof title === 'string' ? title : title.text);
-    if (!text || !width) return;
-    const size = (title.font && title.font.size) || 17;
-    let added = 0;
-    const lines = text.split('<br>').flatMap((line) => {
-      const m = /^(<(sup|sub|b|i)>)?([^<>]*)(<\/\2>)?$/.exec(line);
-      if (!m || Boolean(m[1]) !== Boolean(m[4])) return [line];
-      const k = m[2] === 'sup' || m[2] === 'sub' ? 0.7 : 1, per = Math.max(12, Math.floor((width - 20) / (size * k * 0.56)));
-      const parts = fitLine(m[3].replace(/&amp;/g, '&'), per).map((x) => `${m[1] || ''}${x.replace(/&/g, '&amp;')}${m[4] || ''}`);
-      added += (parts.length - 1) * size * k * 1.3;
-      return parts;
-    });
-    if (!added) return;
-    layout.title = Object.assign({}, typeof title === 'string' ? { text: title } : title, { text: lines.join('<br>') });
-    layout.margin = Object.assign({}, layout.margin, { t: ((layout.margin && layout.margin.t) || 80) + Math.ceil(added) });
-  }
-
-  // and each trace's legend entry: Plotly wraps none, and a language's longer words ran past a phone's edge
-  function wrappedLegend(data, layout, width) {
-    const size = (layout.legend && layout.legend.font && layout.legend.font.size) || 14;
-    const per = Math.max(12, Math.floor((width - 60) / (size * 0.56)));
-    return data.map((tr) => (tr && typeof tr.name === 'string' && !/[<>]/.test(tr.name) && tr.name.length > per
-      ? Object.assign({}, tr, { name: fitLine(tr.name, per).join('<br>') }) : tr));
-  }
-
   function saveImage(el) {
     const fig = el._whole, full = el._fullLayout;
     return plotly().downloadImage({ data: fig.data, layout: Object.assign(clone(fig.layout), fig.template ? { template: fig.template } : {}) },
@@ -371,8 +330,8 @@
     if (th.phone && el.closest && el.closest('#dist-plot')) narrowed(t.data, t.layout);
     if (th.phone) { // (the width measured once, as the theme is)
       const w = el._width || (el._width = el.clientWidth);
-      wrappedTitle(t.layout, w);
-      t.data = wrappedLegend(t.data, t.layout, w);
+      root.LLMViewerPhone.wrappedTitle(t.layout, w); // (assets/viewer_phone.js)
+      t.data = root.LLMViewerPhone.wrappedLegend(t.data, t.layout, w);
     }
     const layout = Object.assign(t.layout, template ? { template } : {});
     el._whole = { data: fig.data, layout: rest, template: own }; // (what the camera saves)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import io
 
+from ui import room_scores
 from ui.room_scores import is_right
 from viz.style import visible
 from viz.text import number_marks, t
@@ -91,6 +92,15 @@ def rows(snap: dict) -> list[list[str]]:
     return out
 
 
+def past_text(room) -> dict:
+    """The room's current text's results as kept when it moves on to another (JSON: the store writes it): its number,
+    the summary of its revealed steps and its CSV rows in no language."""
+    sm = room_scores.summary(room)
+    return {"text": len(room.past) + 1, "example": room.example, "passage": room.passage, "model": sm["model"],
+            "real_text": sm["real_text"], "steps": sm["steps"], "totals": sm["totals"],
+            "rows": raw_rows(snapshot(room))}
+
+
 def csv_text(snap: dict) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n", delimiter=";" if number_marks()[1] == "," else ",")
@@ -103,4 +113,4 @@ def filename(code: str) -> str:
     return f"class-{code}-results.csv"
 
 
-__all__ = ["csv_text", "snapshot", "rows", "raw_rows", "safe", "filename"]
+__all__ = ["csv_text", "snapshot", "rows", "raw_rows", "past_text", "safe", "filename"]

@@ -201,6 +201,32 @@ def summary(room) -> dict:
             "steps": steps, "totals": totals(steps), "study": dict(STUDY), "text": len(earlier) + 1, "earlier": earlier}
 
 
+SCORE_FIELDS = ("class_right", "class_split", "class_share_right", "model_right", "model_prob", "model_bits", "class_bits")  # a step's, in the state
+
+
+def revealed(room, top: int) -> dict:
+    """What every page sees of a room's revealed step (ui.rooms.Room, under the rooms' lock): the room's answers (the
+    profanity filter's: a rude answer never leaves the server), the model's `top` candidates, the real token (with its
+    own probability: outside the top the projector gives it a row, assets/room.js), the score, the class's favourites."""
+    from ui import room_filter
+
+    step = room.trace.steps[room.step]
+    room_rows = room_filter.apply(answers(room.guesses.get(room.step, {}).values(), room.hidden.get(room.step, set())),
+                                  room.options.get("profanity"), room.lang)
+    model = [{"token_id": int(step.top_ids[k]), "piece": str(step.top_pieces[k]), "label": visible(str(step.top_pieces[k])),
+              "prob": float(step.top_probs[k]), "pct": pct(step.top_probs[k])} for k in range(min(top, len(step.top_ids)))]
+    n = sum(r["count"] for r in room_rows)
+    top_share = sum(r["count"] for r in room_rows if r["token_id"] == model[0]["token_id"]) / n if n else 0.0
+    got = room.probs.get((room.trace_n, room.step))
+    probs = got[1].result() if got and got[1].done() and not got[1].exception() else None
+    favourites = [dict(r, **model_prob(step, probs, r["token_id"])) for r in room_rows if r["count"] == room_rows[0]["count"]]
+    score = room.scores.get(room.step) or step_score(step, list(room.guesses.get(room.step, {}).values()))
+    sampled = {"token_id": step.token_id, "piece": step.piece, "label": visible(step.piece), "prob": score["model_prob"],
+               "pct": pct(score["model_prob"])}
+    return {"room": room_rows, "model": model, "sampled": sampled, "score": {k: score.get(k) for k in SCORE_FIELDS},
+            "top_share": top_share, "favourites": favourites, "favourite_prob": favourites[0]["prob"] if favourites else None}
+
+
 def model_prob(step, probs, tid) -> dict:
     """The model's temperature-1 probability of a token (over the whole vocabulary; without it, the kept candidates':
     outside them, only the bound, said so, with the bound as a number, `below`: assets/room.js writes it in the page's
@@ -215,4 +241,4 @@ def model_prob(step, probs, tid) -> dict:
 
 
 __all__ = ["STUDY", "is_right", "capitals_differ", "case_forms", "answer_key", "class_split", "class_right", "class_share_right", "class_prob", "bits", "model_numbers",
-           "step_score", "totals", "answers", "guess_numbers", "summary", "model_prob"]
+           "step_score", "totals", "answers", "guess_numbers", "summary", "model_prob", "revealed", "SCORE_FIELDS"]

@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 
 from pipeline import guess as guessing
 from pipeline.records import Trace
-from ui import room_filter, room_scores
+from ui import room_filter, room_results, room_scores
 from ui.room_errors import RoomError, refused_guess
 from ui.examples import is_passage
 from ui.model import same_model
-from viz.fmt import pct
 from viz.style import visible
 from viz.text import DEFAULT, language, t, thousands
 
@@ -38,7 +37,6 @@ IDLE_S = 3 * 3600  # a room ends after this long without the teacher's page
 PRESENT_S = 30  # a student counts as present while their page has asked within this long
 GUESS_GAP_S = 0.5  # a student's guesses at most this often
 DEFAULT_OPTIONS = {"profanity": "replace", "hide_counts": False}
-SCORE_FIELDS = ("class_right", "class_split", "class_share_right", "model_right", "model_prob", "model_bits", "class_bits")  # a step's, in the state
 TOP = 10  # the model's candidates shown beside the room's answers
 # the rooms' forward passes, one at a time; process-wide, like ROOMS at the end of this file (docs/state.md)
 MODEL_THREAD = ThreadPoolExecutor(1, thread_name_prefix="rooms-model")
@@ -155,7 +153,7 @@ class Rooms:
                 self._move(room, step)
                 return
             if any(room.guesses.values()):
-                room.past.append(past_text(room))
+                room.past.append(room_results.past_text(room))
             step = step if example is not None else 0
             room.trace, room.example, room.step, room.phase = trace, example, self._step(trace, step), "guessing"
             room.guesses, room.hidden, room.probs, room.scores = {}, {}, {}, {}
@@ -286,27 +284,8 @@ class Rooms:
                    "guesses": len(room.guesses.get(room.step, {})), "real_text": room.passage is not None,
                    "passage": room.passage, "options": dict(room.options)}
             if room.phase == "revealed":
-                out.update(self._revealed(room))
+                out.update(room_scores.revealed(room, TOP))
             return out
-
-    def _revealed(self, room: Room) -> dict:
-        step = room.trace.steps[room.step]
-        room_rows = room_scores.answers(room.guesses.get(room.step, {}).values(), room.hidden.get(room.step, set()))
-        room_rows = room_filter.apply(room_rows, room.options.get("profanity"), room.lang)  # (a rude answer never leaves the server)
-        model = [{"token_id": int(step.top_ids[k]), "piece": str(step.top_pieces[k]), "label": visible(str(step.top_pieces[k])),
-                  "prob": float(step.top_probs[k]), "pct": pct(step.top_probs[k])} for k in range(min(TOP, len(step.top_ids)))]
-        n = sum(r["count"] for r in room_rows)
-        top_share = sum(r["count"] for r in room_rows if r["token_id"] == model[0]["token_id"]) / n if n else 0.0
-        got = room.probs.get((room.trace_n, room.step))
-        probs = got[1].result() if got and got[1].done() and not got[1].exception() else None
-        favourites = [dict(r, **room_scores.model_prob(step, probs, r["token_id"])) for r in room_rows if r["count"] == room_rows[0]["count"]]
-        score = room.scores.get(room.step) or room_scores.step_score(step, list(room.guesses.get(room.step, {}).values()))
-        # (the real token's own probability too: outside the model's TOP, the projector adds its row: assets/room.js)
-        sampled = {"token_id": step.token_id, "piece": step.piece, "label": visible(step.piece), "prob": score["model_prob"],
-                   "pct": pct(score["model_prob"])}
-        return {"room": room_rows, "model": model, "sampled": sampled,
-                "score": {k: score.get(k) for k in SCORE_FIELDS},
-                "top_share": top_share, "favourites": favourites, "favourite_prob": favourites[0]["prob"] if favourites else None}
 
     # -- helpers ------------------------------------------------------------------------------------------
     def _warm(self, room: Room) -> tuple:
@@ -395,17 +374,6 @@ class Rooms:
         if not 0 <= s < len(trace.steps):
             raise RoomError(400, f"This text has steps 0 to {len(trace.steps) - 1}.")
         return s
-
-
-def past_text(room: Room) -> dict:
-    """The room's current text's results as kept when it moves on to another (JSON: the store writes it): its number,
-    the summary of its revealed steps and its CSV rows in no language."""
-    from ui import room_results
-
-    sm = room_scores.summary(room)
-    return {"text": len(room.past) + 1, "example": room.example, "passage": room.passage, "model": sm["model"],
-            "real_text": sm["real_text"], "steps": sm["steps"], "totals": sm["totals"],
-            "rows": room_results.raw_rows(room_results.snapshot(room))}
 
 
 def _student(sid) -> str:
