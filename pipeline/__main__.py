@@ -279,7 +279,6 @@ def _samples(a) -> int:
 def _bench_class(a) -> int:
     from . import bench_class
     from .errors import SettingsError
-    from .loading import load_model
 
     try:
         visitors = [int(x) for x in a.visitors.split(",") if x.strip()]
@@ -287,7 +286,7 @@ def _bench_class(a) -> int:
         visitors = []
     if not visitors or min(visitors) < 1:
         raise SettingsError(f"--visitors takes whole numbers of at least 1, comma-separated (like 1,4,8,16), not {a.visitors!r}")
-    lm = load_model(a.model)
+    lm = bench_class.load_as_the_app_does(a.model)
     n = a.new_tokens or 32
     r = bench_class.run(lm, visitors, n, repeats=a.repeats)
     print(bench_class.report(r, n))

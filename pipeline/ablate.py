@@ -25,6 +25,8 @@ time as a generation; the hooks are removed before the lock is let go. `iter_hea
 """
 from __future__ import annotations
 
+import functools
+
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
@@ -33,6 +35,7 @@ import numpy as np
 import torch
 
 from .errors import SettingsError
+from .model_thread import run_on
 from .records import StepRecord
 from .records_ablate import PARTS, AblationRecord, HeadMapRecord, log_softmax
 
@@ -194,17 +197,26 @@ def _np(t: torch.Tensor) -> np.ndarray:
 # --- what callers use ----------------------------------------------------------------------------------------------
 
 
+def _locked(lm, fn, *args):
+    """fn(*args) under the model's lock, in inference mode."""
+    with lm.lock, torch.inference_mode():
+        return fn(*args)
+
+
 def ablate(lm, context_ids: Sequence[int], token_id: int, *, layer: int, part: str, head: int | None = None) -> AblationRecord:
     """The next-token distribution after `context_ids` (its last position), before and after switching off `part` of
     block `layer` (a head: `head`) at every position; `token_id` is the token whose probability is followed."""
     layer, part, head = check_part(lm.info.n_layers, lm.info.n_heads, layer, part, head)
     ids = _check_context(lm, context_ids, token_id)
-    with lm.lock:
-        t0 = time.perf_counter()
-        with torch.inference_mode():
-            clean = _Clean(lm, ids, [layer])
-            out, path = _rows(lm, clean, layer, [None, (part, head)])
-        ms = (time.perf_counter() - t0) * 1000.0
+    def passes():  # on the model's thread (pipeline.model_thread)
+        with lm.lock:
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                clean = _Clean(lm, ids, [layer])
+                out, path = _rows(lm, clean, layer, [None, (part, head)])
+            return clean, out, path, (time.perf_counter() - t0) * 1000.0
+
+    clean, out, path, ms = run_on(lm, passes)
     return AblationRecord(layer=layer, part=part, head=head, token_id=int(token_id), context_ids=tuple(ids),
                           logits_before=_np(clean.logits), logits_after=_np(out[1]), ms=ms, path=path)
 
@@ -224,16 +236,14 @@ def iter_head_map(lm, context_ids: Sequence[int], token_id: int, layers: Sequenc
         raise SettingsError("pick at least one block to switch its heads off", key="error.ablate_no_block")
     ids = _check_context(lm, context_ids, token_id)
     t0 = time.perf_counter()
-    with lm.lock, torch.inference_mode():
-        clean = _Clean(lm, ids, layers)
+    clean = run_on(lm, lambda: _locked(lm, _Clean, lm, ids, layers))
     before = float(log_softmax(_np(clean.logits))[token_id])
     after = np.full((L, H), np.nan)
     done: list[int] = []
     paths = set()
     rows: list[Row] = [None] + [("head", h) for h in range(H)]
     for layer in dict.fromkeys(layers):
-        with lm.lock, torch.inference_mode():
-            out, path = _rows(lm, clean, layer, rows)
+        out, path = run_on(lm, functools.partial(_locked, lm, _rows, lm, clean, layer, rows))
         lp = out[1:].double()
         after[layer] = (lp[:, token_id] - torch.logsumexp(lp, dim=-1)).cpu().numpy()
         done.append(layer)

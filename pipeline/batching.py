@@ -1,7 +1,7 @@
 """One decode loop for the process: every running generation's next token in one forward pass.
 
     row = open_row(lm)                     # a generation's place in the loop (pipeline.generate._run opens one)
-    cap = row.prefill(context)             # its prefill: alone, on the caller's thread, as without the loop
+    cap = row.prefill(context)             # its prefill: in the loop, in one pass with the other newcomers' prompts
     for rec in row.decode(token, step):    # then one pass a token, together with every other running row;
         ...                                # step(capture) -> (record, next token or None) makes each record
     row.close()                            # leaves the batch (the generator's `finally`: a closed tab frees its row)
@@ -10,8 +10,11 @@ Why: a decode step reads every weight of the model for one token; on a 2-core ma
 step's cost, so a pass for 16 rows costs about twice a pass for one (docs/benchmarks.md, "A class
 generating at once"). One thread per model (the Decoder) runs the loop (continuous batching, as
 llama.cpp's server slots and vLLM do):
-  1. a newcomer prefills alone, on its own thread, under the model's lock (between two ticks), then
-     hands its KV cache and its first token to the loop, which merges it into the batch at the next tick;
+  1. newcomers' prompts are prefilled together, between two ticks: one left-padded pass for every prompt
+     waiting (pipeline.batch_rows: a group is bounded in tokens and attention cells; one prompt alone runs
+     the very pass it runs without the loop). Each gets its own capture and cache back, makes its first
+     record on its own thread, and hands its first token to the loop, which merges its cache into the
+     batch at the next tick;
   2. each tick runs ONE hooked forward pass for every row. The batch's cache is one DynamicCache whose
      rows are left-padded to one length; a 2D attention mask marks each row's own positions and
      `position_ids` give each row its own positions, so a row sees only its own tokens (a padded key gets
@@ -38,12 +41,14 @@ import os
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 
 import torch
 
-from .capture import Captured, kv_bytes, run_with_cache
+from . import batch_rows
+from .batch_rows import Prefill, Row, _Slot, row_view, row_views
+from .capture import Captured, run_with_cache
+from .model_thread import claim
 
 STOPPED = "the model's decode loop has stopped (the app is shutting down)"
 AHEAD = 8  # records a row's generator has not read yet, past which the row is parked (out of the batch) until it reads
@@ -51,20 +56,6 @@ AHEAD = 8  # records a row's generator has not read yet, past which the row is p
 
 def enabled() -> bool:
     return os.environ.get("LLM_VIZ_BATCH", "1") not in ("0", "false", "off")
-
-
-@dataclass(eq=False)
-class _Slot:
-    """One row of the batch, as the loop sees it."""
-
-    own: int  # positions of its own in the batch's cache
-    token: int  # the token its next pass feeds
-    step: Callable  # step(capture) -> (record, next token or None), run on the loop's thread
-    cache: object = None  # its prefill's cache until the loop merges it
-    out: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)  # (record, last?) or an exception, for its generator
-    ready: float = field(default_factory=time.perf_counter)  # when its token was ready (its wait starts)
-    leaving: bool = False
-    state: str = "run"  # "run" | "park" (leaves the batch at the next tick: its reader is behind) | "parked" (holds `cache`)
 
 
 class Decoder:
@@ -75,11 +66,13 @@ class Decoder:
         self.cond = threading.Condition()
         self.slots: list[_Slot] = []  # batch order: slot i is row i of the cache
         self.joining: list[_Slot] = []
+        self.prefills: list[Prefill] = []  # prompts waiting for their prefill (run together, between two ticks)
+        self.calls: list[tuple[Callable, queue.SimpleQueue]] = []  # other threads' work with the model (model_thread.run_on)
         self.cache = None
         self.valid: torch.Tensor | None = None  # (rows, columns) bool: a row's own positions
         # since the start (the benchmark's): passes, the rows in them, the passes' time, the rows' records' time after them
-        self.ticks = self.rows_run = 0
-        self.pass_s = self.work_s = 0.0
+        self.ticks = self.rows_run = self.prefill_passes = self.prefill_rows = 0
+        self.pass_s = self.work_s = self.prefill_s = 0.0
         self.stopping = False
         self.thread = threading.Thread(target=self._loop, name="decode-loop", daemon=True)
         self.thread.start()
@@ -91,6 +84,27 @@ class Decoder:
             self.stopping = True
             self.cond.notify_all()
         self.thread.join(timeout)
+
+    def prefill(self, p: Prefill):
+        """Queue a prompt's prefill for the loop's next prefill pass (`p.out` gets its capture and cache)."""
+        with self.cond:
+            if self.stopping:
+                p.out.put(RuntimeError(STOPPED))
+            self.prefills.append(p)
+            self.cond.notify_all()
+
+    def call(self, fn: Callable):
+        """fn() on the loop's thread, between two ticks: its result here, or its exception raised here."""
+        out: queue.SimpleQueue = queue.SimpleQueue()
+        with self.cond:
+            if self.stopping:
+                raise RuntimeError(STOPPED)
+            self.calls.append((fn, out))
+            self.cond.notify_all()
+        ok, got = out.get()
+        if not ok:
+            raise got
+        return got
 
     def join(self, s: _Slot):
         with self.cond:
@@ -127,45 +141,91 @@ class Decoder:
 
     # -- the loop (its own thread) -------------------------------------------------------------
     def _loop(self):
+        claim()  # this thread's kernels get every core; other threads' one (pipeline.model_thread)
         while True:
             with self.cond:
-                while not self._leaves_and_joins() and not self.stopping:
+                while not self._leaves_and_joins() and not self.prefills and not self.calls and not self.stopping:
                     self.cond.notify_all()  # (wait_idle)
                     self.cond.wait()
                 if self.stopping:
                     return self._stopped()
+                calls, self.calls = self.calls, []
+                group = batch_rows.take(self.prefills)
+                if group:
+                    self.prefill_passes, self.prefill_rows = self.prefill_passes + 1, self.prefill_rows + len(group)
+                    self.cond.notify_all()  # (a test waits for a group to be taken)
+            for fn, out in calls:
+                try:
+                    out.put((True, fn()))
+                except BaseException as e:  # noqa: BLE001  (raised on the caller's thread)
+                    out.put((False, e))
+            if group:
+                self._prefill(group)  # the newcomers' prefills, one pass for all; then the running rows' tick
+            with self.cond:
+                if not self._leaves_and_joins():
+                    continue
                 slots, (ids, mask, pos) = list(self.slots), self._prepare()
-            try:
-                with torch.inference_mode():
-                    cap = run_with_cache(self.lm, ids, cache=self.cache, attention_mask=mask, position_ids=pos)
-            except Exception as e:  # noqa: BLE001  (every row's generator raises it; the loop goes on)
-                with self.cond:
-                    for s in slots + self.joining:
-                        s.out.put(e)
-                    self.slots, self.joining, self.cache, self.valid = [], [], None, None
-                continue
-            self.valid = torch.cat([self.valid, torch.ones(len(slots), 1, dtype=torch.bool)], 1)
-            t1 = time.perf_counter()
-            started = t1 - cap.ms / 1000.0
+            self._tick(slots, ids, mask, pos)
+
+    def _tick(self, slots, ids, mask, pos):
+        """One pass for every running row, then each row's record and next token."""
+        try:
             with torch.inference_mode():
-                for b, s in enumerate(slots):
-                    self._step(s, cap, b, None if mask is None else self.valid[b].nonzero().squeeze(1), started)
-            self.ticks, self.rows_run = self.ticks + 1, self.rows_run + len(slots)
-            self.pass_s, self.work_s = self.pass_s + cap.ms / 1000.0, self.work_s + time.perf_counter() - t1
-            del cap
+                cap = run_with_cache(self.lm, ids, cache=self.cache, attention_mask=mask, position_ids=pos)
+        except Exception as e:  # noqa: BLE001  (every row's generator raises it; the loop goes on)
+            with self.cond:
+                for s in slots + self.joining:
+                    s.out.put(e)
+                self.slots, self.joining, self.cache, self.valid = [], [], None, None
+            return
+        self.valid = torch.cat([self.valid, torch.ones(len(slots), 1, dtype=torch.bool)], 1)
+        t1 = time.perf_counter()
+        started = t1 - cap.ms / 1000.0
+        with torch.inference_mode():
+            firsts = [None if mask is None else self.valid.shape[1] - s.own - 1 for s in slots]  # (before _step counts the new one)
+            views = row_views(cap, firsts, [(started - s.ready) * 1000.0 for s in slots])
+            for s, view in zip(slots, views):
+                self._step(s, view)
+        self.ticks, self.rows_run = self.ticks + 1, self.rows_run + len(slots)
+        self.pass_s, self.work_s = self.pass_s + cap.ms / 1000.0, self.work_s + time.perf_counter() - t1
+
+    def _prefill(self, group: list[Prefill]):
+        """One pass for the group's prompts (left-padded); each gets its own capture and cache, as alone."""
+        from transformers import DynamicCache
+
+        ids, mask, pos = batch_rows.prefill_inputs(group)
+        try:
+            with torch.inference_mode():
+                cache = DynamicCache(config=self.lm.model.config)
+                cap = run_with_cache(self.lm, ids, cache=cache, attention_mask=mask, position_ids=pos)
+                started = time.perf_counter() - cap.ms / 1000.0
+                waited = [(started - p.asked) * 1000.0 for p in group]
+                if mask is None:
+                    group[0].out.put((row_view(cap, 0, None, waited[0]), cache))
+                else:
+                    firsts = [len(ids[b]) - len(p.ids) for b, p in enumerate(group)]  # (left of it: the row's pads)
+                    for b, (p, view) in enumerate(zip(group, row_views(cap, firsts, waited, queries=True))):
+                        p.out.put((view, batch_rows.own_cache(cache, b, firsts[b], self.lm.model.config)))
+        except Exception as e:  # noqa: BLE001  (each prompt's generator raises it)
+            for p in group:
+                p.out.put(e)
+            return
+        self.prefill_s += cap.ms / 1000.0
 
     def _stopped(self):
         """(under cond) The loop's end: every row in the batch or joining gets an error (a parked one when it asks)."""
-        for s in self.slots + self.joining:
+        for s in self.slots + self.joining + self.prefills:
             s.out.put(RuntimeError(STOPPED))
+        for _, out in self.calls:
+            out.put((False, RuntimeError(STOPPED)))
 
-    def _step(self, s: _Slot, cap: Captured, b: int, cols, started: float):
-        """Row `b`'s record from its slice of the pass, and its next token (or its leaving)."""
+    def _step(self, s: _Slot, view: Captured):
+        """A row's record from its view of the pass, and its next token (or its leaving)."""
         s.own += 1
         if s.leaving:
             return
         try:
-            rec, nxt = s.step(row_view(cap, b, cols, (started - s.ready) * 1000.0))
+            rec, nxt = s.step(view)
         except Exception as e:  # noqa: BLE001  (its generator raises it)
             s.out.put(e)
             s.leaving = True
@@ -201,13 +261,7 @@ class Decoder:
 
     def _extract(self, i: int):
         """Row `i`'s own positions as a cache of its own (1, heads, own, dim), to park it out of the batch."""
-        from transformers import DynamicCache
-
-        cols = self.valid[i].nonzero().squeeze(1)
-        cache = DynamicCache(config=self.lm.model.config)
-        for n, layer in enumerate(self.cache.layers):
-            cache.update(layer.keys[i:i + 1].index_select(2, cols).clone(), layer.values[i:i + 1].index_select(2, cols).clone(), n)
-        return cache
+        return batch_rows.own_cache(self.cache, i, self.valid.shape[1] - self.slots[i].own, self.lm.model.config)
 
     def _merge(self, s: _Slot):
         """Put a newcomer's cache (1, heads, own, dim) into the batch's, both left-padded to one length."""
@@ -261,85 +315,17 @@ def _decoder(lm) -> Decoder:
     return d
 
 
-def row_view(cap: Captured, b: int, cols, waited_ms: float) -> Captured:
-    """Row `b` of a batched capture as a pass of that row alone would have shaped it: (1, ...)
-    tensors; attention over the row's own positions only (`cols`; None: every column is its own)."""
-    view = Captured()
-    for name, t in cap.items():
-        if cols is not None and name.endswith(".attn.pattern"):
-            view[name] = t[b:b + 1].index_select(3, cols)  # (1, heads, 1, own positions)
-        elif name == "logits":
-            view[name] = t[b:b + 1].clone()  # (1, 1, vocab): a record keeps its row's logits, not the batch's
-        else:
-            view[name] = t[b:b + 1]
-    view.ms, view.wait_ms, view.rows, view.looped = cap.ms, max(0.0, waited_ms), cap.rows, True
-    return view
-
-
-class Row:
-    """A generation's place in the loop: `prefill` alone, then `decode` in the batch (or alone, where the
-    model cannot be batched). `kv_bytes`: its own cache's bytes, as a pass alone would hold them."""
-
-    def __init__(self, lm, batched: bool):
-        from transformers import DynamicCache
-
-        self.lm, self.batched = lm, batched
-        self.cache = DynamicCache(config=lm.model.config)
-        self.positions = 0
-        self.per_position = 0
-        self.slot: _Slot | None = None
-
-    @property
-    def kv_bytes(self) -> int:
-        return kv_bytes(self.cache) if self.cache is not None else self.per_position * self.positions
-
-    def prefill(self, ids) -> Captured:
-        cap = run_with_cache(self.lm, list(ids), cache=self.cache)
-        self.positions += len(ids)
-        return cap
-
-    def decode(self, token: int, step: Callable) -> Iterator:
-        """The records `step` makes, one a pass, from feeding `token` on (each pass's capture: the row's own)."""
-        if not (self.batched and _full_attention(self.cache)):
-            while token is not None:
-                t0 = time.perf_counter()
-                cap = run_with_cache(self.lm, [token], cache=self.cache)
-                self.positions += 1
-                rec, token = step(cap, t0)
-                yield rec
-            return
-        self.per_position = self.kv_bytes // max(1, self.positions)
-
-        def counted(cap):
-            self.positions += 1
-            return step(cap)
-
-        self.slot = _Slot(self.positions, int(token), counted, self.cache)
-        self.cache = None  # the loop holds it now
-        _decoder(self.lm).join(self.slot)
-        while True:
-            got = self.slot.out.get()
-            if isinstance(got, BaseException):
-                raise got
-            yield got[0]
-            if got[1]:
-                return
-            _decoder(self.lm).resume(self.slot)
-
-    def close(self):
-        if self.slot is not None:
-            _decoder(self.lm).leave(self.slot)
-
-
-def _full_attention(cache) -> bool:
-    from transformers.cache_utils import DynamicLayer
-
-    return all(type(layer) is DynamicLayer for layer in cache.layers)
-
-
 def open_row(lm) -> Row:
     """A new generation's row: batched with every other, or alone where it cannot be."""
-    return Row(lm, enabled() and hasattr(lm, "arch"))
+    return Row(lm, enabled() and hasattr(lm, "arch"), _decoder)
+
+
+def start(lm):
+    """The model's loop, started now (not at the first generation) where the model can be batched: called on the
+    thread that loaded the model, whose cores the loop's thread then takes (pipeline.model_thread)."""
+    row = open_row(lm)
+    if row.batched and row.full_attention:
+        _decoder(lm)
 
 
 def wait_idle(lm, timeout: float = 30.0) -> bool:
@@ -354,4 +340,4 @@ def status(lm) -> dict:
     return d.status() if d is not None else {"rows": 0, "joining": 0}
 
 
-__all__ = ["Decoder", "Row", "open_row", "row_view", "status", "enabled", "wait_idle"]
+__all__ = ["Decoder", "Row", "open_row", "row_view", "start", "status", "enabled", "wait_idle"]

@@ -41,6 +41,7 @@ from typing import Iterator, Sequence
 import torch
 
 from .arch import Arch
+from .model_thread import elsewhere
 
 
 def hook_names(n_layers: int) -> list[str]:
@@ -216,6 +217,13 @@ def run_with_cache(lm, ids, *, cache=None, keep: int = 1, hooks: bool = True, at
     `.model`, `.lock` and, for hooks, `.arch` (a LoadedModel, or a draft). A batch of rows that
     are not aligned (pipeline.batching) passes the model's own `attention_mask` (rows, keys) and
     `position_ids` (rows, T). The hooks are removed before this returns."""
+    d = elsewhere(lm)
+    if d is not None:  # another thread's pass (Draw many's prefill, speculative, a branch): on the model's thread, its cores
+        t0 = time.perf_counter()
+        result = d.call(functools.partial(run_with_cache, lm, ids, cache=cache, keep=keep, hooks=hooks, attention_mask=attention_mask,
+                                          position_ids=position_ids))
+        result.wait_ms = max(result.wait_ms, (time.perf_counter() - t0) * 1000.0 - result.ms)  # (its wait for the thread too)
+        return result
     model = lm.model
     rows = [list(ids)] if not ids or not isinstance(ids[0], (list, tuple)) else [list(r) for r in ids]
     x = torch.as_tensor(rows, dtype=torch.long, device=model.device)  # (rows, T)

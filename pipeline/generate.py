@@ -84,7 +84,9 @@ def rng_state(rng: np.random.Generator) -> str:
 
 def kv_formula(lm: LoadedModel, positions: int) -> int:
     """The cache's size by formula (sliding-window layers hold only their window)."""
-    bytes_per = torch.finfo(next(lm.model.parameters()).dtype).bits // 8
+    bytes_per = lm.__dict__.get("_bytes_per")  # (asked once: the model's parameters are walked to find it)
+    if bytes_per is None:
+        bytes_per = lm.__dict__["_bytes_per"] = torch.finfo(next(lm.model.parameters()).dtype).bits // 8
     return kv_cache_bytes(lm.info, positions, bytes_per)
 
 

@@ -89,9 +89,15 @@ def _rows(lm, context: list[int], more: list[int]) -> np.ndarray:
     """The model's raw logits after the context and after each of `more` but the last: one plain forward pass."""
     import torch
 
+    from pipeline.model_thread import run_on  # (not at the top: viz reads this module without torch)
+
     ids = context + more[:-1] if more else context
-    with lm.lock, torch.inference_mode():
-        out = lm.model(torch.tensor([ids])).logits[0].float().numpy()
+
+    def forward():  # on the model's thread (pipeline.model_thread)
+        with lm.lock, torch.inference_mode():
+            return lm.model(torch.tensor([ids])).logits[0].float().numpy()
+
+    out = run_on(lm, forward)
     return out[len(context) - 1:]
 
 

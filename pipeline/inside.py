@@ -22,6 +22,7 @@ from typing import Sequence
 from .accounting import _measure, accounting, measure_machine, param_counts, pass_macs  # noqa: F401  (_measure: its cache, for tests)
 from .kv_recompute import KV_TOP, kv_compare
 from .loading import LoadedModel
+from .model_thread import run_on
 from .logit_lens import final_logits, logit_lens, logit_lens_many
 from .positions import LEARNED_POSITIONS_SHOWN, position_info, swap_demo  # noqa: F401
 from .records import (
@@ -39,12 +40,17 @@ from .records import (
 __all__ = [
     "LENS_TOP", "KV_TOP", "LensRecord", "KVCompareRecord", "ParamCounts", "MachineInfo", "AccountingRecord",
     "PositionRecord", "SwapRecord", "final_logits", "logit_lens", "logit_lens_many", "kv_compare", "pass_macs", "param_counts",
-    "measure_machine", "accounting", "position_info", "swap_demo", "with_inside",
+    "measure_machine", "machine_of", "accounting", "position_info", "swap_demo", "with_inside",
 ]
 
 
 # ---------------------------------------------------------------------------------------
 # A trace for export
+
+
+def machine_of(lm) -> MachineInfo:
+    """This machine's limits, measured (once) where the model's passes run: its thread and its cores."""
+    return run_on(lm, lambda: measure_machine(lm.lock))
 
 
 def trace_extras(lm: LoadedModel) -> dict:
@@ -69,4 +75,4 @@ def with_inside(lm: LoadedModel, trace: Trace, steps: Sequence[int] | None = Non
     extras = trace_extras(lm)
     if trace.resid_projection is not None:  # the map its steps' paths were drawn in
         extras["resid_projection"] = trace.resid_projection
-    return dataclasses.replace(trace, lens=lens, machine=measure_machine(lm.lock), **extras)
+    return dataclasses.replace(trace, lens=lens, machine=machine_of(lm), **extras)

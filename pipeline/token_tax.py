@@ -53,7 +53,9 @@ def sentences() -> tuple[Sentence, ...]:
 
 def model_counter(tokenizer) -> Callable[[str], int]:
     """A Hugging Face tokenizer's count of a text's tokens, no special tokens added (the text as the model reads it)."""
-    return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    from .tokens import encode_ids
+
+    return lambda text: len(encode_ids(tokenizer, text))
 
 
 def tiktoken_counters() -> dict[str, Callable[[str], int]]:

@@ -2,6 +2,7 @@
 incremental detokenisation that never shows half a UTF-8 character."""
 from __future__ import annotations
 
+import threading
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
@@ -49,6 +50,19 @@ def bytes_to_readable(b: bytes) -> str:
 class EncodedPrompt:
     rendered: str  # the text the model reads (after the chat template)
     ids: list[int]
+
+
+_ENCODE = threading.Lock()  # (see encode_ids)
+
+
+def encode_ids(tok, text: str, *, split_special: bool = False) -> list[int]:
+    """A Hugging Face tokenizer's ids of `text`, no special tokens added; `split_special`: text that looks like a
+    special token is plain text. One encode at a time in the process: a fast tokenizer keeps "split special tokens"
+    as a flag on its Rust tokenizer, set by each call and read by the encode after it, so two visitors' prompts
+    encoded at once (one raw, one chat) could each be read with the other's flag: the chat template's own
+    `<|im_start|>` cut into "<", "|", "im", ... (seen with 9 generations started together)."""
+    with _ENCODE:
+        return list(tok(text, add_special_tokens=False, split_special_tokens=split_special)["input_ids"])
 
 
 class TokenView:
@@ -117,7 +131,7 @@ class TokenView:
         return self._encode_plain(text, False)
 
     def _encode_plain(self, text: str, parse_special: bool) -> list[int]:
-        return list(self.tok(text, add_special_tokens=False, split_special_tokens=not parse_special)["input_ids"])
+        return encode_ids(self.tok, text, split_special=not parse_special)
 
     def encode_prompt(self, text: str, *, chat: bool, system_prompt: str | None, parse_special: bool = False) -> EncodedPrompt:
         """Token ids of a prompt. Chat mode applies the model's template (its default system
@@ -140,7 +154,7 @@ class TokenView:
             rendered = rendered.replace(m, c)
         if parse_special or not (self._has_special_text(text) or self._has_special_text(system_prompt or "")):
             # the common case: exactly what transformers' own apply_chat_template(tokenize=True) gives
-            ids = list(self.tok(rendered, add_special_tokens=False)["input_ids"])
+            ids = encode_ids(self.tok, rendered)
             return EncodedPrompt(rendered, ids)
         ids: list[int] = []
         rest = template

@@ -22,7 +22,7 @@ def accounting_for(lm, trace: Trace):
     params = trace.params or (inside.param_counts(lm) if lm else None)
     if params is None:
         return None
-    machine = trace.machine or inside.measure_machine(lm.lock if lm else None)
+    machine = trace.machine or (inside.machine_of(lm) if lm else inside.measure_machine(None))
     return [inside.accounting(trace.model, params, st, machine) for st in trace.steps], machine, params
 
 

@@ -65,13 +65,16 @@ class ModelHolder:
         return self
 
     def _load(self):
+        from pipeline import batching
         from pipeline.loading import load_model
 
         gate = os.environ.get("LLM_VIZ_LOAD_GATE")
         while gate and not Path(gate).exists():  # tests: loading waits until the file appears
             time.sleep(0.2)
         try:  # the model first, then the line that says so: once the page reads "Model:", get() has it
-            self.lm = load_model(self.spec, progress=self._progress)
+            lm = load_model(self.spec, progress=self._progress)
+            batching.start(lm)  # its thread takes the cores before any visitor's thread runs torch (pipeline.model_thread)
+            self.lm = lm
         except Exception as e:  # shown on the page (in each visitor's language: ui/messages.py); the example trace stays explorable
             self.error = e
         finally:

@@ -65,6 +65,39 @@ def test_rows_of_different_lengths_match_their_runs_alone(llama):
             assert b.kv_cache_bytes == a.kv_cache_bytes
 
 
+def test_prompts_prefilled_in_one_pass_match_their_runs_alone(llama):
+    """Three prompts of different lengths queued while the model is busy are prefilled in ONE left-padded pass; each
+    prefill's record (its whole attention matrix, residual stream, distribution, cache) is what it is alone."""
+    runs = [(p, Settings(temperature=0.0 if i != 1 else 0.8, seed=i, max_new_tokens=4, chat=False)) for i, p in enumerate(PROMPTS)]
+    d = batching._decoder(llama)
+    gens, out = [iter(start(llama, p, s)) for p, s in runs], {}
+    busy = threading.Thread(target=lambda: list(start(llama, "z", Settings(temperature=0.0, max_new_tokens=1, chat=False))))
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, list(gens[i]))) for i in range(len(gens))]
+    taken = d.prefill_passes
+    with llama.lock:  # the loop's first pass (the busy prompt's) waits for it: the three queue up behind it
+        busy.start()
+        with d.cond:
+            assert d.cond.wait_for(lambda: d.prefill_passes > taken, 10)
+        for th in threads:
+            th.start()
+        with d.cond:
+            assert d.cond.wait_for(lambda: len(d.prefills) == 3, 10)
+    for th in threads + [busy]:
+        th.join(60)
+    assert batching.wait_idle(llama, 10)
+    for i, (p, s) in enumerate(runs):
+        alone, together = list(start(llama, p, s)), out[i]
+        assert together[0].phase == "prefill" and together[0].batch_rows == 3
+        assert [x.token_id for x in together] == [x.token_id for x in alone]
+        for a, b in zip(alone, together):
+            np.testing.assert_allclose(b.top_probs, a.top_probs, atol=1e-5)
+            np.testing.assert_allclose(b.attention, a.attention, atol=1e-5)
+            np.testing.assert_allclose(b.hidden, a.hidden, atol=1e-4)
+            assert b.kv_cache_bytes == a.kv_cache_bytes and b.context_ids == a.context_ids
+        assert together[0].attention_matrix.shape == alone[0].attention_matrix.shape
+        np.testing.assert_allclose(together[0].attention_matrix, alone[0].attention_matrix, atol=1e-5)
+
+
 def test_a_padded_pass_puts_no_weight_on_another_row_or_a_pad(llama):
     """The loop's own batch: two rows of different lengths, left-padded; the captured weights on the short row's pads
     are exactly 0, and its row view holds its own positions only."""
@@ -87,7 +120,7 @@ def test_a_padded_pass_puts_no_weight_on_another_row_or_a_pad(llama):
     cap = run_with_cache(llama, ids, cache=d.cache, attention_mask=mask, position_ids=pos)
     pat = cap["blocks.0.attn.pattern"]  # (2, heads, 1, 8)
     assert torch.all(pat[0, :, 0, :4] == 0)
-    view = batching.row_view(cap, 0, torch.nonzero(mask[0]).squeeze(1), 0.0)
+    view = batching.row_view(cap, 0, int(torch.nonzero(mask[0])[0]), 0.0)
     assert view["blocks.0.attn.pattern"].shape[-1] == 4
     alone = DynamicCache(config=llama.model.config)
     run_with_cache(llama, short, cache=alone, hooks=False)

@@ -42,7 +42,7 @@ def test_o200k_brings_every_language_under_twice_englishs_tokens_and_cl100k_does
 
 def test_a_models_tokenizer_is_counted_without_special_tokens():
     class Tok:
-        def __call__(self, text, add_special_tokens=True):
+        def __call__(self, text, add_special_tokens=True, split_special_tokens=False):
             return {"input_ids": ([0] if add_special_tokens else []) + [ord(c) for c in text]}
     count = tt.model_counter(Tok())
     assert count("abc") == 3
