@@ -189,7 +189,7 @@ def _trace(a) -> int:
 
 
 def _bench(a) -> int:
-    from . import bench
+    from . import bench, bench_class
     from .loading import load_model
 
     from .errors import SettingsError
@@ -220,7 +220,7 @@ def _bench(a) -> int:
         if a.json:
             Path(a.json).write_text(speculative_cost.to_json(curve))
         return 0
-    lm = load_model(a.model)
+    lm = bench_class.load_as_the_app_does(a.model)  # (as the app: the model's thread has the cores)
     prompt = a.prompt or bench.DEFAULT_PROMPT
     if a.tasks:
         r = bench.run_tasks(lm, a.tasks, new_tokens=a.new_tokens or bench.TASK_TOKENS, repeats=a.repeats, **spec)

@@ -14,20 +14,26 @@ import torch
 
 from .generate import start
 from .loading import LoadedModel
+from .model_thread import run_on
 from .records import Settings
 
 DEFAULT_PROMPT = "Explain in two sentences why the sky is blue."
 
 
 def _plain(lm: LoadedModel, ids: list[int], n: int) -> tuple[float, int]:
+    """Plain `generate`, timed where the model's passes run (pipeline.model_thread: the thread with the cores)."""
     x = torch.as_tensor([ids], dtype=torch.long)
-    t0 = time.perf_counter()
-    with torch.inference_mode():
-        out = lm.model.generate(
-            x, attention_mask=torch.ones_like(x), max_new_tokens=n, min_new_tokens=n, do_sample=False,
-            pad_token_id=lm.tokenizer.eos_token_id,
-        )
-    return time.perf_counter() - t0, out.shape[1] - x.shape[1]
+
+    def plain():
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            out = lm.model.generate(
+                x, attention_mask=torch.ones_like(x), max_new_tokens=n, min_new_tokens=n, do_sample=False,
+                pad_token_id=lm.tokenizer.eos_token_id,
+            )
+        return time.perf_counter() - t0, out.shape[1] - x.shape[1]
+
+    return run_on(lm, plain)
 
 
 def _traced(lm: LoadedModel, prompt: str, n: int) -> tuple[float, int, float, list[float]]:

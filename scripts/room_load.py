@@ -6,7 +6,7 @@ Starts the app (embedded model); one teacher (a room from a gallery trace) and `
 steps: every student polls the room's state as the page does (every 2 s, with its ETag, asking for Brotli as a
 browser does) and guesses once a step, 2-12 s after the step opens (people read, then type); the teacher waits
 until every guess is in, reveals, checks the room's count against the guesses sent, and moves on. Meanwhile
-another visitor generates `--tokens` tokens through the /trace API, `--pairs` times alone (the students' process
+another visitor (`--generators N`: N visitors at once) generates `--tokens` tokens through the /trace API, `--pairs` times alone (the students' process
 stopped: the room open, its pages silent) and then with the room, so that each pair is a few seconds apart (this
 machine's speed drifts between runs by more than a class costs; the first generation, thrown away, runs at a fifth
 of the speed of the next). Prints the load average, the generation's tokens/s in each pair and their ratio, the
@@ -68,13 +68,28 @@ def machine_busy() -> float:
     return (sum(fields[:8]) - fields[3] - fields[4]) / 100  # all but idle and iowait (guest time is inside user)
 
 
-def generate(url: str, tokens: int) -> float:
+def generate(url: str, tokens: int, visitors: int = 1) -> float:
+    """`visitors` generations of `tokens` tokens through /trace at once (each its own client): their tokens/s together."""
     from gradio_client import Client
 
-    client = Client(url + "/", verbose=False)
+    clients = [Client(url + "/", verbose=False) for _ in range(visitors)]
+    errors: list = []
+
+    def one(c):
+        try:
+            c.predict(prompt=PROMPT, temperature=0, max_new_tokens=tokens, api_name="/trace")
+        except Exception as e:  # noqa: BLE001  (raised below)
+            errors.append(e)
+
     t = time.perf_counter()
-    client.predict(prompt=PROMPT, temperature=0, max_new_tokens=tokens, api_name="/trace")
-    return tokens / (time.perf_counter() - t)
+    threads = [threading.Thread(target=one, args=(c,)) for c in clients]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if errors:
+        raise errors[0]
+    return visitors * tokens / (time.perf_counter() - t)
 
 
 class Http:
@@ -237,7 +252,7 @@ def line(name: str, timed: list, windows: list) -> str:
             f"{p95(during):.0f} ms of {len(during)}, otherwise {p95(rest):.0f} ms)")
 
 
-def generations(url: str, tokens: int, crowd_pid, pairs: int) -> tuple[list, list, list]:
+def generations(url: str, tokens: int, crowd_pid, pairs: int, visitors: int = 1) -> tuple[list, list, list]:
     """`pairs` times: the generation alone (the students' process stopped: the room open, its pages silent), then
     with the room (the students going again). Pairs a few seconds apart: this machine's speed drifts between runs by
     more than a class costs. (Alone, loaded, the loaded windows and the pauses: (start, end) wall times.)"""
@@ -247,13 +262,13 @@ def generations(url: str, tokens: int, crowd_pid, pairs: int) -> tuple[list, lis
         os.kill(crowd_pid, signal.SIGSTOP)
         time.sleep(0.5)  # (the requests under way answered)
         try:
-            alone.append(generate(url, tokens))
+            alone.append(generate(url, tokens, visitors))
         finally:
             os.kill(crowd_pid, signal.SIGCONT)
             pauses.append((t, time.time()))
         time.sleep(2)  # every page polling again
         t = time.time()
-        loaded.append(generate(url, tokens))
+        loaded.append(generate(url, tokens, visitors))
         windows.append((t, time.time()))
     return alone, loaded, windows, pauses
 
@@ -282,7 +297,7 @@ def measure(url, a, think) -> tuple:
     quiet = (time.time(), *proc_times(url.pid))
     time.sleep(10)  # the class alone: the server's CPU for it, per request (a figure that other work on the machine moves little)
     quiet += (time.time(), *proc_times(url.pid))
-    alone, loaded, out_windows, pauses = generations(url, a.tokens, ctl["pid"], a.pairs)
+    alone, loaded, out_windows, pauses = generations(url, a.tokens, ctl["pid"], a.pairs, a.generators)
     rss_g = proc_stats(url.pid)[1]  # the generations done: what grows from here on is the room's
     th.join()
     cpu1, rss1 = proc_stats(url.pid)
@@ -297,7 +312,7 @@ def report(a, think, out, alones, loaded, server, load_before: str):
     polls, guesses = unpaused(out["polls"], out["pauses"]), unpaused(out["guesses"], out["pauses"])
     status = out["status"]
     print(f"load average before: {load_before}; after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
-    print(f"generation of {a.tokens} tokens, alone then with the room, {len(ratios)} pairs: "
+    print(f"generation of {a.tokens} tokens by {a.generators} visitor(s) at once, alone then with the room, {len(ratios)} pairs: "
           + ", ".join(f"{x:.2f} -> {y:.2f}" for x, y in zip(alones, loaded))
           + f" tok/s; ratio {statistics.median(ratios):.2f} (median; {min(ratios):.2f}-{max(ratios):.2f}; goal >= 0.80)")
     print(f"{a.students} students, {len(out['counted'])} steps (guesses {think[0]:g}-{think[1]:g} s after a step opens; goal: "
@@ -327,6 +342,7 @@ def main(argv=None):
     ap.add_argument("--think", default=f"{THINK_S[0]:g},{THINK_S[1]:g}",
                     help="LO,HI: a student guesses LO-HI s after a step opens (0,1: the first second, when the step's distribution is new)")
     ap.add_argument("--pairs", type=int, default=3, help="generations alone and with the room, alternating")
+    ap.add_argument("--generators", type=int, default=1, help="visitors generating at once through /trace (a class trying its own prompts)")
     ap.add_argument("--profile", type=Path, help="run the server under py-spy and write its raw stacks here")
     a = ap.parse_args(argv)
     think = tuple(float(x) for x in a.think.split(","))
