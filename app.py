@@ -2,8 +2,8 @@
 
 The entry point: arguments, the model started, the page built and launched. The page itself is in
 ui/: layout.py (every component), wiring.py (the events), generation.py, inside.py and listeners.py
-(what runs when something happens), model.py (the model, the only global). Each person's trace
-lives in gr.State. Data flows pipeline -> records -> viz -> ui.
+(what runs when something happens), model.py (the model). Each person's trace lives in gr.State; what the
+process holds beyond it (the model, the class rooms, caches) is listed in docs/state.md. Data flows pipeline -> records -> viz -> ui.
 
     python app.py [--model HUB_ID_OR_DIR] [--port 7860] [--host 127.0.0.1] [--share]
 

@@ -174,7 +174,7 @@
     if (id !== 'dist-plot') return merged(bundle.panels[id], s);
     const S = bundle.sampling, mp = state.mp ?? S.min_p, pen = state.pen ?? S.penalty, r = reshape(S, s, state.t, state.k, state.p, mp, pen);
     r.key = `${state.t}|${state.k}|${state.p}` + (state.mp == null && state.pen == null ? '' : `|${mp}|${pen}`); // (offline: the first three)
-    // and the settings reshape used, named in layout.meta (DESIGN.md):
+    // and the settings reshape used, named in layout.meta (viz/distribution.py, the figure's contract):
     r.used = { temperature: S.temperatures[gridIndex(S.temperatures, state.t)], top_k: Math.round(state.k), top_p: S.top_ps[gridIndex(S.top_ps, state.p)],
                min_p: S.min_ps[gridIndex(S.min_ps, mp)], repetition_penalty: S.penalties[gridIndex(S.penalties, pen)] };
     return distFigure(bundle, s, r);

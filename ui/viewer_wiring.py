@@ -13,8 +13,8 @@ five figures and shows the text, chips and rounds of the step. The server is ask
   panel is on screen: its open tab, which the model computes for the step. (A step past the bundle's
   frames, in a trace longer than viz.viewer.MAX_FRAMES, also gets its five figures this way.)
 
-Messages go through one hidden textbox (`viewer-data`) as JSON: {"kind": "live"} when a generation
-starts (the page shows the server's streamed figures until the next bundle), {"kind": "bundle"},
+Messages go through the page's one channel, the bridge (ui/bridge.py: `say` as an output, `LLMBridge.on` in
+assets/app_viewer.js): {"kind": "live"} when a generation starts (the page shows the server's streamed figures until the next bundle), {"kind": "bundle"},
 {"kind": "panel"} (one panel's frames replaced). Each carries the server time `t` it was made at,
 so a bundle made before the latest generation started is ignored. A bundle or panel is not in the
 message itself: it is written once, as a JSON file, and the message gives its `url`, which the page
@@ -53,7 +53,6 @@ SCRIPTS = (PLOTLY_JS, ASSETS / "link_actions.js", ASSETS / "branch_ask.js", ASSE
 # bundle (viz.panels: FIVE is an older name, from when there were five)
 LIGHT = panels.LIGHT_KEYS
 FIVE = panels.STEP_KEYS
-INBOX_JS = "(s) => { (window.LLMAppInbox = window.LLMAppInbox || []).push(s); if (window.LLMApp) window.LLMApp.drain(); }"
 CACHE_BYTES = 1 << 30  # of bundle and panel files kept on disk (a few MB each for a short trace)
 
 

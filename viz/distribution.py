@@ -343,7 +343,7 @@ def distribution_figure_dict(step: StepRecord, *, temperature: float, top_k: int
                          shapes=shapes, annotations=annotations,
                          xaxis=dict(range=[0, 1.08], autorange=False, tickformat=".0%", title=dict(text=t("dist.axis")), fixedrange=True),
                          yaxis=dict(type="category", autorange="reversed", fixedrange=True, tickfont=dict(size=14)))
-    # the contract the page and its tests read: the settings these numbers were computed with (DESIGN.md)
+    # the contract the page and its tests read: the settings these numbers were computed with
     layout["meta"] = {"temperature": float(temperature), "top_k": int(top_k), "top_p": float(top_p), "min_p": float(min_p),
                       "repetition_penalty": float(repetition_penalty)}
     return {"data": bars, "layout": layout}

@@ -1,4 +1,4 @@
-"""What the fields show is what the distribution used (DESIGN.md, "The page: lesson first"): after a link,
+"""What the fields show is what the distribution used (the page's promise: docs/teaching.md): after a link,
 an example chosen from the gallery and a trace file loaded, the next-token distribution on screen names in
 its `layout.meta` the temperature, top-k and top-p it was computed with, and they equal the sliders on
 screen, with no slider touched (an impatient person touches none)."""

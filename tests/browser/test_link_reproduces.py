@@ -1,4 +1,4 @@
-"""A link reproduces the lesson and never contradicts (DESIGN.md, "The page: lesson first"), driven as an
+"""A link reproduces the lesson and never contradicts (the page's promise: docs/teaching.md), driven as an
 impatient person would:
 
 - "Copy link" after a run (greedy, and sampled with a seed) opened in a fresh browser: the same text,

@@ -192,7 +192,7 @@ def test_greedy_keeps_one_token_and_shows_zero_entropy():
 @pytest.mark.parametrize("kw", [dict(temperature=0.0, top_k=0, top_p=0.5), dict(temperature=1.3, top_k=5, top_p=0.8), REC,
                                 dict(temperature=0.7, top_k=0, top_p=0.9, min_p=0.05, repetition_penalty=1.3)])
 def test_the_figure_names_the_settings_it_was_computed_with(kw):
-    """DESIGN.md: a distribution names (in layout.meta) the settings it was computed with."""
+    """A distribution names (in layout.meta) the settings it was computed with: the page reads them from there."""
     fig = distribution_figure(make_trace(**REC).steps[1], **kw)
     meta = fig.layout.meta
     assert meta == {"temperature": kw["temperature"], "top_k": kw["top_k"], "top_p": kw["top_p"], "min_p": kw.get("min_p", 0.0),
