@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import sampling
+from . import sampling, slider_grid
 from .records import RestRecord, StepRecord
 
-GRID = tuple(round(0.05 * i, 2) for i in range(1, 41))  # the page's temperature slider; 0 (greedy) needs no sums
+GRID = slider_grid.TEMPERATURE.values[1:]  # the page's temperature slider; 0 (greedy) needs no sums
 KEEP = 156  # the rest's largest logits kept one by one: with the top 100, top-k up to 256 is exact
 MAX_KEEP = 2048  # more only while a penalised candidate lies below them (never past this)
 WIDTH = 0.1  # histogram bins, in logit units

@@ -13,6 +13,7 @@ from itertools import groupby
 
 import gradio as gr
 
+from pipeline import slider_grid
 from pipeline.records import Trace
 from viz import output, page, panels
 from viz import room as room_viz
@@ -129,12 +130,14 @@ SLIDER_MIN_W = 180  # five sliders: three then two in the lesson's column on a l
 def _sampling(C: Components) -> None:
     """Temperature, top-k, top-p, min-p, repetition penalty: above the distribution they reshape (what-if, no model needed)."""
     with gr.Row(elem_id="sampling-sliders"):
-        C.temperature = gr.Slider(0, 2, value=0.7, step=0.05, label=t("label.temperature"), elem_id="temperature", min_width=SLIDER_MIN_W)
-        C.top_k = gr.Slider(0, 200, value=0, step=1, label=t("label.top_k"), elem_id="top-k", min_width=SLIDER_MIN_W)
-        C.top_p = gr.Slider(0.01, 1, value=0.9, step=0.01, label=t("label.top_p"), elem_id="top-p", min_width=SLIDER_MIN_W)
-        C.min_p = gr.Slider(0, 0.5, value=0, step=0.01, label=t("label.min_p"), elem_id="min-p", min_width=SLIDER_MIN_W)
-        C.repetition_penalty = gr.Slider(1, 2, value=1, step=0.05, label=t("label.repetition_penalty"), elem_id="repetition-penalty",
-                                         min_width=SLIDER_MIN_W)
+        def grid(g: slider_grid.Grid, value, label: str, elem_id: str) -> gr.Slider:  # (the one table of the grids)
+            return gr.Slider(g.lo, g.hi, value=value, step=g.step, label=label, elem_id=elem_id, min_width=SLIDER_MIN_W)
+
+        C.temperature = grid(slider_grid.TEMPERATURE, 0.7, t("label.temperature"), "temperature")
+        C.top_k = grid(slider_grid.TOP_K, 0, t("label.top_k"), "top-k")
+        C.top_p = grid(slider_grid.TOP_P, 0.9, t("label.top_p"), "top-p")
+        C.min_p = grid(slider_grid.MIN_P, 0, t("label.min_p"), "min-p")
+        C.repetition_penalty = grid(slider_grid.REPETITION_PENALTY, 1, t("label.repetition_penalty"), "repetition-penalty")
 
 
 def _samples(C: Components) -> None:

@@ -1,4 +1,4 @@
-"""The sampling sliders' grids (ui/layout.py's sliders) and the typed-array packing the viewer bundle's tables use
+"""The sampling sliders' grids (pipeline/slider_grid.py) and the typed-array packing the viewer bundle's tables use
 (viz.viewer_sampling, viz.viewer_sampling_rest; assets/viewer_text.js decodes them)."""
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import base64
 
 import numpy as np
 
-from pipeline import rest, sampling
+from pipeline import sampling, slider_grid
 
-TEMPERATURES = (0.0, *rest.GRID)  # ui/layout.py: Slider(0, 2, step=0.05)
-TOP_PS = tuple(round(0.01 * i, 2) for i in range(1, 101))  # Slider(0.01, 1, step=0.01); 1 is off
-TOP_K_MAX = 200  # Slider(0, 200, step=1); 0 is off
-MIN_PS = tuple(round(0.01 * i, 2) for i in range(51))  # Slider(0, 0.5, step=0.01); 0 is off
-PENALTIES = tuple(round(1 + 0.05 * i, 2) for i in range(21))  # Slider(1, 2, step=0.05); 1 is off
+TEMPERATURES = slider_grid.TEMPERATURE.values  # the page's sliders (pipeline/slider_grid.py, read by ui/layout.py too)
+TOP_PS = slider_grid.TOP_P.values  # 1 is off
+TOP_K_MAX = slider_grid.TOP_K.hi  # 0 is off
+MIN_PS = slider_grid.MIN_P.values  # 0 is off
+PENALTIES = slider_grid.REPETITION_PENALTY.values  # 1 is off
 GUARD = 8  # nuclei within this many tokens of the head's end are taken from the table, not recomputed
 TOP_P_EPS = 1e-12  # pipeline.sampling.TopP's tolerance on the cumulative probability
 

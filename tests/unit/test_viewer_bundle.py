@@ -3,7 +3,6 @@ changes moves, ranges stay put, frames are capped, the sampling tables cover wha
 import dataclasses
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -232,17 +231,25 @@ def test_the_tables_are_the_same_from_a_short_prefix_of_the_sorted_vocabulary(mo
 
 
 def test_the_grids_are_the_apps_sliders():
-    src = (ROOT / "ui" / "layout.py").read_text(encoding="utf-8")
+    """One table of the grids (pipeline/slider_grid.py): the page's sliders are made from it, the viewer's tables and a
+    step's saved rest read it, and its positions are the ones every saved trace holds."""
+    import gradio as gr
 
-    def slider(elem_id):
-        m = re.search(r"gr\.Slider\((.*)elem_id=\"" + elem_id + "\"", src)  # on one line
-        assert m, f"ui/layout.py has no slider {elem_id}"
-        lo, hi = (float(v) for v in m.group(1).split(",")[:2])
-        return lo, hi, float(re.search(r"step=([0-9.]+)", m.group(1)).group(1))
+    from pipeline import rest, slider_grid
+    from ui import layout
+    from ui.views import Components
 
-    assert slider("temperature") == (TEMPERATURES[0], TEMPERATURES[-1], 0.05)
-    assert slider("top-p") == (TOP_PS[0], TOP_PS[-1], 0.01)
-    assert slider("top-k") == (0, TOP_K_MAX, 1)
+    C = Components()
+    with gr.Blocks():
+        layout._sampling(C)
+    for name, g in (("temperature", slider_grid.TEMPERATURE), ("top_k", slider_grid.TOP_K), ("top_p", slider_grid.TOP_P),
+                    ("min_p", slider_grid.MIN_P), ("repetition_penalty", slider_grid.REPETITION_PENALTY)):
+        s = getattr(C, name)
+        assert (s.minimum, s.maximum, s.step) == (g.lo, g.hi, g.step), name
+    assert TEMPERATURES == tuple(round(0.05 * i, 2) for i in range(41)) and rest.GRID == TEMPERATURES[1:]  # (the trace format's)
+    assert TOP_PS == tuple(round(0.01 * i, 2) for i in range(1, 101)) and TOP_K_MAX == 200
+    from viz.viewer_sampling import MIN_PS, PENALTIES
+    assert MIN_PS == tuple(round(0.01 * i, 2) for i in range(51)) and PENALTIES == tuple(round(1 + 0.05 * i, 2) for i in range(21))
 
 
 def test_every_panel_carries_the_white_template_and_no_frame_does(bundle):
