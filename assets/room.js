@@ -136,16 +136,19 @@
       if (!back(answered(r), (t) => drawEnded(document.getElementById('class-chart'), { error: t }))) return;
       if (!T || r.status === 304) return;
       if (r.status !== 200) { if (r.status === 404 || r.status === 410) keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: why(r, null) }); return; }
-      T.etag = r.etag; T.state = r.body; root.LLMRoomTeacher.setState(r.body);
-      if (T.fresh && r.body.trace !== T.fresh.was) { // the room's new text: the teacher's own opens at the room's first step (a
-        T.fresh = null; //  gallery text at the page's step, which the page tells the room as before)
-        if (!r.body.example) { T.step = r.body.step; setStep(r.body.step); }
-      }
-      if (r.body.closed) { keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: root.LLMText.t('room.ended') }); return; }
-      if (r.body.phase === 'revealed' && a && a.state.step === r.body.step) root.LLMGuess && root.LLMGuess.reveal(r.body.step);
-      drawChart(document.getElementById('class-chart'), r.body, (row) => post(`${T.code}/hide`, row.token_id !== null ? { token_id: row.token_id } : { text: row.text }, T.key));
-      if (root.LLMRoomTools) root.LLMRoomTools.teacher(T, r.body); // the running score, the summary card, the options
+      T.etag = r.etag; teacherSees(r.body, a);
     }).catch(() => back(false, (t) => drawEnded(document.getElementById('class-chart'), { error: t })));
+  }
+  function teacherSees(body, a) { // the room's state on the teacher's page: a poll's answer, or the Reveal's own
+    T.state = body; root.LLMRoomTeacher.setState(body);
+    if (T.fresh && body.trace !== T.fresh.was) { // the room's new text: the teacher's own opens at the room's first step (a
+      T.fresh = null; //  gallery text at the page's step, which the page tells the room as before)
+      if (!body.example) { T.step = body.step; setStep(body.step); }
+    }
+    if (body.closed) { keepRoom(null); drawEnded(document.getElementById('class-chart'), { error: root.LLMText.t('room.ended') }); return; }
+    if (body.phase === 'revealed' && a && a.state.step === body.step) root.LLMGuess && root.LLMGuess.reveal(body.step);
+    drawChart(document.getElementById('class-chart'), body, (row) => post(`${T.code}/hide`, row.token_id !== null ? { token_id: row.token_id } : { text: row.text }, T.key));
+    if (root.LLMRoomTools) root.LLMRoomTools.teacher(T, body); // the running score, the summary card, the options
   }
 
   // why the API refused, in the page's language: a class that has ended (410) said here, any other refusal as the
@@ -191,7 +194,10 @@
     const b = e.target.closest && e.target.closest('#class-reveal, #class-next, #class-close');
     if (!b || !T) return;
     const a = app();
-    if (b.id === 'class-reveal') post(`${T.code}/reveal`, {}, T.key).then(() => { if (a) root.LLMGuess.reveal(a.state.step); });
+    if (b.id === 'class-reveal') post(`${T.code}/reveal`, {}, T.key).then((r) => { // (its answer: the room's state, drawn at once)
+      if (a) root.LLMGuess.reveal(a.state.step);
+      if (T && r.status === 200 && r.body && r.body.phase === 'revealed') teacherSees(r.body, app());
+    });
     else if (b.id === 'class-next' && a) setStep(Math.min(a.state.bundle.n_steps - 1, a.state.step + 1));
     else if (b.id === 'class-close') { keepRoom(null); post(`${T.code}/close`, {}, T.key); }
   });

@@ -220,7 +220,7 @@ def _bench(a) -> int:
         if a.json:
             Path(a.json).write_text(speculative_cost.to_json(curve))
         return 0
-    lm = bench_class.load_as_the_app_does(a.model)  # (as the app: the model's thread has the cores)
+    lm = bench_class.load_as_the_app_does(a.model)  # (as the app loads it: on a thread that then ends)
     prompt = a.prompt or bench.DEFAULT_PROMPT
     if a.tasks:
         r = bench.run_tasks(lm, a.tasks, new_tokens=a.new_tokens or bench.TASK_TOKENS, repeats=a.repeats, **spec)

@@ -322,10 +322,15 @@ def open_row(lm) -> Row:
 
 def start(lm):
     """The model's loop, started now (not at the first generation) where the model can be batched: called on the
-    thread that loaded the model, whose cores the loop's thread then takes (pipeline.model_thread)."""
+    thread that loaded the model, so that its machine measurement is made before any visitor comes."""
     row = open_row(lm)
     if row.batched and row.full_attention:
-        _decoder(lm)
+        from .accounting import measure_machine
+
+        d = _decoder(lm)
+        # the machine's limits, measured now on the loop's thread, once: asked later, by a visitor's
+        # compute panel, the measurement (~1 s) would hold every running generation still
+        d.call(lambda: measure_machine(lm.lock))
 
 
 def wait_idle(lm, timeout: float = 30.0) -> bool:

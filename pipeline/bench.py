@@ -21,7 +21,7 @@ DEFAULT_PROMPT = "Explain in two sentences why the sky is blue."
 
 
 def _plain(lm: LoadedModel, ids: list[int], n: int) -> tuple[float, int]:
-    """Plain `generate`, timed where the model's passes run (pipeline.model_thread: the thread with the cores)."""
+    """Plain `generate`, timed where the model's passes run (pipeline.model_thread: the loop's thread)."""
     x = torch.as_tensor([ids], dtype=torch.long)
 
     def plain():

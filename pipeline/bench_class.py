@@ -66,8 +66,8 @@ def run_class(lm: LoadedModel, n: int, new_tokens: int = 32) -> dict:
 
 
 def load_as_the_app_does(spec: str | None) -> LoadedModel:
-    """The model loaded on a thread that then ends, and its loop started there (ui/model.py does the same): the loop's
-    thread is then the process's only one with more than one core (pipeline.model_thread)."""
+    """The model loaded on a thread that then ends, and its loop started there, as ui/model.py does: no thread but the
+    loop's keeps the pool of OpenMP workers the loading made (pipeline.model_thread)."""
     from . import batching
     from .loading import load_model
 

@@ -218,7 +218,7 @@ def run_with_cache(lm, ids, *, cache=None, keep: int = 1, hooks: bool = True, at
     are not aligned (pipeline.batching) passes the model's own `attention_mask` (rows, keys) and
     `position_ids` (rows, T). The hooks are removed before this returns."""
     d = elsewhere(lm)
-    if d is not None:  # another thread's pass (Draw many's prefill, speculative, a branch): on the model's thread, its cores
+    if d is not None:  # another thread's pass (Draw many's prefill, speculative, a branch): on the model's thread
         t0 = time.perf_counter()
         result = d.call(functools.partial(run_with_cache, lm, ids, cache=cache, keep=keep, hooks=hooks, attention_mask=attention_mask,
                                           position_ids=position_ids))

@@ -49,7 +49,7 @@ __all__ = [
 
 
 def machine_of(lm) -> MachineInfo:
-    """This machine's limits, measured (once) where the model's passes run: its thread and its cores."""
+    """This machine's limits, measured (once) where the model's passes run: on its thread."""
     return run_on(lm, lambda: measure_machine(lm.lock))
 
 

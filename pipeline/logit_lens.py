@@ -79,7 +79,7 @@ def logit_lens_many(lm: LoadedModel, steps: Sequence[StepRecord]) -> list[LensRe
     for i in range(0, len(steps), CHUNK):
         part = steps[i:i + CHUNK]
         h = torch.as_tensor(np.stack([np.asarray(st.hidden, np.float32) for st in part])).to(device=p.device, dtype=p.dtype)
-        logits = run_on(lm, functools.partial(_read_out, lm, h))  # (steps, L+1, vocab): on the model's thread, its cores
+        logits = run_on(lm, functools.partial(_read_out, lm, h))  # (steps, L+1, vocab): on the model's thread
         with torch.inference_mode():
             out += [_record(lm, st, logits[j].float()) for j, st in enumerate(part)]
     return out

@@ -100,7 +100,7 @@ def _forward(lm: LoadedModel, ids: list[list[int]], cache, clock: _Clock) -> tor
     x = torch.as_tensor(ids, dtype=torch.long, device=lm.model.device)  # (rows, T)
     t0 = time.perf_counter()
 
-    def forward():  # on the model's thread (pipeline.model_thread): its cores, between two ticks of the decode loop
+    def forward():  # on the model's thread (pipeline.model_thread), between two ticks of the decode loop
         with lm.lock, torch.inference_mode():
             clock.wait += time.perf_counter() - t0
             return lm.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)

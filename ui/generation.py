@@ -57,10 +57,22 @@ class Runs:
     def superseded(self, key: str | None, n: int) -> bool:
         return key is not None and self._newest.get(key, n) != n
 
+    def stop(self, key: str | None):
+        """Stop clicked: the page's run yields nothing more (its last pass, under way when Gradio cancelled it, would
+        otherwise still reach the page, drawn after Generate was clicked again as if it were the new run's)."""
+        with self._lock:
+            if key is not None and key in self._newest:
+                self._newest[key] = 0  # (no run's number)
+
     def end(self, key: str | None, n: int):
         with self._lock:
-            if key is not None and self._newest.get(key) == n:
+            if key is not None and self._newest.get(key) in (n, 0):
                 del self._newest[key]
+
+
+def stop_clicked():
+    """Stop's own listener (beside the one that cancels the run and draws its last step): RUNS.stop."""
+    RUNS.stop(RUNS.session())
 
 
 # Process-wide (docs/state.md): every page session's newest run, an entry only while a run goes; behind Runs._lock.
@@ -131,7 +143,7 @@ class Generation:
                 return
             clock = dict(dist=time.perf_counter(), heavy=time.perf_counter())  # the first token goes out as text, at once
             for _ in gen:  # a plain generation yields steps; a speculative one rounds of 1 to k+1 steps
-                if RUNS.superseded(key, n):  # a newer run of this page has begun: it owns the page now
+                if RUNS.superseded(key, n):  # a newer run of this page has begun, or Stop was clicked: the page is not this run's
                     return
                 trace = gen.trace()
                 yield self._streamed(trace, len(trace.steps) - 1, opts, live, clock)

@@ -73,7 +73,7 @@ class ModelHolder:
             time.sleep(0.2)
         try:  # the model first, then the line that says so: once the page reads "Model:", get() has it
             lm = load_model(self.spec, progress=self._progress)
-            batching.start(lm)  # its thread takes the cores before any visitor's thread runs torch (pipeline.model_thread)
+            batching.start(lm)  # the decode loop, and the machine measured on its thread, before any visitor comes
             self.lm = lm
         except Exception as e:  # shown on the page (in each visitor's language: ui/messages.py); the example trace stays explorable
             self.error = e

@@ -16,7 +16,7 @@ from viz import panels as viz_panels
 from ui import bridge, class_room, language, links, token_tax
 from ui import viewer_wiring as viewer
 from ui.api import HEAVY_GROUP, GENERATE_GROUP
-from ui.generation import Generation
+from ui.generation import Generation, stop_clicked
 from ui.inside import Inside
 from ui.page import Page
 from ui.listeners import Listeners, session_closed, status_tick
@@ -152,6 +152,7 @@ def _stop_and_files(w: Wires, events: list) -> None:
     """Stop (cancels every run), the bundle `finish` asks for, and the two downloads."""
     C, p = w.p.C, w.p
     w.inside.after(w.finish.on(C.stop.click, cancels=events))
+    C.stop.click(stop_clicked, None, None, queue=False, show_progress="hidden")  # (the stopped run yields nothing more)
     # finish asks for the bundle through its own event: a run's chain (Generate, Stop) ends without
     # waiting for it, so Generate, whose click is ignored while its chain is pending, can be clicked again
     w.send_bundle.on(C.bundle_req.change, show_progress="hidden")
