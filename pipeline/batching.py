@@ -85,13 +85,17 @@ class Decoder:
             self.cond.notify_all()
         self.thread.join(timeout)
 
-    def prefill(self, p: Prefill):
-        """Queue a prompt's prefill for the loop's next prefill pass (`p.out` gets its capture and cache)."""
+    def _queue(self, waiting: list, item):
+        """`item` (a Prefill or a _Slot) into one of the loop's queues; after the loop's end, its error at once."""
         with self.cond:
             if self.stopping:
-                p.out.put(RuntimeError(STOPPED))
-            self.prefills.append(p)
+                item.out.put(RuntimeError(STOPPED))
+            waiting.append(item)
             self.cond.notify_all()
+
+    def prefill(self, p: Prefill):
+        """Queue a prompt's prefill for the loop's next prefill pass (`p.out` gets its capture and cache)."""
+        self._queue(self.prefills, p)
 
     def call(self, fn: Callable):
         """fn() on the loop's thread, between two ticks: its result here, or its exception raised here."""
@@ -107,11 +111,7 @@ class Decoder:
         return got
 
     def join(self, s: _Slot):
-        with self.cond:
-            if self.stopping:
-                s.out.put(RuntimeError(STOPPED))
-            self.joining.append(s)
-            self.cond.notify_all()
+        self._queue(self.joining, s)
 
     def leave(self, s: _Slot):
         with self.cond:
