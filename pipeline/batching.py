@@ -85,17 +85,20 @@ class Decoder:
             self.cond.notify_all()
         self.thread.join(timeout)
 
-    def _queue(self, waiting: list, item):
-        """`item` (a Prefill or a _Slot) into one of the loop's queues; after the loop's end, its error at once."""
+    def _queue(self, name: str, item):
+        """`item` (a Prefill or a _Slot) into the loop's queue `name`; after the loop's end, its error at once. (The
+        list is looked up under the lock: the loop replaces `joining` with a new one, and a row appended to the old
+        list after that was never seen again: its page waited forever.)"""
         with self.cond:
             if self.stopping:
                 item.out.put(RuntimeError(STOPPED))
-            waiting.append(item)
+                return
+            getattr(self, name).append(item)
             self.cond.notify_all()
 
     def prefill(self, p: Prefill):
         """Queue a prompt's prefill for the loop's next prefill pass (`p.out` gets its capture and cache)."""
-        self._queue(self.prefills, p)
+        self._queue("prefills", p)
 
     def call(self, fn: Callable):
         """fn() on the loop's thread, between two ticks: its result here, or its exception raised here."""
@@ -111,7 +114,7 @@ class Decoder:
         return got
 
     def join(self, s: _Slot):
-        self._queue(self.joining, s)
+        self._queue("joining", s)
 
     def leave(self, s: _Slot):
         with self.cond:

@@ -8,10 +8,16 @@ marked `integration` here, from where its file lives, so a new file cannot forge
 
 Any other test (a unit test) that tries to load the default model or start app.py fails at
 once with a message saying what to do instead; tests/unit/test_marks.py proves both.
+
+And a run always ends: a test stuck for longer than pyproject.toml's `timeout` fails (pytest-timeout), and a
+thread a test left running (not a daemon) is named at the end instead of holding the process open for ever.
 """
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -75,3 +81,23 @@ def _unit_tests_stay_small(request, monkeypatch):
     monkeypatch.setattr(loading, "resolve", resolve)  # load_model looks it up here on every call
     monkeypatch.setattr(subprocess, "Popen", _refusing_popen(subprocess.Popen))
     yield
+
+
+_STATUS = {"exit": 0}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _STATUS["exit"] = int(exitstatus)
+
+
+def pytest_unconfigure(config):
+    """After the summary: threads some test left running would keep the interpreter from exiting (a CI run that never
+    ends). Name them and end the process with the suite's own status."""
+    left = [th for th in threading.enumerate() if th is not threading.main_thread() and not th.daemon and th.is_alive()]
+    for th in left:
+        th.join(5)
+    left = [th.name for th in left if th.is_alive()]
+    if left:
+        print(f"\ntests left threads running: {left}; ending the run with its own status", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(_STATUS["exit"])

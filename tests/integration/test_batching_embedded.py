@@ -3,6 +3,7 @@ own run as rows of one decode loop (pipeline.batching), and each trace is what i
 probabilities within 1e-4, attention over its own positions only (rows summing to 1), the same cache bytes; and each
 step's probabilities equal an independent uncached forward pass over the step's context, with this file's own softmax."""
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -49,15 +50,17 @@ def together(smol):
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=run, args=(i, p, s)) for i, (p, s) in enumerate(RUNS)]
+    threads = [threading.Thread(target=run, args=(i, p, s), daemon=True) for i, (p, s) in enumerate(RUNS)]
     for th in threads:
         th.start()
     assert fourth.wait(120)
-    late = threading.Thread(target=run, args=(len(RUNS), *LATE))
+    late = threading.Thread(target=run, args=(len(RUNS), *LATE), daemon=True)
     late.start()
+    end = time.monotonic() + 300  # (in all: a row the loop lost fails here, it does not hang the suite)
     for th in threads + [late]:
-        th.join(300)
+        th.join(max(0.0, end - time.monotonic()))
     assert not errors, errors
+    assert sorted(out) == list(range(len(RUNS) + 1)), f"generations that never ended: {sorted(set(range(len(RUNS) + 1)) - set(out))}"
     assert batching.wait_idle(smol, 30)
     return out
 
@@ -119,8 +122,8 @@ def test_prompts_encoded_at_once_keep_their_own_special_tokens(smol):
         while not stop.is_set():
             seen[kind].add(tuple(smol.tokens.encode_prompt(text, chat=chat_mode, system_prompt=None).ids))
 
-    threads = [threading.Thread(target=encode, args=("chat", True, "Name a fruit.")) for _ in range(3)]
-    threads += [threading.Thread(target=encode, args=("raw", False, "a <|im_start|> b")) for _ in range(3)]
+    threads = [threading.Thread(target=encode, args=("chat", True, "Name a fruit."), daemon=True) for _ in range(3)]
+    threads += [threading.Thread(target=encode, args=("raw", False, "a <|im_start|> b"), daemon=True) for _ in range(3)]
     for th in threads:
         th.start()
     threading.Event().wait(1.5)

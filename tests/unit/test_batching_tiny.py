@@ -1,7 +1,9 @@
 """The decode loop (pipeline.batching) on tiny random models: rows of different lengths in one padded pass see only
 their own positions; a closed generator frees its row; a pass that fails reaches every row and the loop goes on;
 LLM_VIZ_BATCH=0 runs alone; a model with a sliding-window layer runs alone."""
+import random
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -35,7 +37,7 @@ def _together(lm, runs, batched: bool = True):
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=rest, args=(i,)) for i in range(len(gens))]
+    threads = [threading.Thread(target=rest, args=(i,), daemon=True) for i in range(len(gens))]
     with lm.lock:
         for th in threads:
             th.start()
@@ -43,10 +45,42 @@ def _together(lm, runs, batched: bool = True):
             going = sum(st[-1].stop_reason is None for st in out.values())
             with d.cond:
                 assert d.cond.wait_for(lambda: len(d.slots) + len(d.joining) >= going, 10)
-    for th in threads:
-        th.join(60)
+    _join_all(threads, 60)
     assert not errors, errors
     return out
+
+
+def _join_all(threads, seconds: float):
+    """Join every thread within `seconds` in all (not each): a row the loop lost fails here, it does not hang."""
+    end = time.monotonic() + seconds
+    for th in threads:
+        th.join(max(0.0, end - time.monotonic()))
+    stuck = [th.name for th in threads if th.is_alive()]
+    assert not stuck, f"generations that never ended: {stuck}"
+
+
+def test_many_rows_joining_and_leaving_at_once_all_end(llama):
+    """Rows come and go at every tick (12 at once, 1 to 12 tokens each, many rounds): none is ever lost. (A row that
+    joined while the loop swapped its list of newcomers was once dropped, and its page waited forever.)"""
+    words = "the quick brown fox jumps over the lazy dog hello world".split()
+    for rnd in range(25):
+        out, errors = {}, []
+
+        def run(i, r, out=out, errors=errors):
+            try:
+                prompt = " ".join(r.choice(words) for _ in range(r.randint(1, 6)))
+                out[i] = list(start(llama, prompt, Settings(temperature=r.choice([0.0, 0.9]), seed=i, max_new_tokens=r.randint(1, 12),
+                                                             chat=False)))
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        threads = [threading.Thread(target=run, args=(i, random.Random(rnd * 100 + i)), daemon=True) for i in range(12)]
+        for th in threads:
+            th.start()
+        _join_all(threads, 30)
+        assert not errors, errors
+        assert all(st[-1].stop_reason is not None for st in out.values()), rnd
+    assert batching.wait_idle(llama, 10)
 
 
 def test_rows_of_different_lengths_match_their_runs_alone(llama):
@@ -71,8 +105,8 @@ def test_prompts_prefilled_in_one_pass_match_their_runs_alone(llama):
     runs = [(p, Settings(temperature=0.0 if i != 1 else 0.8, seed=i, max_new_tokens=4, chat=False)) for i, p in enumerate(PROMPTS)]
     d = batching._decoder(llama)
     gens, out = [iter(start(llama, p, s)) for p, s in runs], {}
-    busy = threading.Thread(target=lambda: list(start(llama, "z", Settings(temperature=0.0, max_new_tokens=1, chat=False))))
-    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, list(gens[i]))) for i in range(len(gens))]
+    busy = threading.Thread(target=lambda: list(start(llama, "z", Settings(temperature=0.0, max_new_tokens=1, chat=False))), daemon=True)
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, list(gens[i])), daemon=True) for i in range(len(gens))]
     taken = d.prefill_passes
     with llama.lock:  # the loop's first pass (the busy prompt's) waits for it: the three queue up behind it
         busy.start()
@@ -82,8 +116,7 @@ def test_prompts_prefilled_in_one_pass_match_their_runs_alone(llama):
             th.start()
         with d.cond:
             assert d.cond.wait_for(lambda: len(d.prefills) == 3, 10)
-    for th in threads + [busy]:
-        th.join(60)
+    _join_all(threads + [busy], 60)
     assert batching.wait_idle(llama, 10)
     for i, (p, s) in enumerate(runs):
         alone, together = list(start(llama, p, s)), out[i]
