@@ -48,6 +48,8 @@
     const step = a ? a.state.step : null, res = document.getElementById('guess-result');
     const hide = guessing && a !== null && !seen.has(step) && !opened.has(step);
     document.body.classList.toggle('guess-hidden', hide);
+    const tour = document.getElementById('tour'); // (it tells the step's token: off until the guess, and said to be off)
+    if (tour) { if (hide) tour.setAttribute('aria-disabled', 'true'); else tour.removeAttribute('aria-disabled'); }
     if (res) res.classList.toggle('other-step', !res.querySelector(`.guess-result[data-step="${step}"]`) && !res.querySelector('.guess-refused'));
     if (hide && a.playing()) document.getElementById('play')?.click(); // Play waits for a guess at each step
     score();

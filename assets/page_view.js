@@ -1,6 +1,6 @@
 /* How the page behaves beyond Gradio's own (from the page's head; start() runs once Gradio has drawn it: assets/page.js):
  * a tap shows what a hover shows, the presenter view, figures drawn when first seen, the text box keeping its end in
- * view, the prompt focused once, the tour pointing at its stage's panel.
+ * view, the prompt focused once, the tour pointing at its stage's panel, Gradio's empty plots named as images.
  */
 (function (root) {
   'use strict';
@@ -81,6 +81,15 @@
     if (el) { el.classList.add('tour-focus'); el.scrollIntoView({ behavior: 'smooth', block: 'center' }); }
   }
 
+  // Gradio's empty plot names a plain <div> ("Empty value": a name on no role, which a screen reader need not read):
+  // made an image of that name
+  function emptyNamed() {
+    let soon = null;
+    const mark = () => { soon = null; document.querySelectorAll('.empty[aria-label]:not([role])').forEach((e) => e.setAttribute('role', 'img')); };
+    new MutationObserver(() => { if (!soon) soon = setTimeout(mark, 100); }).observe(document.body, { subtree: true, childList: true });
+    mark();
+  }
+
   function start() {
     document.addEventListener('click', tapTip);
     const hideTip = () => { const tip = document.getElementById('piece-tip'); if (tip) tip.hidden = true; };
@@ -100,6 +109,7 @@
     staticFigures();
     keepEnd();
     focusPrompt(50);
+    emptyNamed();
     root.LLMBridge.on('tour', tourFocus);
   }
 

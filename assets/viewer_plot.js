@@ -343,6 +343,9 @@
       el.layout.meta = meta;
       unmeasured(el);
       return drawScale(el, scale, template);
+    }).then((drawn) => {
+      if (root.LLMFigureText) root.LLMFigureText.label(el, fig); // (a screen reader's words for it: assets/figure_text.js)
+      return drawn;
     });
   }
 

@@ -93,7 +93,8 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_unconfigure(config):
     """After the summary: threads some test left running would keep the interpreter from exiting (a CI run that never
     ends). Name them and end the process with the suite's own status."""
-    left = [th for th in threading.enumerate() if th is not threading.main_thread() and not th.daemon and th.is_alive()]
+    left = [th for th in threading.enumerate() if th is not threading.main_thread() and not th.daemon and th.is_alive()
+            and getattr(getattr(th, "_target", None), "__module__", "") != "concurrent.futures.thread"]  # (a pool's: ended at exit)
     for th in left:
         th.join(5)
     left = [th.name for th in left if th.is_alive()]

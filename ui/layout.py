@@ -34,6 +34,14 @@ JOINING_JS = ("if (/[?&]room=/.test(location.search)) document.documentElement.c
               "element.querySelector('form')?.addEventListener('submit', (e) => { e.preventDefault(); window.LLMJoinAsked = true; });")
 
 
+SKIP_JS = ("element.addEventListener('click', (e) => { const box = document.querySelector('#prompt textarea');"
+           " if (e.target.closest('a') && box) { e.preventDefault(); box.focus(); } });")
+
+
+def _skip_html() -> str:
+    return f"<a class='skip-link' href='#lesson'>{html.escape(t('a11y.skip'))}</a>"
+
+
 def layout(example: Trace | None, status: str, spec_cost) -> Page:
     """Every component, in page order (inside the open gr.Blocks). The first screen is the lesson: an
     example to try, the prompt, the text with the step slider, and beside them the next-token
@@ -46,6 +54,8 @@ def layout(example: Trace | None, status: str, spec_cost) -> Page:
     # otherwise deep-copy the example per session and re-serialise it on every update.
     p.state = gr.State(None)
     C.ran = gr.State(False)  # whether the last Generate (or +1, re-sample, branch) ran, or was refused
+    # first of all, for the keyboard: a link past the title and the pickers to the prompt (shown when it has the focus)
+    language.again(gr.HTML(_skip_html(), elem_id="skip-link", js_on_load=SKIP_JS), value=_skip_html)
     _md(lambda: "# " + t("title.page"), elem_id="intro")
     C.info = gr.Markdown(status, elem_id="model-info")
     # the language picker (assets/language.js draws it): at the title line's right, on every screen and in a class room

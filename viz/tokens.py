@@ -18,7 +18,12 @@ _CHIP = ("display:inline-flex;flex-direction:column;align-items:center;margin:2p
          "border-radius:4px;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:14px;line-height:1.25;"
          "vertical-align:top;background:{bg};border:{border}")
 _ID = "<span style='font-size:10px;color:#718096'>{id}</span>"
-_WRAP = "<div style='line-height:1.2;max-height:420px;overflow-y:auto'>{}</div>"
+# (it scrolls: a keyboard reaches it, and a screen reader names it)
+_WRAP = "<div class='tok-box' tabindex='0' role='region' aria-label='{label}' style='line-height:1.2;max-height:420px;overflow-y:auto'>{chips}</div>"
+
+
+def _wrap(chips: str) -> str:
+    return _WRAP.format(label=html.escape(t("title.card.tokens"), quote=True), chips=chips)
 
 
 def _chip(piece: list[str | Part], tid: int, pos: int, *, generated: bool, highlight: bool, title: str, n: int | None = 24,
@@ -58,7 +63,7 @@ def tokens_html(prompt: PromptRecord, steps: Sequence[StepRecord], *, upto: int 
                            title=t("tokens.chip_generated", step=i, phase=fmt.phase(s.phase), pos=pos, id=s.token_id,
                                    p=decimal(s.chosen_final_prob, 3), piece=repr(visible(s.piece)))))
     legend = f"<div style='font-size:12px;color:#718096;margin-top:4px'>{t_html('tokens.legend')}</div>"
-    return counts + _WRAP.format("".join(chips)) + legend
+    return counts + _wrap("".join(chips)) + legend
 
 
 def counts_html(prompt: PromptRecord, shown: Sequence[StepRecord]) -> str:
@@ -81,7 +86,7 @@ def compare_tokenizers_html(text: str, encodings: Sequence[tuple[str, list[str],
         rows.append(
             f"<div class='cmp-row' style='margin:6px 0'><div style='font-size:13.5px'>"
             f"{t_html('tokens.cmp_row', name=f'<b>{html.escape(name)}</b>', tokens=count(len(ids), 'token'), ratio=_ratio(len(text), len(ids)))}"
-            f"</div>{_WRAP.format(chips)}</div>"
+            f"</div>{_wrap(chips)}</div>"
         )
     if not rows:
         rows.append(f"<div style='color:#718096'>{t_html('tokens.cmp_none')}</div>")

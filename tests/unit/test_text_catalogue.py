@@ -9,12 +9,11 @@ import json
 import math
 import random
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.js_run import run_js
 from viz import captions, text
 from viz.text import PLACEHOLDER, catalogue, catalogue_js, count, head_script, pct, t, t_html, thousands
 
@@ -270,9 +269,6 @@ def _numbers() -> list[float]:
     return xs
 
 
-_RUN = """const fs = require('fs'); globalThis.window = globalThis;
-eval(fs.readFileSync(process.argv[2], 'utf8')); eval(fs.readFileSync(process.argv[3], 'utf8'));
-process.stdout.write(JSON.stringify(run(JSON.parse(fs.readFileSync(0, 'utf8')))));"""
 _JOB = """function run(job) { const T = window.LLMText, out = {};
   const xs = job.xs.map(Number);
   out.pct = job.digits.map((d) => xs.map((x) => T.pct(x, d)));
@@ -288,31 +284,7 @@ _JOB = """function run(job) { const T = window.LLMText, out = {};
 
 def _js(job: dict, locale: str = "en") -> dict:
     """_JOB run on `job` with `locale`'s catalogue and assets/text.js loaded: by node, else in headless Chromium."""
-    text_js = (ROOT / "assets" / "text.js").read_text(encoding="utf-8")
-    if shutil.which("node"):
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as d:
-            (Path(d) / "a.js").write_text(catalogue_js(locale) + "\n" + _JOB, encoding="utf-8")
-            (Path(d) / "b.js").write_text(text_js, encoding="utf-8")
-            (Path(d) / "run.js").write_text(_RUN, encoding="utf-8")
-            res = subprocess.run(["node", str(Path(d) / "run.js"), str(Path(d) / "a.js"), str(Path(d) / "b.js")],
-                                 input=json.dumps(job), capture_output=True, text=True, timeout=60, check=True)
-        return json.loads(res.stdout)
-    chromium = shutil.which("chromium")
-    if not chromium:
-        pytest.skip("neither node nor chromium to run assets/text.js")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium)
-        try:
-            page = browser.new_page()
-            page.set_content("<!doctype html><meta charset='utf-8'><body></body>")
-            for js in (catalogue_js(locale), text_js, _JOB):
-                page.add_script_tag(content=js)
-            return page.evaluate("(job) => run(job)", job)
-        finally:
-            browser.close()
+    return run_js([catalogue_js(locale), (ROOT / "assets" / "text.js").read_text(encoding="utf-8")], _JOB, job)
 
 
 LANGUAGES = sorted(p.stem for p in text.LOCALES.glob("*.json"))
