@@ -3,6 +3,8 @@
  * growing for a moment; not one announcement per token. Only what a sighted student sees is read: a later step's
  * hidden text, and the step's token while Guess first hides it, are not (they are not displayed). A new text is read
  * from where it differs from the one read before; a step back reads nothing, the steps after it are read again.
+ * Only text that has stayed on screen for a second is read: a page that draws a new text whole and then hides what
+ * comes after its step (a class's page, opening a step) shows that text for a moment, and it must not be said.
  * The guess's verdict (#guess-result) is a polite live region too: said once, when it is written.
  * Loaded with the viewer's scripts (the app's and the offline page's: viz/viewer_page.py VIEWER_SCRIPTS).
  */
@@ -13,12 +15,18 @@
   if (!doc || typeof MutationObserver === 'undefined') return;
   const SENTENCE_END = /[.!?…。！？\n]/g;
   const QUIET_MS = 1500; // the text has stopped growing: its unfinished sentence is read too
-  let said = null, region = null, soon = null, quiet = null;
+  const SETTLE_MS = 1000; // what has been on screen this long (and is still) may be read
+  let said = null, region = null, soon = null, quiet = null, seen = [];
 
-  // the text on screen: the steps' spans displayed (not hidden, not display:none)
+  // the text on screen: the steps' spans displayed (not hidden, not display:none, not invisible, not transparent)
   function shown() {
     let s = '';
-    for (const el of doc.querySelectorAll('#output [data-step]')) if (!el.hidden && el.getClientRects().length) s += el.textContent;
+    for (const el of doc.querySelectorAll('#output [data-step]')) {
+      if (el.hidden || !el.getClientRects().length) continue;
+      // (hidden by its own or an ancestor's visibility or opacity counts: a class's page hides a step's token so)
+      if (el.checkVisibility && !el.checkVisibility({ opacityProperty: true, visibilityProperty: true })) continue;
+      s += el.textContent;
+    }
     return s;
   }
 
@@ -39,12 +47,25 @@
     return a.slice(0, i);
   }
 
+  // the part of `text` that was on screen SETTLE_MS ago too (null: not watched that long yet; asked again then)
+  function settled(text, all) {
+    const now = Date.now();
+    seen.push([now, text]);
+    let old = null;
+    for (const [at, s] of seen) if (at <= now - SETTLE_MS) old = s;
+    seen = seen.filter(([at], i) => at > now - 5000 || i === seen.length - 1);
+    if (old === null) { setTimeout(() => check(all), SETTLE_MS); return null; }
+    return common(old, text);
+  }
+
   // `all`: the unfinished sentence too; else up to the last sentence's end
   function check(all) {
     const verdict = doc.getElementById('guess-result');
     if (verdict && !verdict.hasAttribute('aria-live')) verdict.setAttribute('aria-live', 'polite');
-    const text = shown();
-    if (said === null) { if (text) said = text; return; } // the text the page opened with: not read out
+    const now = shown();
+    if (said === null) { if (now) said = now; return; } // the text the page opened with: not read out
+    const text = settled(now, all);
+    if (text === null) return;
     if (!text.startsWith(said)) said = common(said, text);
     const fresh = text.slice(said.length);
     let cut = all ? fresh.length : 0;

@@ -35,29 +35,33 @@
     return labels.map((lab, i) => t('a11y.value', { label: plain(lab), value: value(i) })).join('; ');
   }
 
-  function cellText(z, v) {
-    const all = z.flat().filter((x) => typeof x === 'number' && Number.isFinite(x));
-    const unit = all.length && all.every((x) => x >= 0 && x <= 1);
-    return unit ? T().pct(v, null) : T().local(T().fixed(v, 2));
+  // a heatmap's first rows (those said): each row's largest cell's column, or -1
+  function largest(rows) {
+    return rows.map((row) => {
+      let best = -1;
+      for (let j = 0; j < row.length; j++) if (typeof row[j] === 'number' && Number.isFinite(row[j]) && (best < 0 || row[j] > row[best])) best = j;
+      return best;
+    });
   }
 
   function heatmap(trace) {
     const z = trace.z;
-    if (!Array.isArray(z) || !z.length || !Array.isArray(z[0])) return null;
-    const xs = trace.x || z[0].map((_, j) => j), ys = trace.y || z.map((_, i) => i);
-    const rows = [];
-    for (let i = 0; i < Math.min(z.length, MAX_ROWS); i++) {
-      let best = -1;
-      z[i].forEach((v, j) => { if (typeof v === 'number' && Number.isFinite(v) && (best < 0 || v > z[i][best])) best = j; });
-      if (best >= 0) rows.push(t('a11y.row_most', { row: plain(ys[i]), col: plain(xs[best]), value: cellText(z, z[i][best]) }));
-    }
-    return rows.length ? rows.join('; ') + more(z.length - MAX_ROWS) : null;
+    if (!Array.isArray(z) || !z.length || !(Array.isArray(z[0]) || ArrayBuffer.isView(z[0]))) return null;
+    const rows = z.slice(0, MAX_ROWS), xs = trace.x || [], ys = trace.y || [];
+    const bests = largest(rows);
+    // probabilities (every cell said between 0 and 1) as percentages, other numbers as they are
+    const unit = rows.every((row) => Array.prototype.every.call(row, (v) => typeof v !== 'number' || !Number.isFinite(v) || (v >= 0 && v <= 1)));
+    const said = rows.map((row, i) => (bests[i] < 0 ? null : t('a11y.row_most', {
+      row: plain(ys[i] === undefined ? i : ys[i]), col: plain(xs[bests[i]] === undefined ? bests[i] : xs[bests[i]]),
+      value: unit ? T().pct(row[bests[i]], null) : T().local(T().fixed(row[bests[i]], 2)) }))).filter(Boolean);
+    return said.length ? said.join('; ') + more(z.length - MAX_ROWS) : null;
   }
 
   function points(trace) {
-    const names = (Array.isArray(trace.text) ? trace.text : []).map(plain).filter(Boolean);
+    const all = Array.isArray(trace.text) ? trace.text : [];
+    const names = all.slice(0, MAX_POINTS).map(plain).filter(Boolean); // (a few thousand points: only those said are read)
     if (!names.length) return null;
-    return t('a11y.points', { names: names.slice(0, MAX_POINTS).join(', ') }) + more(names.length - MAX_POINTS);
+    return t('a11y.points', { names: names.join(', ') }) + more(all.length - MAX_POINTS);
   }
 
   /* The words for a figure {data, layout}: its title, then what each of its traces shows (a bar trace without

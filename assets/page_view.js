@@ -78,7 +78,8 @@
     b.toggle('touring', on);
     if (on !== was) dispatchEvent(new Event('resize'));
     const el = m.target ? document.getElementById(m.target) : null;
-    if (el) { el.classList.add('tour-focus'); el.scrollIntoView({ behavior: 'smooth', block: 'center' }); }
+    const still = root.matchMedia && root.matchMedia('(prefers-reduced-motion: reduce)').matches; // (no glide for who asked for none)
+    if (el) { el.classList.add('tour-focus'); el.scrollIntoView({ behavior: still ? 'auto' : 'smooth', block: 'center' }); }
   }
 
   // Gradio's empty plot names a plain <div> ("Empty value": a name on no role, which a screen reader need not read):
