@@ -164,8 +164,11 @@ def test_the_keyboard_finds_the_skip_link_first_and_a_ring_at_every_stop(browser
 def test_a_candidate_is_branched_from_the_keyboard_alone(browser, app_url):
     """What a click on a bar does, by keys only: Tab to "Branch from a candidate…", Enter, Tab to the third candidate,
     Enter, then Enter on the question's "Branch here": the model writes on from that candidate."""
+    plain = new_page(browser, width=1366, height=768, record_toasts=False)  # the model loaded (a branch runs it): a plain
+    plain.goto(app_url)                                                      # page says so; one opened on an example never
+    wait_model_loaded(plain)                                                 # says "Model: ..."
+    plain.close()
     page = opened(browser, f"{app_url}?example=chat&step=3")
-    wait_model_loaded(page)
     page.wait_for_function("() => window.LLMApp && LLMApp.mounted() && LLMApp.state.step === 3", timeout=60_000)
     before = page.inner_text("#output")
     for _ in range(80):
