@@ -132,6 +132,14 @@ def on_step(page, x, timeout=60_000):
                            arg=[len(trace(x.example).steps), x.step], timeout=timeout)
 
 
+def send(page, text):
+    """A student's guess typed and sent, once the page says it was sent."""
+    page.fill("#guess-input textarea", text)
+    page.click("#guess-submit")
+    page.wait_for_function("(t) => (document.querySelector('#room-bar .room-note')?.textContent || '').includes('Sent: “' + t)", arg=text,
+                           timeout=15_000)
+
+
 def next_in_lesson(page):
     page.click("#lesson-next")
 

@@ -16,7 +16,7 @@ from viz.style import visible
 from viz.viewer_page import render_html
 
 from .harness import new_page, wait_model_loaded
-from .lesson_kit import PHONE, PROJECTOR, next_in_lesson, on_step, lesson, student_page, teacher_page, wait_headline
+from .lesson_kit import PHONE, PROJECTOR, lesson, next_in_lesson, on_step, send, student_page, teacher_page, wait_headline
 
 AXE = (Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text(encoding="utf-8")
 RULES = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
@@ -76,9 +76,7 @@ def test_a_class_round_has_no_serious_violation_on_any_screen(browser, app_url):
         on_step(p, x)
     wait_headline(phone, f"step {x.step} · What comes next?")
     found = {"teacher, guessing": serious(teacher), "phone, guessing": serious(phone)}
-    phone.fill("#guess-input textarea", "the")
-    phone.click("#guess-submit")
-    phone.wait_for_function("() => /Sent/.test(document.querySelector('#room-bar .room-note')?.textContent || '')", timeout=15_000)
+    send(phone, "the")
     teacher.wait_for_function("() => /1 of 1 students? (has|have) guessed/.test(document.getElementById('class-chart').textContent)", timeout=20_000)
     teacher.click("#class-reveal")
     teacher.wait_for_selector("#class-chart .room-marks", timeout=30_000)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from .harness import new_page
-from .lesson_kit import LAPTOP, PHONE, leaks, lesson, next_in_lesson, on_step, spaced, student_page, teacher_page, themed, wait_headline
+from .lesson_kit import LAPTOP, PHONE, leaks, lesson, next_in_lesson, on_step, send, spaced, student_page, teacher_page, themed, wait_headline
 
 pytestmark = pytest.mark.browser
 
@@ -25,13 +25,6 @@ def shoot(folder, pages: dict, phase: str) -> None:
             page.evaluate("() => window.scrollTo(0, innerHeight)")
             page.screenshot(path=str(folder / f"{phase}-{name}-2.png"))
             page.evaluate("() => window.scrollTo(0, 0)")
-
-
-def send(page, text):
-    page.fill("#guess-input textarea", text)
-    page.click("#guess-submit")
-    page.wait_for_function("(t) => (document.querySelector('#room-bar .room-note')?.textContent || '').includes('Sent: “' + t)", arg=text,
-                           timeout=15_000)
 
 
 def typed_join(browser, app_url, code):
