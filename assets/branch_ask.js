@@ -98,7 +98,10 @@
     b.type = 'button';
     b.className = 'branch-keys';
     b.textContent = root.LLMText.t('branch.keyboard');
-    b.addEventListener('click', () => { const plot = host.querySelector('.js-plotly-plot'); if (plot && plot.data) pickList(plot); });
+    b.addEventListener('click', () => { // (not while Guess first hides the step's answer: the list is the distribution)
+      const plot = host.querySelector('.js-plotly-plot');
+      if (plot && plot.data && !document.body.classList.contains('guess-hidden')) pickList(plot);
+    });
     host.before(b); // (beside the chart, not in it: the viewer hides whatever else its block holds)
   }
   new MutationObserver(keys).observe(document.documentElement, { subtree: true, childList: true });

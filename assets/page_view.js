@@ -83,11 +83,15 @@
   }
 
   // Gradio's empty plot names a plain <div> ("Empty value": a name on no role, which a screen reader need not read):
-  // made an image of that name
+  // made an image of that name. A dropdown's open list of options scrolls, so Chromium gives it a Tab stop of its own;
+  // it closes as its box loses the focus, and the focus fell to the page's body: out of the Tab order (its options
+  // are the arrow keys' in the box).
   function emptyNamed() {
     let soon = null;
+    const lists = () => document.querySelectorAll('ul[role=listbox]:not([tabindex])').forEach((e) => e.setAttribute('tabindex', '-1'));
     const mark = () => { soon = null; document.querySelectorAll('.empty[aria-label]:not([role])').forEach((e) => e.setAttribute('role', 'img')); };
-    new MutationObserver(() => { if (!soon) soon = setTimeout(mark, 100); }).observe(document.body, { subtree: true, childList: true });
+    // (a list opens as its box takes the focus, and the next Tab may come at once: marked as it is drawn)
+    new MutationObserver(() => { lists(); if (!soon) soon = setTimeout(mark, 100); }).observe(document.body, { subtree: true, childList: true });
     mark();
   }
 

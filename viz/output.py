@@ -19,6 +19,7 @@ from pipeline.records import StepRecord
 
 from .style import visible
 from .text import decimal, t
+from .text_lang import lang_attr
 
 STOPS = ("eos", "max_new_tokens", "context_limit")  # the stop reasons the catalogue words (stop.*)
 
@@ -76,7 +77,8 @@ def output_html(steps: Sequence[StepRecord], *, upto: int | None = None, stop_re
         hide = " hidden" if upto is not None and i > upto else ""
         parts.append(f"<span class='step{at}' data-step='{i}'{hide}{colour_data(s)} data-cb='{'ab'[i % 2]}' "
                      f"title=\"{html.escape(piece_title(s, i))}\">{html.escape(s.text)}</span>")
-    out = (f"<div class='gen-text' data-steps='{len(shown)}' data-colour-by='{DEFAULT_MODE}' style='white-space:pre-wrap;"
+    # (its language, when the words tell it: a screen reader's voice for it: viz/text_lang.py)
+    out = (f"<div class='gen-text'{lang_attr(''.join(s.text for s in shown))} data-steps='{len(shown)}' data-colour-by='{DEFAULT_MODE}' style='white-space:pre-wrap;"
            f"word-break:break-word;font-size:16px;line-height:1.6'>{''.join(parts)}</div>")
     if stop_reason:
         words = stop_words(stop_reason)

@@ -26,7 +26,7 @@ SLOT = re.compile(r"\{\{([A-Z_]+|T:[a-z_.]+|CSS:[a-z_.]+)\}\}")  # a value; T:ke
 # the viewer's scripts in assets/, in the order they load, after Plotly.js and the text catalogue (viz.text.head_script;
 # each needs those before it): text.js (the page's words and numbers) first; the offline page inlines them, the app
 # loads them by URL (ui/viewer_wiring.py), the browser tests too
-VIEWER_SCRIPTS = ("text.js", "figure_text.js", "colour_by.js", "viewer_phone.js", "viewer_plot.js", "viewer_text.js", "viewer_sampling.js", "viewer_sampling_range.js", "viewer_frames.js",
+VIEWER_SCRIPTS = ("text.js", "figure_text.js", "announce.js", "colour_by.js", "viewer_phone.js", "viewer_plot.js", "viewer_text.js", "viewer_sampling.js", "viewer_sampling_range.js", "viewer_frames.js",
                   "viewer.js")
 # the offline page's Guess first, after them (its own slot: not one of the scripts the app loads)
 GUESS_SCRIPT = "viewer_guess.js"
