@@ -7,7 +7,8 @@
 
   /* A phone: a figure's title wider than the figure (Plotly does not wrap it, and cuts it at both ends) in lines that
    * fit, by words (a language written without spaces: by characters), the top margin grown by the lines added. A line
-   * is wrapped when it is plain text or one tag around plain text (<sup>…</sup>: in its smaller type). */
+   * is wrapped when it is plain text or one tag around plain text (<sup>…</sup>, <span style='font-size:13px'>…</span>: in
+   * its smaller type). */
   const CJK = /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]/;
   function fitLine(text, per) {
     if (text.length <= per) return [text];
@@ -26,10 +27,10 @@
     const size = (title.font && title.font.size) || 17;
     let added = 0;
     const lines = text.split('<br>').flatMap((line) => {
-      const m = /^(<(sup|sub|b|i)>)?([^<>]*)(<\/\2>)?$/.exec(line);
-      if (!m || Boolean(m[1]) !== Boolean(m[4])) return [line];
-      const k = m[2] === 'sup' || m[2] === 'sub' ? 0.7 : 1, per = Math.max(12, Math.floor((width - 20) / (size * k * 0.56)));
-      const parts = fitLine(m[3].replace(/&amp;/g, '&'), per).map((x) => `${m[1] || ''}${x.replace(/&/g, '&amp;')}${m[4] || ''}`);
+      const m = /^(<(sup|sub|b|i|span)(?: style='font-size:(\d+)px')?>)?([^<>]*)(<\/\2>)?$/.exec(line);
+      if (!m || Boolean(m[1]) !== Boolean(m[5])) return [line];
+      const k = m[3] ? Number(m[3]) / size : m[2] === 'sup' || m[2] === 'sub' ? 0.7 : 1, per = Math.max(12, Math.floor((width - 20) / (size * k * 0.56)));
+      const parts = fitLine(m[4].replace(/&amp;/g, '&'), per).map((x) => `${m[1] || ''}${x.replace(/&/g, '&amp;')}${m[5] || ''}`);
       added += (parts.length - 1) * size * k * 1.3;
       return parts;
     });

@@ -160,8 +160,9 @@
     const behind = el && el.parentElement ? backdrop(el.parentElement) : null;
     const k = doc && doc.body && doc.body.classList.contains('present') ? PRESENT : 1;
     const phone = !!(root.innerWidth && root.innerWidth < PHONE);
-    return isDark ? { dark: true, paper: behind && lum(rgba(behind)) < 0.2 ? behind : DARK_PAPER, k, phone }
-      : { dark: false, paper: behind || '#ffffff', k, phone };
+    const narrow = !!(root.innerWidth && root.innerWidth < NARROW); // (a small window, or a page zoomed to 200%: titles wrapped)
+    return isDark ? { dark: true, paper: behind && lum(rgba(behind)) < 0.2 ? behind : DARK_PAPER, k, phone, narrow }
+      : { dark: false, paper: behind || '#ffffff', k, phone, narrow };
   }
 
   // The figure's template in the dark: the same object for the same template and paper (react compares
@@ -272,7 +273,7 @@
   /* A phone (the page's one-column width, assets/style.css): the distribution's labels short enough for the bars to
    * use the width ("#3 Paris ◀" and "rest (49,132)"), the whole label kept in the bar's hover. The rest's label is
    * the catalogue's dist.rest_n in the language spoken (its count of tokens read back, written dist.rest_short). */
-  const PHONE = 600, SHORT = 8;
+  const PHONE = 600, NARROW = 1000, SHORT = 8;
   function restCount(s) {
     const T = root.LLMText, body = s.replace(/^<i>|<\/i>$/g, '');
     if (!T || !T.has('dist.rest_n')) return null;
@@ -328,7 +329,7 @@
     const t = themed(fig.data, clone(rest), own, th), template = t.template;
     t.data = enlarged(t.data, t.layout, th.k);
     if (th.phone && el.closest && el.closest('#dist-plot')) narrowed(t.data, t.layout);
-    if (th.phone) { // (the width measured once, as the theme is)
+    if (th.narrow) { // (the width measured once, as the theme is)
       const w = el._width || (el._width = el.clientWidth);
       root.LLMViewerPhone.wrappedTitle(t.layout, w); // (assets/viewer_phone.js)
       t.data = root.LLMViewerPhone.wrappedLegend(t.data, t.layout, w);

@@ -182,3 +182,27 @@ def test_a_candidate_is_branched_from_the_keyboard_alone(browser, app_url):
     assert "rank 3" in page.inner_text("#branch-confirm p") and page.evaluate("() => document.activeElement.id") == "branch-confirm-yes"
     page.keyboard.press("Enter")
     page.wait_for_function("(t) => { const o = document.querySelector('#output').innerText; return o && o !== t; }", arg=before, timeout=90_000)
+
+
+# the page's width it scrolls past, and every title and legend entry of a figure drawn that runs past its figure or the
+# window (Plotly wraps neither: assets/viewer_phone.js does, on a narrow window)
+CUT = """() => { const W = document.documentElement.clientWidth, cut = [];
+  for (const t of document.querySelectorAll('.js-plotly-plot .gtitle, .js-plotly-plot .legendtext')) {
+    const r = t.getBoundingClientRect(), svg = t.closest('svg').getBoundingClientRect();
+    if (r.width && t.checkVisibility({visibilityProperty: true, opacityProperty: true})
+        && (r.right > Math.min(svg.right, W) + 1 || r.left < Math.max(svg.left, 0) - 1)) cut.push(`${t.closest('[id]').id}: ${t.textContent.slice(0, 50)}`); }
+  return {scroll: document.documentElement.scrollWidth - W, cut}; }"""
+
+
+@pytest.mark.parametrize("size", [(320, 640), (683, 384)], ids=["320px", "zoom200"])
+def test_at_320_px_and_at_200_percent_nothing_is_cut(browser, app_url, shots, size):
+    """WCAG 1.4.10 and 1.4.4: a 320 px wide window (1280 px at 400%), and a laptop's 1366x768 at 200% (683x384 CSS px):
+    the page never scrolls sideways, and no figure's title or legend runs past its edge."""
+    page = opened(browser, f"{app_url}?example=chat&step=3", size=size)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted() && LLMApp.state.step === 3", timeout=60_000)
+    for sel in ("#lesson-distribution", "#emb-plot", "#attn-plot", "#attn-overview"):
+        page.locator(sel).first.scroll_into_view_if_needed()
+        page.wait_for_function("(s) => !!document.querySelector(s + ' .viewer-plot .gtitle')", arg=sel if sel != "#lesson-distribution" else "#dist-plot",
+                               timeout=30_000)
+        page.screenshot(path=str(shots / f"a11y-{size[0]}-{sel[1:]}.png"))
+    assert page.evaluate(CUT) == {"scroll": 0, "cut": []}
