@@ -50,7 +50,8 @@
     document.body.classList.toggle('guess-hidden', hide);
     const tour = document.getElementById('tour'); // (it tells the step's token: off until the guess, and said to be off)
     if (tour) { if (hide) tour.setAttribute('aria-disabled', 'true'); else tour.removeAttribute('aria-disabled'); }
-    if (res && !res.hasAttribute('aria-live')) res.setAttribute('aria-live', 'polite'); // (the verdict said once, as it is written)
+    // (the verdict said once, as it is written; in a class, the room's own verdict is said instead: assets/room_tools.js)
+    if (res) res.setAttribute('aria-live', document.body.classList.contains('in-room') ? 'off' : 'polite');
     if (res) res.classList.toggle('other-step', !res.querySelector(`.guess-result[data-step="${step}"]`) && !res.querySelector('.guess-refused'));
     if (hide && a.playing()) document.getElementById('play')?.click(); // Play waits for a guess at each step
     score();

@@ -220,17 +220,15 @@
       const follow = el('button', '', ''); follow.id = 'room-follow';
       follow.onclick = () => { S.following = !S.following; S.etag = null; status(); };
       b = el('div', 'room-inner');
-      b.append(el('p', 'room-status'), follow, el('p', 'room-note'), Object.assign(el('div', 'class-chart'), { id: 'room-chart' }));
+      b.append(el('p', 'room-status'), follow, Object.assign(el('p', 'room-note'), { role: 'status' }), Object.assign(el('div', 'class-chart'), { id: 'room-chart' }));
       host.append(b);
       document.body.classList.add('in-room');
     }
     return b;
   }
   function headline(text) { // above the guess box: "Class ABC DEF · step 10 · What comes next?"
-    const h = document.getElementById('room-head');
-    if (!h) return;
-    const p = h.querySelector(':scope > .room-headline') || h.appendChild(el('p', 'room-headline'));
-    if (p.textContent !== text) p.textContent = text;
+    const h = document.getElementById('room-head'), p = h && (h.querySelector(':scope > .room-headline') || h.appendChild(el('p', 'room-headline')));
+    if (p && p.textContent !== text) p.textContent = text;
   }
   // the guess box's label and its button name one act: Reveal alone (the page's own words), Send to the class, Rate after
   let alone = null;
@@ -255,7 +253,6 @@
   const note = (text) => { const b = bar(); if (b) b.querySelector('.room-note').textContent = text; };
   const following = () => root.LLMText.t('room.following');
   const sentNote = (text, phase) => root.LLMText.t(phase === 'guessing' ? 'room.sent' : 'room.your_guess', { guess: shown(text) });
-
   const join = () => ask('join', { code });
 
   function studentTick() {
@@ -328,6 +325,7 @@
     root.LLMGuess && root.LLMGuess.setOn(true);
     setStep(s.step);
     headline(root.LLMText.t(s.phase === 'revealed' ? 'room.head_revealed' : 'room.head_guessing', { code: spacedCode, step: s.step }));
+    guessFocus();
     news(s);
     words(s.phase === 'guessing' ? 'send' : 'rate');
     fresh(s);
@@ -343,6 +341,8 @@
       if (root.LLMRoomTools) root.LLMRoomTools.student(bar(), `${code}-${S.joined}`, s, mine(s.step)); // right or not; "You: 3 of 5 right"
     }
   }
+  // the focus in the guess box as the room's first step shows, if nothing has it (once: not on a touch screen, it opens the keyboard)
+  const guessFocus = () => { const b = guessBox(); if (b && !S.focused && (S.focused = 1) && !root.matchMedia('(pointer: coarse)').matches && document.activeElement === document.body) b.focus(); };
   function fresh(s) { // a new step: an empty box and no note; a step this student guessed (a reload): the guess, said sent
     const at = `${s.trace}|${s.step}|${s.phase}`, box = guessBox();
     if (S.at === at || !box) return;

@@ -188,7 +188,8 @@
 
   function student(bar, at, s, guess) {
     if (!bar) return;
-    const own = bar.querySelector(':scope > .room-own') || bar.insertBefore(el('p', 'room-own'), bar.querySelector('#room-chart'));
+    const own = bar.querySelector(':scope > .room-own') // (said as it is written: the verdict, at the reveal)
+      || bar.insertBefore(Object.assign(el('p', 'room-own'), { role: 'status' }), bar.querySelector('#room-chart'));
     const tally = bar.querySelector(':scope > .room-tally') || bar.insertBefore(el('p', 'room-tally'), own.nextSibling);
     const scores = read(`llmviz-score-${at}`) || {}, ids = read(`llmviz-ids-${at}-${s.step}`), caps = read(`llmviz-case-${at}-${s.step}`) || [];
     own.textContent = '';

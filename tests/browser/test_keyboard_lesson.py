@@ -4,8 +4,9 @@ behind it; never the page's body).
 
 - alone, at 1366x768 light: the prompt -> Enter generates -> the step slider (Home, End, arrow keys) -> Guess first on ->
   a guess typed, Enter reveals -> a candidate of the distribution chosen to branch from -> Draw many -> Switch off;
-- a class at 1366x768 dark: the teacher's Start a class -> the lesson's Next; a student's join box -> a guess -> Send;
-  the teacher's Reveal -> Next -> the class's summary."""
+- a class, the teacher's presenter view (dark) and a student's laptop: the teacher's Start a class -> the lesson's
+  Next; a student's join box -> the focus in the guess box -> a guess, Enter sends it; the teacher's Reveal -> the
+  round's summary -> Next; the student's verdict a polite status."""
 from __future__ import annotations
 
 
@@ -143,7 +144,8 @@ def test_a_class_round_from_the_keyboard(browser, app_url):
     student.keyboard.press("Enter")
     wait_headline(student, f"step {x.step} · What comes next?")
     on_step(student, x)
-    stops["student"] += tab_to(student, "#guess-input textarea")
+    wait(student, "!!document.activeElement.closest('#guess-input')", timeout=10_000)  # (where a joined student begins)
+    stops["student"].append(stop(student))
     # (the keyboard's list of the candidates is the distribution: no way to it before the reveal)
     assert state(student, "!document.getElementById('branch-keys').checkVisibility()") and leaks(student, x) == []
     student.keyboard.type("the")
@@ -157,6 +159,9 @@ def test_a_class_round_from_the_keyboard(browser, app_url):
     teacher.keyboard.press("Enter")
     teacher.wait_for_selector("#class-chart .room-marks", timeout=30_000)
     student.wait_for_selector("#room-chart .room-col", timeout=30_000)
+    # a screen reader hears "Sent: ..." and, at the reveal, the student's verdict (each a polite status, said once)
+    student.wait_for_selector("#room-bar .room-own[role=status].is-wrong, #room-bar .room-own[role=status].is-right", timeout=15_000)
+    assert state(student, "document.querySelector('#room-bar .room-note').getAttribute('role')") == "status"
     stops["teacher"] += tab_to(teacher, "#class-summary-show")
     teacher.keyboard.press("Enter")
     teacher.wait_for_selector("#class-summary:not([hidden])", timeout=30_000)
