@@ -9,7 +9,7 @@ process holds beyond it (the model, the class rooms, caches) is listed in docs/s
 
 Environment: LLM_VIZ_DOWNLOAD_DIR=DIR holds the folder of trace files made for download (default:
 the system's temporary folder); that folder is removed at exit. LLM_VIZ_ROOMS_DB=PATH: the SQLite file that keeps
-the class rooms across a restart ("off": memory only; default: ui/room_store.py's default_path).
+the class rooms across a restart ("off": memory only; default: ui/rooms/store.py's default_path).
 For tests: LLM_VIZ_LOAD_GATE=PATH holds the model's loading
 until that file exists, so a test can act while the model is still loading (as the first visitor
 of a waking Space does).
@@ -27,8 +27,13 @@ import gradio as gr
 from pipeline import gallery, trace_bounds, trace_io
 from pipeline.errors import TraceFormatError
 from pipeline.records import Trace
-from ui import api, bridge, language, layout, links, listeners, model, network, passages_api, room_store, rooms, rooms_api, wiring
-from ui import room_filter, rooms_asgi
+from ui import api, bridge, language, layout, links, listeners, model, network, wiring
+from ui.rooms import passages as passages_api
+from ui.rooms import store as room_store
+from ui.rooms import rooms
+from ui.rooms import api as rooms_api
+from ui.rooms import profanity as room_filter
+from ui.rooms import asgi as rooms_asgi
 from ui import viewer_wiring as viewer
 
 ROOT = Path(__file__).resolve().parent
@@ -72,7 +77,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a clean exit on SIGTERM, so atexit clean-ups run
     model.start(a.model)
-    rooms.ROOMS.attach(room_store.open_store())  # the class rooms kept before a restart, back (ui/room_store.py)
+    rooms.ROOMS.attach(room_store.open_store())  # the class rooms kept before a restart, back (ui/rooms/store.py)
     room_filter.warm("ready")  # the answers' word lists built now (0.3 s), not at a class's first reveal
     network.SERVED_ON["host"] = a.host  # a class's join link: the network's address of this machine when it serves one
     example = example_trace()
@@ -83,9 +88,9 @@ def main(argv=None):
                 show_error=True, max_file_size=trace_bounds.MAX_FILE_BYTES,  # a larger upload is refused as it streams in
                 max_threads=64,  # Gradio's 40 would be taken by the 32 generation slots (ui/api.py) and 8 other listeners
                 prevent_thread_lock=True)
-    demo.app.include_router(rooms_api.router)  # the class rooms' JSON API, beside the page (ui/rooms_api.py)
+    demo.app.include_router(rooms_api.router)  # the class rooms' JSON API, beside the page (ui/rooms/api.py)
     rooms_asgi.serve_first(demo.app, rooms_api.router, rooms_api.state_answer)  # ... before Gradio's middleware and routes
-    demo.app.include_router(passages_api.router)  # the real-text passages a room can play (ui/passages_api.py)
+    demo.app.include_router(passages_api.router)  # the real-text passages a room can play (ui/rooms/passages.py)
     demo.app.include_router(language.router)  # each language's catalogue, for the page's script (ui/language.py)
     demo.block_thread()
 

@@ -83,7 +83,7 @@
 
   ['llmapp:on-screen', 'llmapp:rendered'].forEach((t) => document.addEventListener(t, update));
   // A guess is typed as meant: a phone's keyboard neither capitalises its first letter nor "corrects" a word piece
-  // (spaces and capitals do not change a verdict in a class either: ui/room_scores.py), before the first keystroke
+  // (spaces and capitals do not change a verdict in a class either: ui/rooms/scores.py), before the first keystroke
   function plain(input) {
     if (!input || input.dataset.plain) return;
     Object.entries({ autocapitalize: 'off', autocorrect: 'off', autocomplete: 'off', spellcheck: 'false' }).forEach(([k, v]) => input.setAttribute(k, v));

@@ -1,4 +1,4 @@
-/* A class as one room, on the page (the rooms: ui/rooms.py; their JSON API: ui/rooms_api.py, docs/rooms.md).
+/* A class as one room, on the page (the rooms: ui/rooms/rooms.py; their JSON API: ui/rooms/api.py, docs/rooms.md).
  *
  * The teacher's page: "Start a class" shows the room's card (viz/room.py: code, QR, Reveal, Next step, End);
  * this script tells the room the step on the teacher's screen (and a new trace: the bridge's "class_sync", ui/bridge.py),
@@ -58,7 +58,7 @@
   // -- the room's chart (the teacher's #class-chart, a student's #room-chart) --------------------------------
   // Both columns on one absolute scale, a bar's track being 100%: the room's share of its guesses, the model's
   // probability (at a flat step its 2% is a sliver beside the 95% of a confident one). The server writes what is
-  // read (ui/rooms.py): a token's `label` as the distribution writes it (viz.style.visible: "·Paris", bytes as
+  // read (ui/rooms/rooms.py): a token's `label` as the distribution writes it (viz.style.visible: "·Paris", bytes as
   // "<0xF0>"); its probability (`prob`) written here in the page's language, with the digits its size needs (as
   // viz.fmt.pct does; a favourite outside the model's kept candidates: "less than" its bound, `below`); an answer is
   // shown as typed, as text.
@@ -124,7 +124,7 @@
       const [room, i] = (kept('llmviz-lesson') || '').split(':'); // (this room's place in the lesson; a new room's: none yet)
       markLesson(room === T.code && i !== '' ? Number(i) : -1);
     }
-    // another text on the teacher's screen: the room's now (at its first step, unless a lesson's step: ui/rooms.py
+    // another text on the teacher's screen: the room's now (at its first step, unless a lesson's step: ui/rooms/rooms.py
     // set_trace), and the page goes where the room is once the room has it (until then, no step is sent)
     if (a && a.state.key !== T.trace) { T.trace = a.state.key; T.step = null; T.fresh = { was: T.state && T.state.trace, at: Date.now() }; ask('class_sync'); }
     else if (T.fresh && Date.now() - T.fresh.at > 15000) T.fresh = null;
@@ -152,7 +152,7 @@
   }
 
   // why the API refused, in the page's language: a class that has ended (410) said here, any other refusal as the
-  // server wrote it (in the language of the page that asked: ui/rooms_api.py), else `otherwise`
+  // server wrote it (in the language of the page that asked: ui/rooms/api.py), else `otherwise`
   const why = (r, otherwise) => (r.status === 410 ? root.LLMText.t('room.ended') : (r.body && r.body.error) || otherwise);
   function drawEnded(box, body) { if (box) box.replaceChildren(el('p', 'room-ended', (body && body.error) || root.LLMText.t('room.unreachable'))); }
   // -- the server restarted (its rooms kept on disk: docs/rooms.md): a poll with no answer, or not the API's (a proxy's 502, the

@@ -1,6 +1,6 @@
 /* The teacher's page in a class, besides the room's own polling (assets/room.js): the class code in the screen's
  * corner outside presenter view, the question before a new text replaces one the class has guessed on (its results
- * kept: ui/rooms.py set_trace), and the teacher's address kept to the page's own settings (a reload gets the room's
+ * kept: ui/rooms/rooms.py set_trace), and the teacher's address kept to the page's own settings (a reload gets the room's
  * text back, never a link's); the tab's keeping of its room and the lesson's step, and its resume after a reload; the
  * lesson's list; the QR code's size. room.js calls it as LLMRoomTeacher (loaded before it) and gives it each poll's state
  * (setState).
@@ -24,7 +24,7 @@
   }
 
   // -- a new text while the class has results of this one: the teacher is asked first (a <dialog>: the keyboard's
-  // focus kept in it, Esc keeps the text), the results' file offered; the results stay either way (ui/rooms.py set_trace)
+  // focus kept in it, Esc keeps the text), the results' file offered; the results stay either way (ui/rooms/rooms.py set_trace)
   let allowed = false;
   function askNewText(e) {
     const trigger = e.type === 'click' ? e.target.closest && e.target.closest('#generate, #step')

@@ -1,7 +1,7 @@
 /* The teacher's tools and the class's score in a class room (issue 36), called by assets/room.js (LLMRoomTools):
  *
  * - marks(box, state): beside the room's chart after a reveal (every page), the class's answer and the model's top
- *   pick, each right or wrong against the token that came next (the state's `score`: ui/room_scores.py);
+ *   pick, each right or wrong against the token that came next (the state's `score`: ui/rooms/scores.py);
  * - teacher(T, state): on the teacher's card, after each reveal the running score ("So far: class 2 of 3 · SmolLM2
  *   3 of 3", from GET /api/rooms/{code}/summary), the round's summary card (#class-summary, in the chart's place:
  *   opened by "Round summary", and by itself once the text's last step is revealed; its own button closes it), and
@@ -196,7 +196,7 @@
     own.className = 'room-own';
     bar.classList.remove('own-shown');
     if (s.phase === 'revealed' && s.sampled && Array.isArray(ids) && guess) {
-      const exact = ids.includes(s.sampled.token_id), right = exact || caps.includes(s.sampled.token_id); // (ui/room_scores.py is_right)
+      const exact = ids.includes(s.sampled.token_id), right = exact || caps.includes(s.sampled.token_id); // (ui/rooms/scores.py is_right)
       scores[s.step] = right ? 1 : 0;
       write(`llmviz-score-${at}`, scores);
       own.textContent = t(exact ? 'room.score_you_right' : right ? 'room.score_you_right_caps' : 'room.score_you_wrong',

@@ -8,7 +8,8 @@ from fastapi.testclient import TestClient
 
 from pipeline.generate import run_trace
 from pipeline.records import Settings
-from ui import rooms, rooms_api
+from ui.rooms import rooms
+from ui.rooms import api as rooms_api
 
 
 def room_setup(lm, monkeypatch):

@@ -1,4 +1,4 @@
-"""The page's side of a class room (the rooms themselves: ui/rooms.py; their JSON API: ui/rooms_api.py).
+"""The page's side of a class room (the rooms themselves: ui/rooms/rooms.py; their JSON API: ui/rooms/api.py).
 
 The teacher's "Start a class" makes a room of the trace and step on their screen; the session keeps the room's
 code and key (so a new trace on the teacher's screen becomes the room's: sync); the teacher's browser tab keeps them too,
@@ -14,7 +14,7 @@ import gradio as gr
 
 from pipeline.indices import clamp_index
 from ui import examples, network
-from ui.rooms import ROOMS, RoomError
+from ui.rooms.rooms import ROOMS, RoomError
 from viz import room as room_viz
 from viz.text import DEFAULT, language
 

@@ -18,32 +18,17 @@ import functools
 import inspect
 import json
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import gradio as gr
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse
 from gradio.context import LocalContext
 
-from viz.text import DEFAULT, _ALIASES, catalogue, language, match, names, preferred, speaking, t
+from viz.text import DEFAULT, _ALIASES, catalogue, language, match, names, of, speaking, t
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 ENGLISH_ONLY = ("trace",)  # the API's endpoints: they answer in English, whoever calls (issue 37: the CLI and /trace)
 router = APIRouter(prefix="/api/text")
-
-
-def of(request) -> str:
-    """The language a request speaks: its page's `?lang=`, else its Accept-Language, else its page's `?hl=` (a class's
-    join link: the teacher's language, for a browser whose languages the page does not speak), else English (as
-    assets/language.js picks it)."""
-    if request is None:
-        return DEFAULT
-    headers = getattr(request, "headers", None) or {}
-    query = parse_qs(urlsplit(headers.get("referer") or "").query)
-    asked, hint = query.get("lang"), query.get("hl")
-    if asked and match(asked[-1]):
-        return match(asked[-1])
-    return preferred(headers.get("accept-language") or "", fallback=(hint and match(hint[-1])) or DEFAULT)
 
 
 def _speaking_request():

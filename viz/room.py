@@ -1,5 +1,5 @@
 """The teacher's card of a class room: the code, the join link and its QR code (segno, drawn as SVG), and the
-room's controls (assets/room.js drives them: the room's JSON API, ui/rooms_api.py). The teacher's key rides in a
+room's controls (assets/room.js drives them: the room's JSON API, ui/rooms/api.py). The teacher's key rides in a
 data attribute of this card, on the teacher's page only; the join link never carries it.
 
 The card is projected: what a class must not see before a step's reveal (the lesson's sentences for the teacher,
@@ -50,8 +50,8 @@ def _join(code: str, join_url: str, note: str) -> str:
 
 def tools_html() -> str:
     """The teacher's tools under the room's chart (assets/room_tools.js): the projector's options (rude words in the
-    answers: ui/room_filter.py's modes; shares only), Round summary (the round's summary card) and Download results
-    (the CSV: ui/room_results.py). Under the chart: the round's controls keep the projector's first screen."""
+    answers: ui/rooms/profanity.py's modes; shares only), Round summary (the round's summary card) and Download results
+    (the CSV: ui/rooms/results.py). Under the chart: the round's controls keep the projector's first screen."""
     modes = "".join(f"<option value='{m}'>{name}</option>" for m, name in
                     (("replace", t_html("room.options_replace")), ("hide", t_html("room.options_hide")), ("off", t_html("room.options_off"))))
     return ("<div class='class-tools'>"

@@ -32,6 +32,7 @@ import re
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
+from urllib.parse import parse_qs, urlsplit
 
 LOCALES = Path(__file__).resolve().parents[1] / "locales"
 DEFAULT = "en"
@@ -261,3 +262,17 @@ def head_script(locale: str | None = None) -> str:
 
 __all__ = ["DEFAULT", "LOCALES", "PLACEHOLDER", "catalogue", "catalogue_js", "count", "decimal", "head_script", "known", "language", "languages", "match",
            "names", "number_marks", "pct", "pct_en", "preferred", "speaking", "t", "t_html", "template", "thousands"]
+
+
+def of(request) -> str:
+    """The language a request speaks: its page's `?lang=`, else its Accept-Language, else its page's `?hl=` (a class's
+    join link: the teacher's language, for a browser whose languages the page does not speak), else English (as
+    assets/language.js picks it)."""
+    if request is None:
+        return DEFAULT
+    headers = getattr(request, "headers", None) or {}
+    query = parse_qs(urlsplit(headers.get("referer") or "").query)
+    asked, hint = query.get("lang"), query.get("hl")
+    if asked and match(asked[-1]):
+        return match(asked[-1])
+    return preferred(headers.get("accept-language") or "", fallback=(hint and match(hint[-1])) or DEFAULT)

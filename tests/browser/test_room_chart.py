@@ -1,4 +1,4 @@
-"""The room's chart after a reveal, as the projector and the phones show it (assets/room.js drawChart, ui/rooms.py):
+"""The room's chart after a reveal, as the projector and the phones show it (assets/room.js drawChart, ui/rooms/rooms.py):
 the model's bars on an absolute 0-100% scale (at the flat step the top token's 2.1% is a sliver, not a full bar),
 tokens labelled as the distribution labels them ("·" for a space, bytes whole), ties for the favourite said as ties,
 emoji whose first tokens are only bytes of a character told apart by what was typed, and each guess rated in its

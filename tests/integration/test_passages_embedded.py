@@ -1,4 +1,4 @@
-"""Real text against the model (pipeline/passages.py, ui/room_scores.py) on the embedded SmolLM2-135M-Instruct: every
+"""Real text against the model (pipeline/passages.py, ui/rooms/scores.py) on the embedded SmolLM2-135M-Instruct: every
 number of a real-text round (the model's probability, rank and top-1 of the real token at each position, its bits, the
 class's bits) equals an independent forward pass over the passage: the document-start token, then the text."""
 import math
@@ -10,7 +10,9 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from pipeline import passages
-from ui import room_scores, rooms, rooms_api
+from ui.rooms import scores as room_scores
+from ui.rooms import rooms
+from ui.rooms import api as rooms_api
 
 pytestmark = pytest.mark.integration
 

@@ -57,7 +57,7 @@ def _positional(call: ast.Call) -> ast.AST | None:
 
 def test_no_listener_takes_two_or_more_inputs_by_position():
     bad = []
-    for path in sorted((ROOT / "ui").glob("*.py")):
+    for path in sorted((ROOT / "ui").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LISTENS:
                 given = _positional(node)

@@ -1,4 +1,4 @@
-"""A room's answers and the numbers beside them (ui/rooms.py), on a tiny model with a real byte-level tokenizer:
+"""A room's answers and the numbers beside them (ui/rooms/rooms.py), on a tiny model with a real byte-level tokenizer:
 emoji whose first tokens are only bytes of a character are told apart by what was typed, a guess is rated in both
 spellings whatever its kind, ties for the favourite are ties, tokens are labelled as the distribution labels them;
 and no guess waits for the step's forward pass (issue 33, findings 7 and 12)."""

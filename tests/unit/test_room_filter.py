@@ -1,4 +1,4 @@
-"""The profanity filter of a room's answers (ui/room_filter.py): real words of its word list masked or hidden, their
+"""The profanity filter of a room's answers (ui/rooms/profanity.py): real words of its word list masked or hidden, their
 case and leetspeak variants too, and the clean words of a normal lesson untouched (no "Scunthorpe" problem)."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from glin_profanity.data.dictionary import dictionary
 
-from ui import room_filter
-from ui.room_filter import MASK, apply, masked, rude
+from ui.rooms import profanity as room_filter
+from ui.rooms.profanity import MASK, apply, masked, rude
 
 ROOT = Path(__file__).resolve().parents[2]
 RUDE = ("shit", "fuck", "bitch")  # (each one of the package's English list: asserted below, not assumed)

@@ -1,5 +1,5 @@
 """The teacher's tools of a class room (issue 36) through the rooms' HTTP API, on a tiny model's trace: the results as
-CSV (ui/room_results.py: one row per student and step, anonymous, the model's numbers against an independent forward
+CSV (ui/rooms/results.py: one row per student and step, anonymous, the model's numbers against an independent forward
 pass, no formula a spreadsheet would run), the projector's options (POST /options: the profanity filter applied on the
 server, hide counts carried in the state; every bad value a 400 with one sentence)."""
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from pipeline.sampling import softmax
-from ui import room_filter, room_results
+from ui.rooms import profanity as room_filter
+from ui.rooms import results as room_results
 from viz.style import visible
 from viz.text import t
 

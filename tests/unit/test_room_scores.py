@@ -1,4 +1,4 @@
-"""The class-against-model score (ui/room_scores.py): each formula on hand-worked numbers, and a room on a tiny model
+"""The class-against-model score (ui/rooms/scores.py): each formula on hand-worked numbers, and a room on a tiny model
 whose revealed state and summary carry them (the model's numbers against an independent forward pass)."""
 import math
 from types import SimpleNamespace as NS
@@ -9,8 +9,8 @@ import torch
 
 from pipeline.sampling import softmax
 from tests.rooms_setup import room_setup
-from ui import room_scores as S
-from ui.rooms import Guess
+from ui.rooms import scores as S
+from ui.rooms.rooms import Guess
 
 REAL = 7
 

@@ -1,4 +1,4 @@
-"""Class rooms kept across a restart (ui/room_store.py): a room written to SQLite and read back by a new `Rooms`, as
+"""Class rooms kept across a restart (ui/rooms/store.py): a room written to SQLite and read back by a new `Rooms`, as
 it was (guesses on several steps with every Guess field, hidden answers, options, names, scores, the step and phase),
 its trace by name (a gallery example) or whole (a generation); the teacher's key known only by its hash; writes
 coalesced off the request path; a damaged or unusable file said in the log, never a crash."""
@@ -13,7 +13,9 @@ import pytest
 from pipeline.generate import run_trace
 from pipeline.records import Settings
 from tests import tiny
-from ui import examples, room_store, rooms
+from ui import examples
+from ui.rooms import store as room_store
+from ui.rooms import rooms
 
 
 @pytest.fixture(scope="module")
@@ -307,7 +309,7 @@ def test_without_a_store_rooms_stay_in_memory(lm, trace):
 def test_a_rooms_language_and_its_earlier_texts_come_back(tmp_path, lm, trace):
     """A German room that moved on to a new text: after a restart it masks German rude words still, and its first
     text's results are in the summary and the CSV as before."""
-    from ui import room_results
+    from ui.rooms import results as room_results
     from viz.text import speaking
 
     path = tmp_path / "rooms.sqlite3"

@@ -1,4 +1,4 @@
-"""A class as one room (ui/rooms.py, ui/rooms_api.py): the room's contract through its HTTP API, on a tiny model's
+"""A class as one room (ui/rooms/rooms.py, ui/rooms/api.py): the room's contract through its HTTP API, on a tiny model's
 trace: codes, the teacher's key, guesses grouped by the model's first token, the reveal's numbers against an
 independent forward pass, ETags, limits, and a 4xx with one sentence for every bad request."""
 import json
@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from pipeline.sampling import softmax
-from ui import room_filter, rooms
+from ui.rooms import profanity as room_filter
+from ui.rooms import rooms
 
 
 def test_a_room_has_a_readable_code_and_a_secret_key(setup):
@@ -259,7 +260,7 @@ def test_a_student_reads_the_class_in_their_browsers_language_and_the_teachers_w
     a Korean one (a language the page does not speak) German; an explicit ?lang= wins."""
     from types import SimpleNamespace as NS
 
-    from ui.language import of
+    from viz.text import of
 
     def asked(url, accept):
         return of(NS(headers={"referer": url, "accept-language": accept}))

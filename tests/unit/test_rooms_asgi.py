@@ -1,6 +1,6 @@
 """The class rooms' fast path (issue 36, a lecture hall): /api/rooms/... answered in front of Gradio's app
-(ui/rooms_asgi.py), and a guess rated on the event loop once its step's distribution is ready, in a worker thread
-before (ui/rooms.py Rooms.guess(wait=False), ui/rooms_api.py)."""
+(ui/rooms/asgi.py), and a guess rated on the event loop once its step's distribution is ready, in a worker thread
+before (ui/rooms/rooms.py Rooms.guess(wait=False), ui/rooms/api.py)."""
 import threading
 from concurrent.futures import Future
 
@@ -9,7 +9,9 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.testclient import TestClient
 
 from tests.rooms_setup import room_setup
-from ui import rooms, rooms_api, rooms_asgi
+from ui.rooms import rooms
+from ui.rooms import api as rooms_api
+from ui.rooms import asgi as rooms_asgi
 
 
 def gradio_like(router) -> FastAPI:

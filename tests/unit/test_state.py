@@ -76,7 +76,7 @@ def _frozen(node: ast.ClassDef) -> bool:
 
 def ui_classes(folder: Path) -> set[str]:
     """The classes defined in `folder` whose instances can be written (every one but a frozen dataclass)."""
-    trees = [ast.parse(p.read_text(encoding="utf-8")) for p in folder.glob("*.py")]
+    trees = [ast.parse(p.read_text(encoding="utf-8")) for p in folder.rglob("*.py")]
     return {n.name for tree in trees for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and not _frozen(n)}
 
 
@@ -103,13 +103,14 @@ def process_wide(path: Path, module: str, classes: set[str]) -> set[str]:
 
 def scan(folder: Path, package: str = "ui") -> set[str]:
     classes = ui_classes(folder)
-    found = {name for p in sorted(folder.glob("*.py")) for name in process_wide(p, f"{package}.{p.stem}", classes)}
+    found = {name for p in sorted(folder.rglob("*.py"))  # (a subpackage's modules too: ui.rooms.rooms)
+             for name in process_wide(p, ".".join((package, *p.relative_to(folder).with_suffix("").parts)), classes)}
     return {name for name in found if not name.rpartition(".")[2].startswith("__")}  # (not __all__: what a module exports)
 
 
 def listed(doc: str) -> set[str]:
-    """Every `ui.module.NAME` (or `ui.module.Class.NAME`) docs/state.md names in backticks."""
-    return set(re.findall(r"`(ui\.\w+\.\w+(?:\.\w+)?)`", doc))
+    """Every `ui.module.NAME` (or `ui.module.Class.NAME`, `ui.package.module.NAME`) docs/state.md names in backticks."""
+    return set(re.findall(r"`(ui\.\w+\.\w+(?:\.\w+){0,2})`", doc))
 
 
 def test_the_scanner_finds_each_kind_of_process_wide_object(tmp_path):
@@ -130,7 +131,7 @@ def test_the_scanner_finds_each_kind_of_process_wide_object(tmp_path):
 
 def test_the_scan_of_ui_finds_the_known_ones():
     found = scan(ROOT / "ui")
-    known = {"ui.model.HOLDER", "ui.model.DRAFTS", "ui.rooms.ROOMS", "ui.lens_cache.LENS", "ui.generation.RUNS",
+    known = {"ui.model.HOLDER", "ui.model.DRAFTS", "ui.rooms.rooms.ROOMS", "ui.lens_cache.LENS", "ui.generation.RUNS",
              "ui.examples._TRACES", "ui.network.SERVED_ON", "ui.listeners.DOWNLOADS", "ui.viewer_wiring._CACHE"}
     assert known <= found, sorted(known - found)
 
@@ -147,6 +148,8 @@ def test_every_object_docs_state_md_lists_is_still_there():
     stale = []
     for name in sorted(listed(DOC.read_text(encoding="utf-8"))):
         parts = name.split(".")
+        if (ROOT / "ui" / parts[1]).is_dir():  # a subpackage's module: ui.rooms.rooms.ROOMS
+            parts = [parts[0], f"{parts[1]}/{parts[2]}", *parts[3:]]
         path = ROOT / "ui" / f"{parts[1]}.py"
         if not path.exists():
             stale.append(name)
@@ -163,9 +166,9 @@ def test_every_object_docs_state_md_lists_is_still_there():
 
 
 def test_the_class_room_page_does_not_import_the_http_api():
-    """ROOMS lives beside the Rooms class (ui/rooms.py): the page's side of a class (ui/class_room.py) needs no HTTP module."""
+    """ROOMS lives beside the Rooms class (ui/rooms/rooms.py): the page's side of a class (ui/class_room.py) needs no HTTP module."""
     tree = ast.parse((ROOT / "ui" / "class_room.py").read_text(encoding="utf-8"))
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     imported |= {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
-    assert not any(m == "ui.rooms_api" for m in imported), "ui/class_room.py imports ui.rooms_api: take ROOMS from ui.rooms"
+    assert not any(m == "ui.rooms.api" for m in imported), "ui/class_room.py imports ui.rooms.api: take ROOMS from ui.rooms.rooms"

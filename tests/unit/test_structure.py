@@ -53,8 +53,9 @@ def _modules() -> dict[str, Path]:
     """'pipeline.records' -> its file, for every module of the three packages ('pipeline': __init__)."""
     out = {}
     for pkg in PACKAGES:
-        for p in sorted((ROOT / pkg).glob("*.py")):
-            out[pkg if p.stem == "__init__" else f"{pkg}.{p.stem}"] = p
+        for p in sorted((ROOT / pkg).rglob("*.py")):  # (a subpackage's too: ui/rooms/)
+            parts = p.relative_to(ROOT).with_suffix("").parts
+            out[".".join(parts[:-1] if p.stem == "__init__" else parts)] = p
     return out
 
 
@@ -486,7 +487,7 @@ def test_the_architecture_file_map_names_every_module():
     blocks: dict[str, str] = {}
     folder = None
     for line in files.splitlines():
-        m = re.match(r"^(pipeline|viz|ui|assets|tests)/\s", line)
+        m = re.match(r"^(pipeline|viz|ui/rooms|ui|assets|tests)/\s", line)
         if m:
             folder, line = m.group(1), line[len(m.group(0)):]
             blocks[folder] = ""
@@ -496,9 +497,18 @@ def test_the_architecture_file_map_names_every_module():
     def listed(folder: str, name: str) -> bool:
         return re.search(r"(?:^|[.,(;:+]|\band|\bwith|\bfrom|\bbeside)\s*" + re.escape(name) + r"\b", blocks[folder], re.M) is not None
 
-    missing = [f"{d}/{p.name}" for d in ("pipeline", "viz", "ui") for p in sorted((ROOT / d).glob("*.py"))
+    missing = [f"{d}/{p.name}" for d in ("pipeline", "viz", "ui", "ui/rooms") for p in sorted((ROOT / d).glob("*.py"))
                if p.stem != "__init__" and not listed(d, p.stem)]
     missing += [f"assets/{p.name}" for p in sorted((ROOT / "assets").iterdir()) if p.suffix in (".js", ".css") and not listed("assets", p.name)]
     assert not missing, f"docs/architecture.md's file map does not list, in its folder's block: {missing}"
 
 
+
+
+def test_the_class_rooms_import_no_gradio():
+    """ui/rooms/ (the class rooms' server: its state, store, HTTP API and front, scores, filter, results) can be served
+    and tested without the page: importing every module of it loads no gradio (issue 48)."""
+    mods = [f"ui.rooms.{p.stem}" for p in sorted((ROOT / "ui" / "rooms").glob("*.py")) if p.stem != "__init__"]
+    code = f"import importlib, sys\nfor m in {mods!r}: importlib.import_module(m)\nprint(sorted(k for k in sys.modules if k.split('.')[0] == 'gradio'))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert len(mods) >= 9 and out.strip() == "[]", out

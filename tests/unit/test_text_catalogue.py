@@ -57,7 +57,7 @@ def _strings(node: ast.AST) -> tuple[list[str], bool]:
 def _python_uses() -> list[tuple[str, list[str], set[str] | None]]:
     """(where, keys, the placeholders given: None when not known, a **mapping) of every call naming a key."""
     out = []
-    files = [p for d in PY_DIRS for p in (ROOT / d).glob("*.py")] + [ROOT / "app.py"]
+    files = [p for d in PY_DIRS for p in (ROOT / d).rglob("*.py")] + [ROOT / "app.py"]
     for path in files:
         if path == ROOT / "viz" / "text.py":
             continue  # (the definitions)

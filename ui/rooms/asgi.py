@@ -21,8 +21,7 @@ from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ui.language import of
-from viz.text import speaking, t, thousands
+from viz.text import of, speaking, t, thousands
 
 PREFIX = "/api/rooms"
 MAX_BODY = 16 * 1024  # a room's requests are a few hundred bytes of JSON

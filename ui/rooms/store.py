@@ -3,7 +3,7 @@
     store = open_store()              # SQLite at LLM_VIZ_ROOMS_DB (default_path()); "off": memory only
     ROOMS.attach(store)               # app.py, before serving: every open room taken back, then kept
 
-`RoomStore` is the whole interface a `Rooms` (ui/rooms.py) uses: `save(room)` (called under the rooms' lock at every
+`RoomStore` is the whole interface a `Rooms` (ui/rooms/rooms.py) uses: `save(room)` (called under the rooms' lock at every
 change, Room.bump: it only marks the room dirty), `load_all()`, `delete(code)`, `start(lock)`, `flush()`, `close()`.
 Another store (several replicas sharing rooms: Redis, docs/rooms.md) is one more class with these methods.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 from pipeline import trace_io
 from pipeline.errors import GalleryError, TraceFormatError
 from pipeline.paths import cache_dir
-from ui import rooms
+from ui.rooms import rooms
 
 FLUSH_S = 0.5  # at most one write of the dirty rooms this often
 VERSION_GAP = 1_000_000  # a room taken back: its version moved on this far, past every change not written when it stopped

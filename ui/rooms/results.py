@@ -5,7 +5,7 @@ One row per student and step that has guesses, of every text the room has had (i
 teacher gave the class a new one: Room.past), by text, step and then student:
 
     text      1, 2, ...: the room's texts in the order the class had them
-    student   "S1", "S2", ... in the order they first guessed (ui/rooms.py Room.names): never the browser's id
+    student   "S1", "S2", ... in the order they first guessed (ui/rooms/rooms.py Room.names): never the browser's id
     step      the trace's step (a passage's: its token N, read after tokens 0..N-1)
     guess     as typed (the profanity filter is the projector's, not the teacher's)
     right     yes or no: the real next token is the first token of one of the guess's spellings (Guess.ids)
@@ -25,8 +25,8 @@ from __future__ import annotations
 import csv
 import io
 
-from ui import room_scores
-from ui.room_scores import is_right
+from ui.rooms import scores as room_scores
+from ui.rooms.scores import is_right
 from viz.style import visible
 from viz.text import number_marks, t
 

@@ -1,4 +1,4 @@
-"""The profanity filter of a class room's answers on the projector (the room's option `profanity`, ui/rooms.py).
+"""The profanity filter of a class room's answers on the projector (the room's option `profanity`, ui/rooms/rooms.py).
 
 Guesses are free text from strangers shown in front of a class: before the revealed state leaves the server (every
 page that polls it, the projector first), each answer row's `text`, `label` and `piece` go through `apply(rows, mode)`:
@@ -34,7 +34,7 @@ LISTS = {"en": ("english",), "es": ("english", "spanish"), "fr": ("english", "fr
          "zh-CN": ("english", "chinese")}
 # entries of the English list that are everyday words of a lesson (history, music, games, maths)
 ALLOW = ("escort", "domination", "hardcore", "snatch", "scat", "xx", "eunuch", "bastinado")
-FIELDS = ("text", "label", "piece")  # what an answer row shows (ui/rooms.py _answers; assets/room.js)
+FIELDS = ("text", "label", "piece")  # what an answer row shows (ui/rooms/rooms.py _answers; assets/room.js)
 
 
 @functools.cache

@@ -1,5 +1,5 @@
-"""A class room's refusals (ui/rooms.py): an HTTP status and one sentence, written in the language spoken where the
-refusal is read (viz.text: the page that asked, ui/rooms_api.py)."""
+"""A class room's refusals (ui/rooms/rooms.py): an HTTP status and one sentence, written in the language spoken where the
+refusal is read (viz.text: the page that asked, ui/rooms/api.py)."""
 from __future__ import annotations
 
 from pipeline import guess as guessing
@@ -10,7 +10,7 @@ from viz.text import t, thousands
 
 class RoomError(Exception):
     """An HTTP status and one sentence: a str, or a function that writes it, called when the error is read (str(e)), in
-    the language spoken there (a class's poll learns its page's language only when it is refused: ui/rooms_api.py)."""
+    the language spoken there (a class's poll learns its page's language only when it is refused: ui/rooms/api.py)."""
 
     def __init__(self, status: int, sentence):
         super().__init__(sentence)

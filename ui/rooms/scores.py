@@ -157,7 +157,7 @@ def answers(guesses, hidden: set) -> list[dict]:
         groups.setdefault(k, []).append(g)
     rows = [{"text": Counter(g.text for g in gs).most_common(1)[0][0], "token_id": gs[0].token_id, "piece": gs[0].piece,
              "label": visible(gs[0].piece), "by_text": isinstance(k, tuple), "count": len(gs),
-             "langs": tuple(sorted({g.lang for g in gs if getattr(g, "lang", None)}))}  # (for ui/room_filter.py, which drops it)
+             "langs": tuple(sorted({g.lang for g in gs if getattr(g, "lang", None)}))}  # (for ui/rooms/profanity.py, which drops it)
             for k, gs in groups.items()]
     return sorted(rows, key=lambda r: -r["count"])
 
@@ -208,7 +208,7 @@ def revealed(room, top: int) -> dict:
     """What every page sees of a room's revealed step (ui.rooms.Room, under the rooms' lock): the room's answers (the
     profanity filter's: a rude answer never leaves the server), the model's `top` candidates, the real token (with its
     own probability: outside the top the projector gives it a row, assets/room.js), the score, the class's favourites."""
-    from ui import room_filter
+    from ui.rooms import profanity as room_filter
 
     step = room.trace.steps[room.step]
     room_rows = room_filter.apply(answers(room.guesses.get(room.step, {}).values(), room.hidden.get(room.step, set())),

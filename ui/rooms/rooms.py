@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 
 from pipeline import guess as guessing
 from pipeline.records import Trace
-from ui import room_filter, room_results, room_scores
-from ui.room_errors import RoomError, refused_guess
+from ui.rooms import profanity as room_filter
+from ui.rooms import results as room_results
+from ui.rooms import scores as room_scores
+from ui.rooms.errors import RoomError, refused_guess
 from ui.examples import is_passage
 from ui.model import same_model
 from viz.style import visible
@@ -47,12 +49,12 @@ class Guess:
     text: str
     token_id: int | None  # the first token as the model would write the guess (the room's answers are grouped by it)
     piece: str
-    ids: tuple = ()  # the first token of each spelling ("mat", " mat"): right when the real token is one (ui/room_scores.py)
+    ids: tuple = ()  # the first token of each spelling ("mat", " mat"): right when the real token is one (ui/rooms/scores.py)
     prob: float | None = None  # the model's temperature-1 probability of token_id at the step (whole vocabulary)
     rank: int | None = None  # its rank there (1: the model's most likely)
     step: int = 0
-    case_ids: tuple = ()  # the first tokens of its spellings in other capitals only: right too (ui/room_scores.py)
-    lang: str = ""  # the language of the page that sent it: its rude words are masked too (ui/room_filter.py)
+    case_ids: tuple = ()  # the first tokens of its spellings in other capitals only: right too (ui/rooms/scores.py)
+    lang: str = ""  # the language of the page that sent it: its rude words are masked too (ui/rooms/profanity.py)
 
 
 @dataclass
@@ -77,9 +79,9 @@ class Room:
     passage: str | None = None  # the passage's name when the trace is real text (pipeline/passages.py)
     options: dict = field(default_factory=lambda: dict(DEFAULT_OPTIONS))  # the teacher's choices for the projector
     names: dict = field(default_factory=dict)  # student id -> "S1", "S2", ... in the order they first guessed (the CSV's)
-    scores: dict = field(default_factory=dict)  # step -> its score when revealed (ui/room_scores.py), for this trace
-    past: list = field(default_factory=list)  # the room's earlier texts' results, kept as set_trace moved on (ui/room_results.py)
-    lang: str = DEFAULT  # the teacher's page's language when the room was made: its rude words are masked (ui/room_filter.py)
+    scores: dict = field(default_factory=dict)  # step -> its score when revealed (ui/rooms/scores.py), for this trace
+    past: list = field(default_factory=list)  # the room's earlier texts' results, kept as set_trace moved on (ui/rooms/results.py)
+    lang: str = DEFAULT  # the teacher's page's language when the room was made: its rude words are masked (ui/rooms/profanity.py)
     key_hash: str = ""  # the key's sha256: a teacher's request is checked by it (`key` is never stored: after a restart, "")
     on_change: object = field(default=None, repr=False, compare=False)  # told of every change: the store's save, or None
 
@@ -101,13 +103,13 @@ class Rooms:
         self.lock = threading.Lock()
         self.model_of = model_of  # the loaded model when it made `trace` (ui/model.py's same_model)
         self.clock = clock
-        self.store = None  # where the rooms are kept across restarts (ui/room_store.py); None: in memory only
+        self.store = None  # where the rooms are kept across restarts (ui/rooms/store.py); None: in memory only
         if store is not None:
             self.attach(store)
 
     def attach(self, store):
         """Keep the rooms in `store` (app.py, before any room is made), after taking back every open room it kept as it
-        was (ui/room_store.py), its teacher seen now, its version (moved on by the store) written again at once."""
+        was (ui/rooms/store.py), its teacher seen now, its version (moved on by the store) written again at once."""
         with self.lock:
             self.store = store
             for room in store.load_all()[-MAX_ROOMS:]:
@@ -269,7 +271,7 @@ class Rooms:
             return g
 
     def summary(self, code: str) -> dict:
-        """Every revealed step of the room's trace, its score, and the round's totals (ui/room_scores.py)."""
+        """Every revealed step of the room's trace, its score, and the round's totals (ui/rooms/scores.py)."""
         with self.lock:
             return room_scores.summary(self._open(code))
 
@@ -383,7 +385,7 @@ def _student(sid) -> str:
 
 
 # Process-wide (docs/state.md): every class room of this server, read and written by the page (ui/class_room.py) and
-# the JSON API (ui/rooms_api.py), behind ROOMS.lock. At most MAX_ROOMS open; an ended or idle one is forgotten (at the
+# the JSON API (ui/rooms/api.py), behind ROOMS.lock. At most MAX_ROOMS open; an ended or idle one is forgotten (at the
 # next create) once its teacher's page has been gone IDLE_S + 1 h.
 ROOMS = Rooms(model_of=same_model)
 

@@ -4,7 +4,7 @@
     GET /api/passages/{name}   {"name", "title", "source", "url", "licence", "text", "token_ids", "pieces"}
 
 Token counts and ids are the loaded model's tokenizer's (null while the model loads). A room on a passage:
-POST /api/rooms {"passage": NAME, "step": N} (ui/rooms_api.py).
+POST /api/rooms {"passage": NAME, "step": N} (ui/rooms/api.py).
 """
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 
     POST /api/rooms                    {"example": NAME, "step": N}   -> {"code", "key", "join"}  (a gallery trace)
                                        {"passage": NAME, "step": N}   (real text: step N asks the passage's token N)
-    GET  /api/rooms/{code}/summary     every revealed step's score and the round's totals (ui/room_scores.py)
-    POST /api/rooms/{code}/options     {"profanity": ..., "hide_counts": ...}  the teacher's (ui/room_filter.py)
-    GET  /api/rooms/{code}/results.csv the teacher's: one row per student and step (ui/room_results.py)
+    GET  /api/rooms/{code}/summary     every revealed step's score and the round's totals (ui/rooms/scores.py)
+    POST /api/rooms/{code}/options     {"profanity": ..., "hide_counts": ...}  the teacher's (ui/rooms/profanity.py)
+    GET  /api/rooms/{code}/results.csv the teacher's: one row per student and step (ui/rooms/results.py)
     GET  /api/rooms/{code}?student=ID  the room's state; with If-None-Match of its ETag and no change: 304
     POST /api/rooms/{code}/guesses     {"student": ID, "text": GUESS}
     POST /api/rooms/{code}/reveal | /step {"step": N} | /hide {"token_id": T} or {"text": S} | /close
@@ -25,11 +25,10 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from pipeline.errors import GalleryError
-from ui.language import of
-from ui.rooms import ROOMS, RoomError
-from viz.text import speaking
+from ui.rooms.rooms import ROOMS, RoomError
+from viz.text import of, speaking
 
-router = APIRouter(prefix="/api/rooms")  # its routes, added at import (docs/state.md); the rooms: ui/rooms.py's ROOMS
+router = APIRouter(prefix="/api/rooms")  # its routes, added at import (docs/state.md); the rooms: ui/rooms/rooms.py's ROOMS
 
 
 def _refused(e: RoomError) -> JSONResponse:
@@ -87,7 +86,7 @@ async def summary(code: str, request: Request):
 
 
 def state_answer(code: str, student: str | None, key: str | None, seen_tag: str | None, request=None) -> tuple[int, dict, bytes]:
-    """GET /{code}: (status, headers, JSON body). Also answered without FastAPI by ui/rooms_asgi.py (a class's polls).
+    """GET /{code}: (status, headers, JSON body). Also answered without FastAPI by ui/rooms/asgi.py (a class's polls).
     `request` (its headers) says the language of a refusal, read only when there is one (a poll that is answered
     writes no sentence: the page writes its own words from the state)."""
     try:
@@ -170,7 +169,7 @@ async def close(code: str, request: Request):
 
 
 
-# -- the teacher's tools (issue 36): the projector's options, the results as CSV (ui/room_filter.py, ui/room_results.py)
+# -- the teacher's tools (issue 36): the projector's options, the results as CSV (ui/rooms/profanity.py, ui/rooms/results.py)
 @router.post("/{code}/options")
 async def options(code: str, request: Request):
     """{"profanity": "off" | "replace" | "hide", "hide_counts": bool}, either or both: the state, with its `options`."""
@@ -183,7 +182,7 @@ async def options(code: str, request: Request):
 @router.get("/{code}/results.csv")
 async def results(code: str, request: Request):
     """One row per student and step (anonymous "S1", "S2", ...): the teacher's, with the header X-Room-Key."""
-    from ui import room_results
+    from ui.rooms import results as room_results
 
     with speaking(of(request)):  # (the refusal's sentence, and the file's headers and yes/no: the teacher's language)
         try:
