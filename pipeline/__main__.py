@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from .cli import EXIT_USAGE, run_command
-from .records import Settings
+from pipeline.cli import EXIT_USAGE, run_command
+from pipeline.records import Settings
 HTML_MOVED = "use `python -m viz html TRACE --out FILE.html` (the same arguments)"
 
 
@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _speculative_args(p: argparse.ArgumentParser) -> None:
-    from .draft import DEFAULT_DRAFT
+    from pipeline.draft import DEFAULT_DRAFT
 
     g = p.add_argument_group("speculative decoding (--k or --draft turn it on too)")
     g.add_argument("--speculative", action="store_true", help="a draft proposes k tokens, the model checks them in one pass")
@@ -101,9 +101,9 @@ def _ablate_args(sub) -> None:
 
 
 def _ablate(a) -> int:
-    from .ablate import ablate, check_part, greedy_step, to_json
-    from .errors import SettingsError
-    from .loading import load_model
+    from pipeline.ablate import ablate, check_part, greedy_step, to_json
+    from pipeline.errors import SettingsError
+    from pipeline.loading import load_model
 
     if (a.head is None) == (a.part is None):
         raise SettingsError("switch off one thing: --head H (one attention head) or --part attn or --part mlp (a whole block)"
@@ -125,8 +125,8 @@ def _ablate(a) -> int:
 
 def _speculative_options(a) -> dict | None:
     """{k, draft} when speculative decoding is asked for; checked before any model loads."""
-    from .draft import check_spec
-    from .speculative import DEFAULT_K, validate_k
+    from pipeline.draft import check_spec
+    from pipeline.speculative import DEFAULT_K, validate_k
 
     if not (a.speculative or a.k is not None or a.draft is not None):
         return None
@@ -136,10 +136,10 @@ def _speculative_options(a) -> dict | None:
 
 
 def _trace(a) -> int:
-    from .generate import start, validate
-    from .loading import load_model
-    from .errors import SettingsError
-    from .trace_io import save
+    from pipeline.generate import start, validate
+    from pipeline.loading import load_model
+    from pipeline.errors import SettingsError
+    from pipeline.trace_io import save
 
     settings = Settings(
         temperature=a.temperature,
@@ -162,7 +162,7 @@ def _trace(a) -> int:
         gen = start(lm, a.prompt, settings)
         steps = iter(gen)
     else:
-        from .speculative import start_speculative
+        from pipeline.speculative import start_speculative
 
         gen = start_speculative(lm, a.prompt, settings, **spec)
         steps = gen.iter_steps()
@@ -189,10 +189,10 @@ def _trace(a) -> int:
 
 
 def _bench(a) -> int:
-    from . import bench, bench_class
-    from .loading import load_model
+    from pipeline import bench, bench_class
+    from pipeline.loading import load_model
 
-    from .errors import SettingsError
+    from pipeline.errors import SettingsError
 
     if (a.new_tokens is not None and a.new_tokens < 1) or a.repeats < 1 or (a.threads is not None and a.threads < 1):
         raise SettingsError("--new-tokens, --repeats and --threads must be at least 1")
@@ -208,8 +208,8 @@ def _bench(a) -> int:
     if a.tasks and spec is None:
         spec = _speculative_options(argparse.Namespace(speculative=True, k=a.k, draft=a.draft))
     if a.cost_curve:
-        from . import speculative_cost
-        from .draft import check_spec
+        from pipeline import speculative_cost
+        from pipeline.draft import check_spec
 
         drafts = tuple(x.strip() for x in (a.drafts or ",".join(speculative_cost.DEFAULT_DRAFTS)).split(",") if x.strip())
         for d in drafts:
@@ -254,11 +254,11 @@ def _samples_args(sub) -> None:
 
 
 def _samples(a) -> int:
-    from .errors import SettingsError
-    from .generate import validate
-    from .loading import load_model
-    from .records_samples import to_json
-    from .samples import samples_from_prompt, validate_counts
+    from pipeline.errors import SettingsError
+    from pipeline.generate import validate
+    from pipeline.loading import load_model
+    from pipeline.records_samples import to_json
+    from pipeline.samples import samples_from_prompt, validate_counts
 
     settings = Settings(temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, min_p=a.min_p, repetition_penalty=a.repetition_penalty,
                         seed=a.seed, max_new_tokens=a.max_new_tokens, chat=not a.raw, system_prompt=a.system_prompt)
@@ -277,8 +277,8 @@ def _samples(a) -> int:
 
 
 def _bench_class(a) -> int:
-    from . import bench_class
-    from .errors import SettingsError
+    from pipeline import bench_class
+    from pipeline.errors import SettingsError
 
     try:
         visitors = [int(x) for x in a.visitors.split(",") if x.strip()]
@@ -296,9 +296,9 @@ def _bench_class(a) -> int:
 
 
 def _bench_samples(a) -> int:
-    from . import bench
-    from .loading import load_model
-    from .samples import validate_counts
+    from pipeline import bench
+    from pipeline.loading import load_model
+    from pipeline.samples import validate_counts
 
     validate_counts(a.samples, a.new_tokens or 24)
     lm = load_model(a.model)
@@ -310,7 +310,7 @@ def _bench_samples(a) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .errors import ModelLoadError, SettingsError, TraceFormatError
+    from pipeline.errors import ModelLoadError, SettingsError, TraceFormatError
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["html"]:  # whatever its arguments: one line, no usage text

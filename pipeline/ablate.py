@@ -34,10 +34,10 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import torch
 
-from .errors import SettingsError
-from .model_thread import run_on
-from .records import StepRecord
-from .records_ablate import PARTS, AblationRecord, HeadMapRecord, log_softmax
+from pipeline.errors import SettingsError
+from pipeline.model_thread import run_on
+from pipeline.records import StepRecord
+from pipeline.records_ablate import PARTS, AblationRecord, HeadMapRecord, log_softmax
 
 __all__ = ["PARTS", "AblationRecord", "HeadMapRecord", "ablate", "ablate_step", "head_map", "iter_head_map",
            "check_part", "out_proj"]
@@ -273,8 +273,8 @@ FORMAT = "llm-pipeline-ablation/1"
 def greedy_step(lm, prompt: str, *, step: int = 0, chat: bool = True, system_prompt: str | None = None):
     """(the prompt's token ids, the StepRecord of step `step`) of a greedy generation from `prompt`: step 0 is the next
     token after the prompt; step S comes after S greedy tokens. A SettingsError when the model stops before it."""
-    from .generate import start
-    from .records import Settings
+    from pipeline.generate import start
+    from pipeline.records import Settings
 
     if int(step) != step or step < 0:
         raise SettingsError(f"--step is a whole number of greedy tokens before the step, 0 or more, not {step}")

@@ -15,9 +15,9 @@ import time
 import numpy as np
 import torch
 
-from .formulas import kv_cache_bytes
-from .loading import LoadedModel
-from .records import AccountingRecord, MachineInfo, ModelInfo, ParamCounts, StepRecord
+from pipeline.formulas import kv_cache_bytes
+from pipeline.loading import LoadedModel
+from pipeline.records import AccountingRecord, MachineInfo, ModelInfo, ParamCounts, StepRecord
 
 
 def pass_macs(params: ParamCounts, info: ModelInfo, tokens_fed: int, context_len: int, logits_rows: int = 1) -> float:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .records import ModelInfo
+from pipeline.records import ModelInfo
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 import torch
 
-from .capture import Captured, kv_bytes, run_with_cache
+from pipeline.capture import Captured, kv_bytes, run_with_cache
 
 # a group's bound: padded tokens (a long group holds every decoding row still), and captured attention cells
 # (rows x width^2 per layer and head: 150,000 cells are ~160 MB of float32 for SmolLM2's 30 x 9 heads)

@@ -45,10 +45,10 @@ from typing import Callable
 
 import torch
 
-from . import batch_rows
-from .batch_rows import Prefill, Row, _Slot, row_view, row_views
-from .capture import Captured, run_with_cache
-from .model_thread import claim
+from pipeline import batch_rows
+from pipeline.batch_rows import Prefill, Row, _Slot, row_view, row_views
+from pipeline.capture import Captured, run_with_cache
+from pipeline.model_thread import claim
 
 STOPPED = "the model's decode loop has stopped (the app is shutting down)"
 AHEAD = 8  # records a row's generator has not read yet, past which the row is parked (out of the batch) until it reads
@@ -328,7 +328,7 @@ def start(lm):
     thread that loaded the model, so that its machine measurement is made before any visitor comes."""
     row = open_row(lm)
     if row.batched and row.full_attention:
-        from .accounting import measure_machine
+        from pipeline.accounting import measure_machine
 
         d = _decoder(lm)
         # the machine's limits, measured now on the loop's thread, once: asked later, by a visitor's

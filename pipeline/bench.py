@@ -12,10 +12,10 @@ import time
 
 import torch
 
-from .generate import start
-from .loading import LoadedModel
-from .model_thread import run_on
-from .records import Settings
+from pipeline.generate import start
+from pipeline.loading import LoadedModel
+from pipeline.model_thread import run_on
+from pipeline.records import Settings
 
 DEFAULT_PROMPT = "Explain in two sentences why the sky is blue."
 
@@ -133,7 +133,7 @@ def _plain_run(lm: LoadedModel, prompt: str, n: int, ignore_eos: bool) -> tuple[
 
 
 def _speculative(lm: LoadedModel, prompt: str, n: int, k: int, draft, ignore_eos: bool) -> tuple[float, list[int], dict]:
-    from .speculative import start_speculative
+    from pipeline.speculative import start_speculative
 
     gen = start_speculative(lm, prompt, Settings(temperature=0.0, max_new_tokens=n), k=k, draft=draft, ignore_eos=ignore_eos)
     for _ in gen:
@@ -148,8 +148,8 @@ def run_speculative(lm: LoadedModel, *, prompt: str = DEFAULT_PROMPT, new_tokens
     (checked), so only the cost differs. Times are the records' own (each pass timed inside the
     model's lock, never the wait for it); the speed-up is the median over the alternating pairs
     of speculative tokens/s / plain tokens/s."""
-    from .draft import make_draft
-    from .speculative import validate_k
+    from pipeline.draft import make_draft
+    from pipeline.speculative import validate_k
 
     k = validate_k(k)
     d = make_draft(lm, draft)
@@ -221,7 +221,7 @@ def report_speculative(r: dict) -> str:
 def run_tasks(lm: LoadedModel, tasks: str = "copy", *, new_tokens: int = TASK_TOKENS, repeats: int = 3, k: int = 4, draft=None) -> dict:
     """`run_speculative` on each prompt of a fixed task set, stopping at each reply's end of sequence."""
     if tasks not in TASKS:
-        from .errors import SettingsError
+        from pipeline.errors import SettingsError
 
         raise SettingsError(f"unknown task set '{tasks}': choose one of {', '.join(TASKS)}")
     rows = []
@@ -261,7 +261,7 @@ SAMPLES_SETTINGS = Settings(temperature=0.7, seed=0)  # sampled (not greedy), so
 def run_samples(lm: LoadedModel, *, prompt: str = DEFAULT_PROMPT, n: int = 16, new_tokens: int = 24, repeats: int = 3) -> dict:
     """One continuation alone against `n` decoded together (pipeline.samples.measure_cost): the same prompt, settings and
     number of new tokens, end of sequence ignored, alternating runs; times are the generations' own."""
-    from .samples import measure_cost
+    from pipeline.samples import measure_cost
 
     ids = list(start(lm, prompt, Settings(max_new_tokens=1)).prompt.token_ids)
     return measure_cost(lm, ids, SAMPLES_SETTINGS, n=n, max_new_tokens=new_tokens, repeats=repeats)

@@ -15,9 +15,9 @@ import statistics
 import threading
 import time
 
-from .generate import start
-from .loading import LoadedModel
-from .records import Settings
+from pipeline.generate import start
+from pipeline.loading import LoadedModel
+from pipeline.records import Settings
 
 PROMPTS = (
     "Why is the sky blue?", "Write a short poem about the sea.", "What is the capital of Peru, and what is it known for?",
@@ -41,7 +41,7 @@ def _visitor(lm: LoadedModel, i: int, new_tokens: int, t0: float, out: dict):
 
 def run_class(lm: LoadedModel, n: int, new_tokens: int = 32) -> dict:
     """N visitors started together; their times and the loop's passes."""
-    from . import batching
+    from pipeline import batching
 
     d = batching._decoder(lm) if batching.enabled() else None
     ticks0, rows0, pass0, work0 = (d.ticks, d.rows_run, d.pass_s, d.work_s) if d else (0, 0, 0.0, 0.0)
@@ -68,8 +68,8 @@ def run_class(lm: LoadedModel, n: int, new_tokens: int = 32) -> dict:
 def load_as_the_app_does(spec: str | None) -> LoadedModel:
     """The model loaded on a thread that then ends, and its loop started there, as ui/model.py does: no thread but the
     loop's keeps the pool of OpenMP workers the loading made (pipeline.model_thread)."""
-    from . import batching
-    from .loading import load_model
+    from pipeline import batching
+    from pipeline.loading import load_model
 
     box: dict = {}
 

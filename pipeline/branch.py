@@ -14,11 +14,11 @@ from typing import Sequence
 
 import numpy as np
 
-from .generate import eos_ids, token_fields
-from .loading import LoadedModel
-from .records import StepRecord
-from .errors import SettingsError
-from .tokens import Detokenizer
+from pipeline.generate import eos_ids, token_fields
+from pipeline.loading import LoadedModel
+from pipeline.records import StepRecord
+from pipeline.errors import SettingsError
+from pipeline.tokens import Detokenizer
 
 
 def forced_step(lm: LoadedModel, before: Sequence[StepRecord], step: StepRecord, token_id: int, *, eos: set[int] | None = None) -> StepRecord:

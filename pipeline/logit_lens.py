@@ -18,9 +18,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .loading import LoadedModel
-from .model_thread import run_on
-from .records import LENS_TOP, LensRecord, StepRecord
+from pipeline.loading import LoadedModel
+from pipeline.model_thread import run_on
+from pipeline.records import LENS_TOP, LensRecord, StepRecord
 
 
 def text_config(lm: LoadedModel):

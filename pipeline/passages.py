@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import PassageError
+from pipeline.errors import PassageError
 
 PASSAGES_FILE = Path(__file__).resolve().parents[1] / "assets" / "passages" / "passages.json"
 FORMAT = "llm-pipeline-passages/1"
@@ -86,9 +86,9 @@ def token_ids(lm, passage: Passage) -> list[int]:
 
 def trace(lm, passage: Passage | str):
     """The passage read by the model, as a Trace (step N: the passage's token N after tokens 0..N-1)."""
-    from .forced_run import forced_steps
-    from .generate import build_trace, start
-    from .records import Settings
+    from pipeline.forced_run import forced_steps
+    from pipeline.generate import build_trace, start
+    from pipeline.records import Settings
 
     p = get(passage) if isinstance(passage, str) else passage
     ids = token_ids(lm, p)

@@ -11,11 +11,11 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .capture import run_with_cache
-from .errors import SettingsError
-from .loading import LoadedModel
-from .logit_lens import text_config
-from .records import PositionRecord, SwapRecord
+from pipeline.capture import run_with_cache
+from pipeline.errors import SettingsError
+from pipeline.loading import LoadedModel
+from pipeline.logit_lens import text_config
+from pipeline.records import PositionRecord, SwapRecord
 
 LEARNED_POSITIONS_SHOWN = 256  # learned position vectors projected by position_info
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import numpy as np
 
-from .records_inside import (  # noqa: F401  (re-exported: most callers import every record from here)
+from pipeline.records_inside import (  # noqa: F401  (re-exported: most callers import every record from here)
     LENS_TOP,
     AccountingRecord,
     KVCompareRecord,
@@ -23,7 +23,7 @@ from .records_inside import (  # noqa: F401  (re-exported: most callers import e
     PositionRecord,
     SwapRecord,
 )
-from .records_speculative import (  # noqa: F401  (re-exported, as above)
+from pipeline.records_speculative import (  # noqa: F401  (re-exported, as above)
     BonusRecord,
     DraftInfo,
     ProposalRecord,
@@ -33,7 +33,7 @@ from .records_speculative import (  # noqa: F401  (re-exported, as above)
     expected_tokens_per_pass,
     speculative_summary,
 )
-from .sampling import build_stages
+from pipeline.sampling import build_stages
 
 SCHEMA = "llm-pipeline-trace/2"  # what pipeline.trace_io writes
 SCHEMA_V1 = "llm-pipeline-trace/1"  # still read (pipeline.trace_v1)

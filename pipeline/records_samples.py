@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from .records import Settings
+from pipeline.records import Settings
 
 FORMAT = "llm-pipeline-samples/1"
 

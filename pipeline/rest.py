@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import sampling, slider_grid
-from .records import RestRecord, StepRecord
+from pipeline import sampling, slider_grid
+from pipeline.records import RestRecord, StepRecord
 
 GRID = slider_grid.TEMPERATURE.values[1:]  # the page's temperature slider; 0 (greedy) needs no sums
 KEEP = 156  # the rest's largest logits kept one by one: with the top 100, top-k up to 256 is exact

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .records import StepRecord
-from .rest import EPS
-from .sampling import LOG2E
+from pipeline.records import StepRecord
+from pipeline.rest import EPS
+from pipeline.sampling import LOG2E
 
 
 def rest_sums(step: StepRecord, vocab_size: int, t: float) -> tuple[float, float] | None:

@@ -26,14 +26,14 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from . import sampling
-from .errors import SettingsError
-from .model_thread import run_on
-from .generate import eos_ids, replay_detokenizer, start, stop_reason, top_n
-from .loading import LoadedModel
-from .records import Settings, Trace
-from .records_samples import FirstDistribution, Sample, Samples
-from .tokens import Detokenizer
+from pipeline import sampling
+from pipeline.errors import SettingsError
+from pipeline.model_thread import run_on
+from pipeline.generate import eos_ids, replay_detokenizer, start, stop_reason, top_n
+from pipeline.loading import LoadedModel
+from pipeline.records import Settings, Trace
+from pipeline.records_samples import FirstDistribution, Sample, Samples
+from pipeline.tokens import Detokenizer
 
 DEFAULT_N, MAX_N = 16, 32
 DEFAULT_M, MAX_M = 24, 256

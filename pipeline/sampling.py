@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import SettingsError  # the stages raise it
+from pipeline.errors import SettingsError  # the stages raise it
 
 NEG_INF = -np.inf
 LOG2E = 1.0 / np.log(2.0)

@@ -39,13 +39,13 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from . import sampling
-from .capture import run_with_cache
-from .draft import DEFAULT_DRAFT, Draft, lookup, make_draft
-from .errors import SpeculativeError
-from .generate import build_trace, eos_ids, kv_bytes, new_rng, record_fields, replay_detokenizer, start, stop_reason, top_n
-from .loading import LoadedModel
-from .records import (
+from pipeline import sampling
+from pipeline.capture import run_with_cache
+from pipeline.draft import DEFAULT_DRAFT, Draft, lookup, make_draft
+from pipeline.errors import SpeculativeError
+from pipeline.generate import build_trace, eos_ids, kv_bytes, new_rng, record_fields, replay_detokenizer, start, stop_reason, top_n
+from pipeline.loading import LoadedModel
+from pipeline.records import (
     BonusRecord,
     PromptRecord,
     ProposalRecord,

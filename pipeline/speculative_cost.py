@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from .records import expected_tokens_per_pass
+from pipeline.records import expected_tokens_per_pass
 
 CURVE_TOKENS = 9  # target passes fed 1 .. 9 tokens: k = 0 .. 8 proposals
 DEFAULT_CONTEXT = 256
@@ -129,9 +129,9 @@ def measure(lm, *, context: int = DEFAULT_CONTEXT, max_tokens: int = CURVE_TOKEN
     import torch
     from transformers import DynamicCache
 
-    from .capture import run_with_cache
-    from .draft import lookup, make_draft
-    from .errors import SettingsError
+    from pipeline.capture import run_with_cache
+    from pipeline.draft import lookup, make_draft
+    from pipeline.errors import SettingsError
 
     if not 1 <= context <= lm.info.context_length - max_tokens:
         raise SettingsError(f"the context for the cost curve must be 1 to {lm.info.context_length - max_tokens} tokens, not {context}")

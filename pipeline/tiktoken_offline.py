@@ -14,7 +14,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from .paths import cache_dir
+from pipeline.paths import cache_dir
 
 _BASE = "https://openaipublic.blob.core.windows.net/encodings/"
 # name -> (shown label, sha256 of the rank file, as in tiktoken_ext/openai_public.py)
@@ -74,7 +74,7 @@ def get_encoding(name: str):
 
 def encode_pieces(name: str, text: str) -> tuple[str, list[str], list[int]]:
     """(label, readable pieces, ids) of `text` in encoding `name`; special-token text stays text."""
-    from .tokens import bytes_to_readable
+    from pipeline.tokens import bytes_to_readable
 
     enc = get_encoding(name)
     ids = enc.encode(text, disallowed_special=())

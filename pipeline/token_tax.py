@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Mapping
 
-from .tiktoken_offline import ENCODINGS, EncodingUnavailable, get_encoding
+from pipeline.tiktoken_offline import ENCODINGS, EncodingUnavailable, get_encoding
 
 DATA = Path(__file__).resolve().parents[1] / "assets" / "token_tax.json"
 MAX_OWN = 2_000  # characters of a learner's own sentence (a sentence, not a book)
@@ -53,7 +53,7 @@ def sentences() -> tuple[Sentence, ...]:
 
 def model_counter(tokenizer) -> Callable[[str], int]:
     """A Hugging Face tokenizer's count of a text's tokens, no special tokens added (the text as the model reads it)."""
-    from .tokens import encode_ids
+    from pipeline.tokens import encode_ids
 
     return lambda text: len(encode_ids(tokenizer, text))
 

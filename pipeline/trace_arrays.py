@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from . import trace_bounds
-from .errors import TRACE_HINT, TraceFormatError
+from pipeline import trace_bounds
+from pipeline.errors import TRACE_HINT, TraceFormatError
 
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import zlib
 
-from .errors import TRACE_HINT, TraceFormatError
+from pipeline.errors import TRACE_HINT, TraceFormatError
 
 MB = 1 << 20
 

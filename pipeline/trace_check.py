@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from .errors import TRACE_HINT, SettingsError, TraceFormatError
-from .records import STOP_REASONS, LensRecord, PromptRecord, RoundRecord, Settings, StepRecord, Trace
+from pipeline.errors import TRACE_HINT, SettingsError, TraceFormatError
+from pipeline.records import STOP_REASONS, LensRecord, PromptRecord, RoundRecord, Settings, StepRecord, Trace
 
 MAX_SIZE = 1 << 22  # layers, heads, vocabulary, context: far above any model this app loads
 

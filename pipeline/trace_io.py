@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from . import trace_bounds, trace_check
-from .errors import TRACE_HINT, TraceFormatError
-from .trace_arrays import DTYPES, array_from_object, array_object, damaged  # noqa: F401  (DTYPES: part of the format's API)
-from .records import SCHEMA, SCHEMA_V1, StepRecord, Trace
+from pipeline import trace_bounds, trace_check
+from pipeline.errors import TRACE_HINT, TraceFormatError
+from pipeline.trace_arrays import DTYPES, array_from_object, array_object, damaged  # noqa: F401  (DTYPES: part of the format's API)
+from pipeline.records import SCHEMA, SCHEMA_V1, StepRecord, Trace
 
 # Fields a reader rebuilds: a step's context is the prompt followed by the earlier steps'
 # tokens. Written only when a step's context is not that (never, for this app's traces).
@@ -285,7 +285,7 @@ def trace_from_json(d: Any, cls: type = Trace) -> Trace:
     """A trace from its parsed JSON (/2, or /1 via pipeline.trace_v1); TraceFormatError otherwise."""
     schema = d.get("schema") if isinstance(d, dict) else None
     if schema == SCHEMA_V1:
-        from .trace_v1 import trace_from_json as v1
+        from pipeline.trace_v1 import trace_from_json as v1
 
         try:  # /1's loosely typed values through /2's typed reader and its checks
             d, schema = trace_to_json(v1(d), full=True), SCHEMA

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import TRACE_HINT, TraceFormatError
-from .records import (
+from pipeline.errors import TRACE_HINT, TraceFormatError
+from pipeline.records import (
     LENS_TOP,
     SCHEMA_V1,
     BonusRecord,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .text import languages, speaking
+from viz.text import languages, speaking
 
 
 
@@ -30,7 +30,7 @@ def _html(a) -> int:
     from pipeline.errors import SettingsError
     from pipeline.trace_io import load
 
-    from .viewer_page import write_html
+    from viz.viewer_page import write_html
 
     trace = load(a.trace)  # .json or .json.gz, /1 or /2
     m = trace.model

@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 
 from pipeline.records_ablate import AblationRecord, HeadMapRecord
 
-from .style import GEN_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_lines, plot_piece, plot_text, significant
-from .text import decimal, number_marks, pct, t, t_html, thousands
+from viz.style import GEN_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_lines, plot_piece, plot_text, significant
+from viz.text import decimal, number_marks, pct, t, t_html, thousands
 
 SHOWN = 8  # tokens of each distribution in the side-by-side bars (their union is drawn)
 MOVERS = 6  # rows of the "changed most" table

@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 from pipeline.records import StepRecord
 from pipeline.sampling import LOG2E
 
-from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, plot_piece
-from .text import decimal, t, thousands
+from viz.style import NEW_COLOR, WEIGHT_SCALE, base_layout, plot_piece
+from viz.text import decimal, t, thousands
 
 MAX_TOKENS = 128  # a heatmap shows at most the last this many queries / keys
 MAX_GRID_HEADS = 16  # the all-heads grid shows at most this many heads

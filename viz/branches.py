@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from pipeline.records import Trace
 
-from .style import html_piece
-from .text import count, t_html
+from viz.style import html_piece
+from viz.text import count, t_html
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from typing import Callable, Sequence
 
 from pipeline.records import PromptRecord, StepRecord
 
-from .style import html_piece, visible
-from .text import count, t, t_html, thousands
+from viz.style import html_piece, visible
+from viz.text import count, t, t_html, thousands
 
 _MARKER = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 SPLIT_BG = "#fde68a"  # a character split across tokens

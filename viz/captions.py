@@ -3,7 +3,7 @@ caption.* sentences (locales/en.json, viz.text), by the panel's key. The distrib
 page's, and the app's, where a click on a bar branches: assets/page.js) share their detail."""
 from __future__ import annotations
 
-from .text import t
+from viz.text import t
 
 _NAMES = ("intro", "output", "tokens", "embeddings", "attention", "distribution", "distribution_app", "kv", "speculative", "inside",
           "lens", "residual", "contributions", "position", "kv_compare", "accounting", "sampling_compare", "branching", "bytes",

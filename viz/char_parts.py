@@ -18,8 +18,8 @@ from typing import Sequence
 
 from pipeline.tokens import char_spans
 
-from .style import html_piece
-from .text import t
+from viz.style import html_piece
+from viz.text import t
 
 _RUN = re.compile(r"((?:<0x[0-9A-F]{2}>)+)")
 _PART = "border-bottom:1px dashed currentColor"  # inline: the offline page has no style sheet

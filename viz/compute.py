@@ -15,9 +15,9 @@ import plotly.graph_objects as go
 from pipeline.indices import clamp_index
 from pipeline.records import AccountingRecord, KVCompareRecord, MachineInfo, ModelInfo, ParamCounts
 
-from . import fmt
-from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes, html_piece, plot_piece
-from .text import count, decimal, number_marks, t, t_html, thousands
+from viz import fmt
+from viz.style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes, html_piece, plot_piece
+from viz.text import count, decimal, number_marks, t, t_html, thousands
 
 _TABLE = "border-collapse:collapse;font-size:13.5px;margin:4px 0"
 _TD = "padding:2px 10px;border-bottom:1px solid #e2e8f0;text-align:right"

@@ -15,9 +15,9 @@ import plotly.graph_objects as go
 from pipeline.indices import clamp_index
 from pipeline.records import Trace
 
-from . import fmt
-from .style import GEN_COLOR, PROMPT_COLOR, base_layout
-from .text import decimal, t, t_html, thousands
+from viz import fmt
+from viz.style import GEN_COLOR, PROMPT_COLOR, base_layout
+from viz.text import decimal, t, t_html, thousands
 
 FREE_COLOR = "#e2e8f0"
 

@@ -21,9 +21,9 @@ import plotly.graph_objects as go
 from pipeline import rest, rest_bounds, sampling
 from pipeline.records import Settings, StepRecord
 
-from . import fmt
-from .style import GEN_COLOR, MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
-from .text import decimal, number_marks, pct, t, t_html, template, thousands
+from viz import fmt
+from viz.style import GEN_COLOR, MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
+from viz.text import decimal, number_marks, pct, t, t_html, template, thousands
 
 # the title (position, entropies, up to four stage lines: repetition penalty, top-k, top-p, min-p) and the legend above
 # the bars: the same for any settings, so moving a sampling slider in the page never moves the bars

@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 
 from pipeline.records import PromptRecord, StepRecord, VocabCloud
 
-from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
-from .text import language, t
+from viz.style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
+from viz.text import language, t
 
 MAX_LABELS = 60
 

@@ -6,7 +6,7 @@ Plain text out (no HTML), so a caller escapes or embeds it as it would any other
 """
 from __future__ import annotations
 
-from . import text
+from viz import text
 
 
 def tokens(n: int) -> str:

@@ -13,7 +13,7 @@ import html
 import re
 from typing import Callable
 
-from .text import language, t
+from viz.text import language, t
 
 # each word (its name in English, docs/glossary.md's): (its meaning, the forms a caption writes it in), in `locale`
 GLOSSARY: dict[str, tuple[Callable[[str | None], str], Callable[[str | None], str]]] = {

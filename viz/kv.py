@@ -10,10 +10,10 @@ import plotly.graph_objects as go
 from pipeline.formulas import kv_positions
 from pipeline.records import ModelInfo, RoundRecord, StepRecord
 
-from . import fmt
-from .speculative import round_of_step
-from .style import GEN_COLOR, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes
-from .text import count, decimal, t, t_html, thousands
+from viz import fmt
+from viz.speculative import round_of_step
+from viz.style import GEN_COLOR, NEW_COLOR, PROMPT_COLOR, base_layout, human_bytes
+from viz.text import count, decimal, t, t_html, thousands
 
 
 def bytes_per_value(step: StepRecord, model: ModelInfo) -> float:

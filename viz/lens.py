@@ -12,9 +12,9 @@ import plotly.graph_objects as go
 
 from pipeline.records import LensRecord
 
-from .fmt import pct
-from .style import NEW_COLOR, WEIGHT_SCALE, base_layout, depth_label, html_piece, plot_lines, plot_piece
-from .text import decimal, t, t_html
+from viz.fmt import pct
+from viz.style import NEW_COLOR, WEIGHT_SCALE, base_layout, depth_label, html_piece, plot_lines, plot_piece
+from viz.text import decimal, t, t_html
 
 
 def row_labels(n_rows: int) -> list[str]:

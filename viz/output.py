@@ -17,9 +17,9 @@ from typing import Sequence
 
 from pipeline.records import StepRecord
 
-from .style import visible
-from .text import decimal, t
-from .text_lang import lang_attr
+from viz.style import visible
+from viz.text import decimal, t
+from viz.text_lang import lang_attr
 
 STOPS = ("eos", "max_new_tokens", "context_limit")  # the stop reasons the catalogue words (stop.*)
 

@@ -11,9 +11,9 @@ import plotly.graph_objects as go
 
 from pipeline.records import ModelInfo, Trace
 
-from . import kv, panels, speculative, tokens
-from .text import count, decimal, t, t_html, thousands
-from .panels import compare_html, context_pieces, output_only, tokens_only  # noqa: F401 (the app's names for them)
+from viz import kv, panels, speculative, tokens
+from viz.text import count, decimal, t, t_html, thousands
+from viz.panels import compare_html, context_pieces, output_only, tokens_only  # noqa: F401 (the app's names for them)
 
 # The panel outputs `render` fills, in page order (ui/wiring.py wires them up), which of them follow the
 # step, and which are drawn only with the heavy batch while a run streams: all from viz.panels.

@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 
 from pipeline.records import PositionRecord, SwapRecord
 
-from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_lines, plot_piece, truncate, visible
-from .text import count, decimal, t, t_html, thousands
+from viz.style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_lines, plot_piece, truncate, visible
+from viz.text import count, decimal, t, t_html, thousands
 
 TWO_PI = 2.0 * math.pi
 MAX_POSITIONS = 96  # the RoPE heatmap shows at most the last this many positions

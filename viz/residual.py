@@ -12,8 +12,8 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, block_label, depth_label, plot_piece, plot_text
-from .text import decimal, pct, t
+from viz.style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, block_label, depth_label, plot_piece, plot_text
+from viz.text import decimal, pct, t
 
 DEPTH_SCALE = "Viridis"
 

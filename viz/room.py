@@ -12,7 +12,7 @@ import html
 
 import segno
 
-from .text import t_html
+from viz.text import t_html
 
 
 def qr_svg(url: str) -> str:

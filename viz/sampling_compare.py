@@ -27,9 +27,9 @@ from plotly.subplots import make_subplots
 from pipeline import sampling
 from pipeline.records import Settings, StepRecord
 
-from .distribution import reshape, short_number
-from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
-from .text import count, decimal, pct, t, t_html, thousands
+from viz.distribution import reshape, short_number
+from viz.style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
+from viz.text import count, decimal, pct, t, t_html, thousands
 
 OTHER_COLOR = "#cbd5e0"
 

@@ -14,9 +14,9 @@ import plotly.graph_objects as go
 from pipeline.records import DraftInfo, RoundRecord, speculative_summary
 from pipeline.speculative_cost import CostCurve, break_even_alpha, round_ms
 
-from . import fmt
-from .style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_lines, plot_text, visible
-from .text import count, decimal, pct, t, t_html, thousands
+from viz import fmt
+from viz.style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_lines, plot_text, visible
+from viz.text import count, decimal, pct, t, t_html, thousands
 
 # status -> (background, border, its words: made when the legend is drawn, in the language spoken)
 STYLE = {

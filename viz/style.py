@@ -12,7 +12,7 @@ import textwrap
 
 import plotly.io as pio
 
-from .text import count, number_marks, t
+from viz.text import count, number_marks, t
 
 # Every figure's template, as plotly's default rather than in each layout: plotly.py deep-copies a
 # template named in a layout for each figure (most of what building the viewer bundle costs), while

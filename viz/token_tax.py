@@ -9,8 +9,8 @@ import plotly.graph_objects as go
 
 from pipeline.token_tax import Row, about, relative
 
-from .style import base_layout
-from .text import count, decimal, t, t_html, thousands
+from viz.style import base_layout
+from viz.text import count, decimal, t, t_html, thousands
 
 COLOURS = ("#2b6cb0", "#dd6b20", "#2f855a", "#805ad5")  # one per tokenizer, in their order
 

@@ -9,10 +9,10 @@ from typing import Sequence
 
 from pipeline.records import PromptRecord, StepRecord
 
-from . import fmt
-from .char_parts import Part, chip_html, parts
-from .style import PASTELS, visible
-from .text import count, decimal, t, t_html
+from viz import fmt
+from viz.char_parts import Part, chip_html, parts
+from viz.style import PASTELS, visible
+from viz.text import count, decimal, t, t_html
 
 _CHIP = ("display:inline-flex;flex-direction:column;align-items:center;margin:2px 1px;padding:1px 4px;"
          "border-radius:4px;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:14px;line-height:1.25;"

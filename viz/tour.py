@@ -11,10 +11,10 @@ import numpy as np
 from pipeline.indices import clamp_index
 from pipeline.records import RoundRecord, StepRecord, Trace
 
-from . import fmt
-from .speculative import round_of_step
-from .style import html_piece, human_bytes
-from .text import decimal, number_marks, pct, t, t_html, thousands
+from viz import fmt
+from viz.speculative import round_of_step
+from viz.style import html_piece, human_bytes
+from viz.text import decimal, number_marks, pct, t, t_html, thousands
 
 
 def _stage(n: int, name: str) -> str:

@@ -19,10 +19,10 @@ import json
 from pipeline.indices import clamp_index
 from pipeline.records import Trace
 
-from . import page, panels
-from .panels import dist_style
-from .style import plot_piece
-from .viewer_sampling import sampling_bundle
+from viz import page, panels
+from viz.panels import dist_style
+from viz.style import plot_piece
+from viz.viewer_sampling import sampling_bundle
 
 SCHEMA = "llm-viewer-bundle/1"
 MAX_FRAMES = 256  # steps a bundle holds frames for; a longer trace is cut (and says so)

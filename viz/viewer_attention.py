@@ -23,9 +23,9 @@ import numpy as np
 
 from pipeline.records import Trace
 
-from . import attention
-from .viewer_frames import animated_plain
-from .viewer_sampling import packed
+from viz import attention
+from viz.viewer_frames import animated_plain
+from viz.viewer_sampling import packed
 
 ATTN_CELLS = 1_000_000  # heatmap cells over all frames and heads when every step ships its own (4 bytes each)
 

@@ -27,8 +27,8 @@ import numpy as np
 from pipeline.guess import space_before, written_ahead
 from pipeline.records import Trace
 
-from .viewer import bundle_json
-from .viewer_sampling import packed
+from viz.viewer import bundle_json
+from viz.viewer_sampling import packed
 
 SCHEMA = "llm-viewer-guess/1"
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 from pipeline.records import Trace
 
-from . import page, panels
-from .distribution import short_number
-from .captions import captions
-from .output import colour_controls_html, colour_data, piece_title, stop_words
-from .style import html_piece
-from .text import catalogue_js, language, t, thousands
-from .viewer import MAX_FRAMES, bundle_json, viewer_bundle
-from .viewer_guess import guess_json
+from viz import page, panels
+from viz.distribution import short_number
+from viz.captions import captions
+from viz.output import colour_controls_html, colour_data, piece_title, stop_words
+from viz.style import html_piece
+from viz.text import catalogue_js, language, t, thousands
+from viz.viewer import MAX_FRAMES, bundle_json, viewer_bundle
+from viz.viewer_guess import guess_json
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TEMPLATE = ASSETS / "viewer.html"

@@ -37,8 +37,8 @@ import numpy as np
 from pipeline import rest, sampling
 from pipeline.records import StepRecord
 
-from .viewer_grid import GUARD, MIN_PS, PENALTIES, TEMPERATURES, TOP_K_MAX, TOP_P_EPS, TOP_PS, packed, scaled, unpacked
-from .viewer_sampling_rest import range_tables, rest_tables, usable_ranges
+from viz.viewer_grid import GUARD, MIN_PS, PENALTIES, TEMPERATURES, TOP_K_MAX, TOP_P_EPS, TOP_PS, packed, scaled, unpacked
+from viz.viewer_sampling_rest import range_tables, rest_tables, usable_ranges
 
 __all__ = ["GUARD", "MIN_PS", "PENALTIES", "TEMPERATURES", "TOP_K_MAX", "TOP_P_EPS", "TOP_PS", "packed", "unpacked", "scaled"]
 

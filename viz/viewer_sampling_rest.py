@@ -14,7 +14,7 @@ import numpy as np
 from pipeline import rest, rest_bounds
 from pipeline.records import RestRecord, StepRecord
 
-from .viewer_grid import GUARD, MIN_PS, TEMPERATURES, TOP_PS, packed, scaled
+from viz.viewer_grid import GUARD, MIN_PS, TEMPERATURES, TOP_PS, packed, scaled
 
 
 def usable_ranges(step: StepRecord, vocab_size: int | None) -> bool:
