@@ -24,9 +24,11 @@ from pathlib import Path
 
 import gradio as gr
 
-from pipeline import gallery, trace_bounds, trace_io
+from pipeline import gallery
+from pipeline.trace import bounds as trace_bounds
+from pipeline.trace import files as trace_io
 from pipeline.errors import TraceFormatError
-from pipeline.records import Trace
+from pipeline.trace.records import Trace
 from ui import api, bridge, language, layout, links, listeners, model, network, wiring
 from ui.rooms import passages as passages_api
 from ui.rooms import store as room_store

@@ -9,7 +9,7 @@
  * text whole before it hides what its step must not show (the lesson's leak tests found the answer in this region
  * when it read such pages); the region is emptied as such a page begins.
  * The guess's verdict (#guess-result) is a polite live region of its own (assets/guess.js): said once, when written.
- * Loaded with the viewer's scripts (the app's and the offline page's: viz/viewer_page.py VIEWER_SCRIPTS).
+ * Loaded with the viewer's scripts (the app's and the offline page's: viz/viewer/page.py VIEWER_SCRIPTS).
  */
 (function (root) {
   'use strict';

@@ -3,7 +3,7 @@
  * {name} placeholders filled the same plain way; a percentage (pct) and a count (thousands, count) written exactly as
  * viz.text writes them (tests/unit/test_text_catalogue.py runs both on the same numbers). A key not in the catalogue,
  * or a placeholder given no value, throws: the tests prove the page names none such.
- * Loaded first of the viewer's scripts (viz/viewer_page.py: VIEWER_SCRIPTS), after the catalogue.
+ * Loaded first of the viewer's scripts (viz/viewer/page.py: VIEWER_SCRIPTS), after the catalogue.
  */
 (function (root) {
   'use strict';

@@ -1,8 +1,8 @@
 /* The step viewer's page: scrub, Play and the sampling sliders, all in the browser, with no request.
  *
- * It reads a bundle written by viz/viewer.py: one Plotly figure per panel (built by viz/) with a frame
- * per step, and viz/viewer_sampling.py's tables, from which the distribution is reshaped for any slider
- * position (viewer_sampling.js). The offline page (viz/viewer_page.py) mounts it; the app's page uses
+ * It reads a bundle written by viz/viewer/bundle.py: one Plotly figure per panel (built by viz/) with a frame
+ * per step, and viz/viewer/sampling.py's tables, from which the distribution is reshaped for any slider
+ * position (viewer_sampling.js). The offline page (viz/viewer/page.py) mounts it; the app's page uses
  * its figures and Play (assets/app_viewer.js). Loaded last of the viewer's scripts: needs
  * viewer_plot.js, viewer_text.js, viewer_sampling.js and viewer_frames.js.
  */

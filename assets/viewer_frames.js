@@ -1,4 +1,4 @@
-/* A panel's figure at a step: the panel's figure with the step's frame merged in (viz/viewer_frames.py
+/* A panel's figure at a step: the panel's figure with the step's frame merged in (viz/viewer/frames.py
  * wrote each frame as only what moves), the attention panel's window cut from its bands, and the
  * distribution reshaped for the sampling sliders and patched into viz.distribution's figure.
  * Needs viewer_text.js and viewer_sampling.js.
@@ -12,7 +12,7 @@
   // numbers a person reads, with the language's decimal mark (viz.text.decimal; viz.distribution.short_number)
   const dec = (x, f) => local(fixed(x, f)), short = (x) => local(String(x));
 
-  // A frame's {zwin: [lo, n, size]}: its window of the attention bands (viz/viewer_attention.py, windowed
+  // A frame's {zwin: [lo, n, size]}: its window of the attention bands (viz/viewer/attention.py, windowed
   // there too): rows lo .. lo+n-1 over keys lo .. lo+size-1, then size-n blank rows, each head's window a
   // tile of one matrix as panel.tiles say (viz.attention tiled, tile_labels); labels from lo.
   const TAG = '\u200b'; // viz.attention.TAG: a tile's labels read the same as the first tile's, kept apart

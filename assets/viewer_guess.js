@@ -5,7 +5,7 @@
  * distribution and the embeddings (they mark the token). The attention heatmap, its overview and the KV cache stay:
  * they show the context alone (the heatmap labels positions still to come "k ?") (assets/viewer.css, classes on <html>). A guess is rated here as pipeline.guess rates one without a tokenizer
  * (_best_candidate): the longest of the step's kept candidates it is, or starts with before another word or sign, with the
- * trace's numbers (viz/viewer_guess.py writes them, #guess-data); outside them, the bound (never the number of a candidate
+ * trace's numbers (viz/viewer/guess.py writes them, #guess-data); outside them, the bound (never the number of a candidate
  * it merely starts with: "banana" is not "·b"). The words are the catalogue's (guess.*, as viz/guess.py's rating_html
  * writes them for a guess rated without a tokenizer: assets/text.js), written as text only.
  * Moving to another step hides again unless that step was guessed; Play stops at each step not yet guessed.

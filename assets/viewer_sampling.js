@@ -1,6 +1,6 @@
 /* Reshaping a step's next-token distribution in the browser, with pipeline.sampling's arithmetic.
  *
- * `reshape` reads viz/viewer_sampling.py's tables (the bundle's `sampling`) and recomputes, for any position of the
+ * `reshape` reads viz/viewer/sampling.py's tables (the bundle's `sampling`) and recomputes, for any position of the
  * temperature / top-k / top-p / min-p / repetition-penalty sliders, what pipeline.sampling would: each candidate's
  * final probability, what each stage kept and the probability it held, the entropy. Stages in transformers' order:
  * repetition penalty -> temperature -> top-k -> top-p -> min-p. The penalty lowers the context's tokens, which the

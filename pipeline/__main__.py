@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from pipeline.cli import EXIT_USAGE, run_command
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 HTML_MOVED = "use `python -m viz html TRACE --out FILE.html` (the same arguments)"
 
 
@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _speculative_args(p: argparse.ArgumentParser) -> None:
-    from pipeline.draft import DEFAULT_DRAFT
+    from pipeline.speculative.draft import DEFAULT_DRAFT
 
     g = p.add_argument_group("speculative decoding (--k or --draft turn it on too)")
     g.add_argument("--speculative", action="store_true", help="a draft proposes k tokens, the model checks them in one pass")
@@ -101,7 +101,7 @@ def _ablate_args(sub) -> None:
 
 
 def _ablate(a) -> int:
-    from pipeline.ablate import ablate, check_part, greedy_step, to_json
+    from pipeline.inside.ablate import ablate, check_part, greedy_step, to_json
     from pipeline.errors import SettingsError
     from pipeline.loading import load_model
 
@@ -125,8 +125,8 @@ def _ablate(a) -> int:
 
 def _speculative_options(a) -> dict | None:
     """{k, draft} when speculative decoding is asked for; checked before any model loads."""
-    from pipeline.draft import check_spec
-    from pipeline.speculative import DEFAULT_K, validate_k
+    from pipeline.speculative.draft import check_spec
+    from pipeline.speculative.decoding import DEFAULT_K, validate_k
 
     if not (a.speculative or a.k is not None or a.draft is not None):
         return None
@@ -139,7 +139,7 @@ def _trace(a) -> int:
     from pipeline.generate import start, validate
     from pipeline.loading import load_model
     from pipeline.errors import SettingsError
-    from pipeline.trace_io import save
+    from pipeline.trace.files import save
 
     settings = Settings(
         temperature=a.temperature,
@@ -162,7 +162,7 @@ def _trace(a) -> int:
         gen = start(lm, a.prompt, settings)
         steps = iter(gen)
     else:
-        from pipeline.speculative import start_speculative
+        from pipeline.speculative.decoding import start_speculative
 
         gen = start_speculative(lm, a.prompt, settings, **spec)
         steps = gen.iter_steps()
@@ -189,7 +189,8 @@ def _trace(a) -> int:
 
 
 def _bench(a) -> int:
-    from pipeline import bench, bench_class
+    from pipeline.bench import alone as bench
+    from pipeline.bench import classroom as bench_class
     from pipeline.loading import load_model
 
     from pipeline.errors import SettingsError
@@ -208,8 +209,8 @@ def _bench(a) -> int:
     if a.tasks and spec is None:
         spec = _speculative_options(argparse.Namespace(speculative=True, k=a.k, draft=a.draft))
     if a.cost_curve:
-        from pipeline import speculative_cost
-        from pipeline.draft import check_spec
+        from pipeline.speculative import cost as speculative_cost
+        from pipeline.speculative.draft import check_spec
 
         drafts = tuple(x.strip() for x in (a.drafts or ",".join(speculative_cost.DEFAULT_DRAFTS)).split(",") if x.strip())
         for d in drafts:
@@ -257,7 +258,7 @@ def _samples(a) -> int:
     from pipeline.errors import SettingsError
     from pipeline.generate import validate
     from pipeline.loading import load_model
-    from pipeline.records_samples import to_json
+    from pipeline.trace.samples import to_json
     from pipeline.samples import samples_from_prompt, validate_counts
 
     settings = Settings(temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, min_p=a.min_p, repetition_penalty=a.repetition_penalty,
@@ -277,7 +278,7 @@ def _samples(a) -> int:
 
 
 def _bench_class(a) -> int:
-    from pipeline import bench_class
+    from pipeline.bench import classroom as bench_class
     from pipeline.errors import SettingsError
 
     try:
@@ -296,7 +297,7 @@ def _bench_class(a) -> int:
 
 
 def _bench_samples(a) -> int:
-    from pipeline import bench
+    from pipeline.bench import alone as bench
     from pipeline.loading import load_model
     from pipeline.samples import validate_counts
 

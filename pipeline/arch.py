@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.records import ModelInfo
+from pipeline.trace.records import ModelInfo
 
 
 @dataclass

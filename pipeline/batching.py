@@ -328,7 +328,7 @@ def start(lm):
     thread that loaded the model, so that its machine measurement is made before any visitor comes."""
     row = open_row(lm)
     if row.batched and row.full_attention:
-        from pipeline.accounting import measure_machine
+        from pipeline.inside.accounting import measure_machine
 
         d = _decoder(lm)
         # the machine's limits, measured now on the loop's thread, once: asked later, by a visitor's

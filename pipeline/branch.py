@@ -16,7 +16,7 @@ import numpy as np
 
 from pipeline.generate import eos_ids, token_fields
 from pipeline.loading import LoadedModel
-from pipeline.records import StepRecord
+from pipeline.trace.records import StepRecord
 from pipeline.errors import SettingsError
 from pipeline.tokens import Detokenizer
 

@@ -24,7 +24,7 @@ from pipeline.errors import SettingsError
 from pipeline.generate import Generation, replay_detokenizer, start
 from pipeline.indices import clamp_index
 from pipeline.loading import LoadedModel
-from pipeline.records import Settings, StepRecord, Trace
+from pipeline.trace.records import Settings, StepRecord, Trace
 
 
 def _check(lm: LoadedModel, prev: Trace | None) -> Trace:

@@ -23,14 +23,14 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from pipeline import sampling
+from pipeline.sampling import stages as sampling
 from pipeline.capture import run_with_cache
 from pipeline.continuation import as_before_the_end
 from pipeline.errors import SettingsError
 from pipeline.generate import build_trace, eos_ids, kv_bytes, new_rng, record_fields, replay_detokenizer, rng_state, stop_reason
 from pipeline.loading import LoadedModel
-from pipeline.records import Settings, StepRecord, Trace
-from pipeline.records_samples import Samples
+from pipeline.trace.records import Settings, StepRecord, Trace
+from pipeline.trace.samples import Samples
 
 
 def _pass(lm: LoadedModel, context: list[int], tokens: list[int], first: int):

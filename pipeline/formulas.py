@@ -1,7 +1,7 @@
 """Arithmetic on the records that the pipeline and the page both use (no torch: viz/ imports it)."""
 from __future__ import annotations
 
-from pipeline.records import ModelInfo
+from pipeline.trace.records import ModelInfo
 
 
 def kv_positions(info: ModelInfo, positions: int) -> list[int]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 from pipeline.errors import GalleryError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pipeline.records import Trace
+    from pipeline.trace.records import Trace
 
 GALLERY_DIR = Path(__file__).resolve().parents[1] / "assets" / "gallery"
 MANIFEST = "gallery.json"
@@ -237,7 +237,7 @@ def path(name: str, folder: str | Path | None = None) -> Path:
 
 def load(name: str, folder: str | Path | None = None) -> Trace:
     """The saved trace called `name` (via pipeline.trace_io.loads)."""
-    from pipeline import trace_io
+    from pipeline.trace import files as trace_io
 
     p = path(name, folder)
     try:

@@ -15,12 +15,14 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from pipeline import batching, rest, sampling
+from pipeline import batching
+from pipeline.sampling import rest
+from pipeline.sampling import stages as sampling
 from pipeline.formulas import kv_cache_bytes
-from pipeline.inside import trace_extras
+from pipeline.inside.analyses import trace_extras
 from pipeline.capture import block_names, captured_rows, kv_bytes, residual_stream
 from pipeline.loading import LoadedModel, rms_rows
-from pipeline.records import PromptRecord, RestRecord, Segment, Settings, StageRecord, StepRecord, Trace
+from pipeline.trace.records import PromptRecord, RestRecord, Segment, Settings, StageRecord, StepRecord, Trace
 from pipeline.errors import SettingsError
 from pipeline.tokens import Detokenizer
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.errors import GuessError
-from pipeline.records import StepRecord, Trace
-from pipeline.sampling import apply_stages, softmax
+from pipeline.trace.records import StepRecord, Trace
+from pipeline.sampling.stages import apply_stages, softmax
 
 MAX_GUESS_CHARS = 40
 BYTE_END = re.compile(r"<0x[0-9A-F]{2}>$")  # a readable piece's last byte of an unfinished character (pipeline.tokens)

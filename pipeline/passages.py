@@ -88,7 +88,7 @@ def trace(lm, passage: Passage | str):
     """The passage read by the model, as a Trace (step N: the passage's token N after tokens 0..N-1)."""
     from pipeline.forced_run import forced_steps
     from pipeline.generate import build_trace, start
-    from pipeline.records import Settings
+    from pipeline.trace.records import Settings
 
     p = get(passage) if isinstance(passage, str) else passage
     ids = token_ids(lm, p)

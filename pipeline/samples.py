@@ -26,13 +26,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from pipeline import sampling
+from pipeline.sampling import stages as sampling
 from pipeline.errors import SettingsError
 from pipeline.model_thread import run_on
 from pipeline.generate import eos_ids, replay_detokenizer, start, stop_reason, top_n
 from pipeline.loading import LoadedModel
-from pipeline.records import Settings, Trace
-from pipeline.records_samples import FirstDistribution, Sample, Samples
+from pipeline.trace.records import Settings, Trace
+from pipeline.trace.samples import FirstDistribution, Sample, Samples
 from pipeline.tokens import Detokenizer
 
 DEFAULT_N, MAX_N = 16, 32

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pipeline import trace_io  # noqa: E402
-from pipeline.bench_class import PROMPTS, p95  # noqa: E402
+from pipeline.trace import files as trace_io
+from pipeline.bench.classroom import PROMPTS, p95  # noqa: E402
 from scripts.browser_kit import app_server  # noqa: E402
 
 

@@ -74,7 +74,7 @@ def count_tokens(result) -> int:
     """Tokens a generation made, from the endpoint's result: a trace file (/trace) or the
     outputs of /generate, whose step slider ends at the last step (maximum = steps - 1)."""
     if isinstance(result, (str, Path)) and str(result).endswith((".json", ".json.gz")):
-        from pipeline import trace_io
+        from pipeline.trace import files as trace_io
 
         return len(trace_io.loads(Path(result).read_bytes()).steps)
     for x in result if isinstance(result, (list, tuple)) else ():

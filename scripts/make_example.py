@@ -11,11 +11,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline import trace_io  # noqa: E402
+from pipeline.trace import files as trace_io  # noqa: E402
 from pipeline.generate import run_trace  # noqa: E402
-from pipeline.inside import with_inside  # noqa: E402
+from pipeline.inside.analyses import with_inside  # noqa: E402
 from pipeline.loading import load_model  # noqa: E402
-from pipeline.records import Settings  # noqa: E402
+from pipeline.trace.records import Settings  # noqa: E402
 
 
 def main() -> None:

@@ -19,8 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline import gallery, trace_io  # noqa: E402
-from pipeline.records import Settings, Trace  # noqa: E402
+from pipeline import gallery  # noqa: E402
+from pipeline.trace import files as trace_io  # noqa: E402
+from pipeline.trace.records import Settings, Trace  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def english_tokens(spec: Spec, trace: Trace) -> int:
 
 def make(lm, spec: Spec, folder: Path) -> dict:
     from pipeline.generate import run_trace
-    from pipeline.inside import with_inside
+    from pipeline.inside.analyses import with_inside
 
     t0 = time.perf_counter()
     trace = with_inside(lm, run_trace(lm, spec.prompt, spec.settings))

@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline import bench  # noqa: E402
+from pipeline.bench import alone as bench
 from pipeline.generate import start  # noqa: E402
 from pipeline.loading import load_model  # noqa: E402
-from pipeline.records import Settings  # noqa: E402
+from pipeline.trace.records import Settings  # noqa: E402
 
 
 def _traced_steps(lm, prompt: str, n: int, prof: cProfile.Profile | None = None) -> tuple[float, list[float]]:

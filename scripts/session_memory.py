@@ -53,7 +53,7 @@ def line(label: str, base: dict | None = None) -> dict:
 
 def one_generation(lm, n: int):
     from pipeline.generate import start
-    from pipeline.records import Settings
+    from pipeline.trace.records import Settings
 
     t0 = time.perf_counter()
     gen = start(lm, PROMPT, Settings(temperature=0.8, top_p=0.95, seed=0, max_new_tokens=n, chat=False), ignore_eos=True)
@@ -67,7 +67,7 @@ def one_generation(lm, n: int):
 def as_the_app_finishes(trace, folder: Path) -> None:
     """What the app does at a run's end that costs memory: the viewer bundle, then the arrays moved."""
     from pipeline import offheap
-    from viz.viewer import bundle_json, viewer_bundle
+    from viz.viewer.bundle import bundle_json, viewer_bundle
 
     t0 = time.perf_counter()
     text = bundle_json(viewer_bundle(trace, layer=0, head=None))

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.records import SCHEMA_V1, LensRecord, RoundRecord, StageRecord, StepRecord, Trace
+from pipeline.trace.records import SCHEMA_V1, LensRecord, RoundRecord, StageRecord, StepRecord, Trace
 
 SCHEMA = SCHEMA_V1
 

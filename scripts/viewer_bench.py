@@ -42,20 +42,20 @@ WATCH = """(ids) => new Promise((ok) => { const seen = {}, t0 = performance.now(
 
 
 def load_trace(a):
-    from pipeline.trace_io import load
+    from pipeline.trace.files import load
 
     if a.trace:
         return load(a.trace)  # .json or .json.gz
     from pipeline.generate import run_trace
     from pipeline.loading import load_model
-    from pipeline.records import Settings
+    from pipeline.trace.records import Settings
 
     return run_trace(load_model(None), "Why is the sky blue?", Settings(temperature=0.7, top_p=0.9, max_new_tokens=a.new_tokens))
 
 
 def build(trace, a) -> dict:
-    from viz.viewer import sizes, viewer_bundle
-    from viz.viewer_page import write_html
+    from viz.viewer.bundle import sizes, viewer_bundle
+    from viz.viewer.page import write_html
 
     t = time.perf_counter()
     bundle = viewer_bundle(trace, layer=a.layer, head=a.head)

@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from pipeline.generate import run_trace
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 from ui.rooms import rooms
 from ui.rooms import api as rooms_api
 

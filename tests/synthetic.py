@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline import sampling
-from pipeline.records import ModelInfo, PromptRecord, Settings, StageRecord, StepRecord, Trace, VocabCloud
+from pipeline.sampling import stages as sampling
+from pipeline.trace.records import ModelInfo, PromptRecord, Settings, StageRecord, StepRecord, Trace, VocabCloud
 
 # Awkward pieces first, so prompts and candidates contain them.
 AWKWARD = ["<|im_start|>", "<script>", " hello", "\n", "😀", "é", "<img src=x onerror=alert(1)>", "\t", " ", "&amp;", "a\"b'c"]

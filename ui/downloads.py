@@ -15,8 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipeline.errors import SettingsError
-from pipeline.records import Trace
-from ui.lens_cache import LENS, LensCache
+from pipeline.trace.records import Trace
+from ui.inside.lens_cache import LENS, LensCache
 from ui.model_match import same_model
 from viz.text import t
 
@@ -26,7 +26,7 @@ DOWNLOAD_SUFFIX = ".json.gz"  # the trace format /2, gzip-compressed (pipeline/t
 def trace_for_download(lm, trace: Trace, cache: LensCache = LENS) -> Trace:
     """The trace with what the inside-the-model views need from the model (the logit lens of every
     step, parameter counts, position scheme, this machine's limits), when `lm` made it; else as is."""
-    from pipeline import inside
+    from pipeline.inside import analyses as inside
 
     lm = same_model(lm, trace)
     if lm is None:
@@ -44,7 +44,7 @@ def write_download(lm, trace: Trace, folder: Path, cache: LensCache = LENS) -> P
     folder.mkdir(parents=True, exist_ok=True)
     for old in list(folder.glob("trace-*")):
         old.unlink(missing_ok=True)
-    from pipeline import trace_io
+    from pipeline.trace import files as trace_io
 
     full = trace_for_download(lm, trace, cache)
     return trace_io.save(full, folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}{DOWNLOAD_SUFFIX}")

@@ -15,7 +15,7 @@ import gradio as gr
 
 from pipeline import offheap
 from pipeline.errors import SettingsError
-from pipeline.records import Trace
+from pipeline.trace.records import Trace
 from viz import branches as branches_viz
 from viz import page
 from viz.text import t

@@ -13,15 +13,16 @@ from itertools import groupby
 
 import gradio as gr
 
-from pipeline import slider_grid
-from pipeline.records import Trace
+from pipeline.sampling import grid as slider_grid
+from pipeline.trace.records import Trace
 from viz import output, page, panels
 from viz import room as room_viz
 from viz.captions import captions
 from viz.glossary import gloss
 from viz.text import t
 from viz.text import language as speaking_now
-from ui import bridge, examples, inside_tabs, language, links
+from ui import bridge, examples, language, links
+from ui.inside import tabs as inside_tabs
 from ui.model import DRAFT_MODEL, MAX_NEW_TOKENS
 from ui.step_slider import StepSlider
 from ui.page import Page
@@ -168,7 +169,7 @@ def _samples(C: Components) -> None:
 
 def _settings(C: Components, example: Trace | None) -> None:
     """Below the first screen: the rest of a run's settings, speculative decoding, files and links."""
-    from pipeline.draft import DEFAULT_DRAFT, draft_choices
+    from pipeline.speculative.draft import DEFAULT_DRAFT, draft_choices
 
     with gr.Row(equal_height=False, elem_id="run-settings"):
         with gr.Column(scale=5, min_width=320):
@@ -325,7 +326,7 @@ def _step_cards(C: Components, example: Trace | None, first: dict) -> None:
 
 
 def _inside_tabs(C: Components, tabs: dict) -> None:
-    """The tabs of "Inside the model" (inside the open gr.Tabs), from the registry (ui/inside_tabs.py): each tab's
+    """The tabs of "Inside the model" (inside the open gr.Tabs), from the registry (ui/inside/tabs.py): each tab's
     caption and components, each tab kept in `tabs` by its id."""
     for tab in inside_tabs.TABS:
         with gr.Tab(tab.title, id=tab.id, elem_id=tab.elem_id) as tabs[tab.id]:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import gradio as gr  # (at module level: Gradio reads the `gr.Request` annotations against this module's names)
 
-from pipeline import trace_io
+from pipeline.trace import files as trace_io
 from pipeline import guess as guessing
 from pipeline.errors import SettingsError, TraceFormatError
 from pipeline.indices import clamp_index
-from pipeline.records import Trace
+from pipeline.trace.records import Trace
 from viz import guess as guess_viz
 from viz import page
 from viz import tour as tour_viz

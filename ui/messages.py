@@ -16,7 +16,7 @@ from typing import Callable
 
 from viz.text import decimal, number_marks, t, thousands
 
-MB = 1024 * 1024  # (pipeline/trace_bounds.py's)
+MB = 1024 * 1024  # (pipeline/trace/bounds.py's)
 
 
 def _n(x) -> str:
@@ -48,7 +48,7 @@ def _hint() -> str:
 # key -> the sentence in the language speaking, from the error's plain values (each key named once, so that
 # tests/unit/test_text_catalogue.py sees it used and its placeholders given)
 SAY: dict[str, Callable[[dict], str]] = {
-    # a run's settings (pipeline/generate.py, pipeline/sampling.py, pipeline/speculative.py)
+    # a run's settings (pipeline/generate.py, pipeline/sampling/stages.py, pipeline/speculative/decoding.py)
     "error.max_new": lambda v: t("error.max_new", value=_n(v["value"])),
     "error.seed": lambda v: t("error.seed", value=_n(v["value"])),
     "error.prompt_empty": lambda v: t("error.prompt_empty"),
@@ -68,7 +68,7 @@ SAY: dict[str, Callable[[dict], str]] = {
     "error.branch_same": lambda v: t("error.branch_same", token=_q(v["token"])),
     "error.branch_unknown": lambda v: t("error.branch_unknown"),
     "error.token_id": lambda v: t("error.token_id", id=_n(v["id"]), last=_n(v["last"])),
-    # the draft of speculative decoding (pipeline/draft.py)
+    # the draft of speculative decoding (pipeline/speculative/draft.py)
     "error.draft_ngram": lambda v: t("error.draft_ngram", spec=_q(v["spec"]), example=v["example"]),
     "error.draft_ngram_n": lambda v: t("error.draft_ngram_n", high=_n(v["high"]), n=_n(v["n"]), example=v["example"]),
     "error.draft_ngram_lo": lambda v: t("error.draft_ngram_lo", spec=v["spec"], n=_n(v["n"]), lo=_n(v["lo"])),
@@ -91,7 +91,7 @@ SAY: dict[str, Callable[[dict], str]] = {
     "error.open_stale": lambda v: t("error.open_stale"),
     "error.other_model": lambda v: t("error.other_model", made_by=v["made_by"], loaded=v["loaded"]),
     "error.token_ids": lambda v: t("error.token_ids", last=_n(v["last"])),
-    # switching a part off (pipeline/ablate.py), swapping two positions (pipeline/positions.py)
+    # switching a part off (pipeline/inside/ablate.py), swapping two positions (pipeline/inside/positions.py)
     "error.ablate_no_projection": lambda v: t("error.ablate_no_projection", name=v["name"]),
     "error.ablate_part": lambda v: t("error.ablate_part", parts=v["parts"], value=_q(v["value"])),
     "error.ablate_block": lambda v: t("error.ablate_block", value=_n(v["value"]), high=_n(v["high"])),

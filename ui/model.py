@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ui import messages, model_match
 from pipeline.errors import SettingsError
-from pipeline.records import Trace
+from pipeline.trace.records import Trace
 from viz import page
 from viz.text import languages, speaking, t, thousands
 
@@ -135,13 +135,13 @@ SPEC_COST_FILE = ROOT / "assets" / "speculative_cost.json"  # `python -m pipelin
 
 
 def spec_cost():
-    from pipeline.speculative_cost import from_json
+    from pipeline.speculative.cost import from_json
 
     return from_json(SPEC_COST_FILE.read_text(encoding="utf-8")) if SPEC_COST_FILE.exists() else None
 
 
 def _draft(lm, spec: str):
-    from pipeline.draft import DEFAULT_DRAFT, make_draft
+    from pipeline.speculative.draft import DEFAULT_DRAFT, make_draft
 
     spec = (spec or "").strip() or DEFAULT_DRAFT
     key = (lm.info.id, spec)
@@ -163,7 +163,7 @@ def start_run(prompt, settings, prev: Trace | None, cont: dict | None, n_new: in
 
         gen = continue_generation(lm, prev, settings, n_new=n_new, **cont)
     elif spec_on:
-        from pipeline.speculative import start_speculative
+        from pipeline.speculative.decoding import start_speculative
 
         gen = start_speculative(lm, prompt, replace(settings, max_new_tokens=n_new), k=spec_k, draft=_draft(lm, spec_draft))
     else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pipeline.records import ModelInfo, Trace
+from pipeline.trace.records import ModelInfo, Trace
 
 
 def same_model(lm, trace: Trace | None):

@@ -86,7 +86,7 @@ def _group(cls, C: Components):
 
 @dataclass
 class Page:
-    """The page's components (`C`, by name), its "Inside the model" tabs by id (ui/inside_tabs.py), and each session's
+    """The page's components (`C`, by name), its "Inside the model" tabs by id (ui/inside/tabs.py), and each session's
     values: `state` the trace on screen; `branches`, `pending`, `tour_i`, `tab`, `room`: the branches made, a branch
     being run, the tour's stage, the open Inside tab, the class room this page started ({"code", "key"}), whether a tab
     opened is another than the open one."""

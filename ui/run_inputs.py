@@ -9,7 +9,7 @@ import math
 
 from pipeline.errors import SettingsError
 from pipeline.indices import clamp_index
-from pipeline.records import Settings, Trace
+from pipeline.trace.records import Settings, Trace
 from viz.text import t
 
 

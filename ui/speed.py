@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pipeline.records import Trace
+from pipeline.trace.records import Trace
 
 
 def speed_against_plain(lm, trace: Trace) -> dict:

@@ -39,10 +39,10 @@ import plotly
 
 from pipeline.errors import SettingsError
 from pipeline.indices import clamp_index
-from pipeline.records import Trace
+from pipeline.trace.records import Trace
 from viz import page, panels
-from viz.viewer import MAX_FRAMES, frame_steps, bundle_json, viewer_bundle
-from viz.viewer_page import VIEWER_SCRIPTS
+from viz.viewer.bundle import MAX_FRAMES, frame_steps, bundle_json, viewer_bundle
+from viz.viewer.page import VIEWER_SCRIPTS
 from viz.text import language
 from ui.views import Components
 
@@ -168,7 +168,7 @@ def overview_message(trace: Trace | None, metric):
 def web_page(trace: Trace, layer, head, metric, folder: Path) -> Path:
     """The trace on screen as one self-contained web page (viz.viewer_page: the same viewer, Plotly.js
     inlined, no request of any kind), from the bundle the page holds; the one such file in `folder`."""
-    from viz.viewer_page import render_html
+    from viz.viewer.page import render_html
 
     if not trace.steps:
         raise SettingsError("there is no generation on screen to save: press Generate first")

@@ -11,7 +11,7 @@ from typing import Callable
 import gradio as gr
 
 from pipeline.indices import clamp_index
-from pipeline.records import Trace
+from pipeline.trace.records import Trace
 from viz import page
 from viz.text import t
 

@@ -17,7 +17,7 @@ from ui import bridge, class_room, language, links, token_tax
 from ui import viewer_wiring as viewer
 from ui.api import HEAVY_GROUP, GENERATE_GROUP
 from ui.generation import Generation, stop_clicked
-from ui.inside import Inside
+from ui.inside.listeners import Inside
 from ui.page import Page
 from ui.listeners import Listeners, session_closed, status_tick
 from ui.samples import SamplesPanel
@@ -44,7 +44,7 @@ class Wires:
     def of(cls, p: Page, example) -> "Wires":
         C, state = p.C, p.state
         gen = Generation(p)
-        ins = Inside(p)  # (the tabs' registry: ui/inside_tabs.py)
+        ins = Inside(p)  # (the tabs' registry: ui/inside/tabs.py)
         inside_kw = dict(show_progress="hidden", concurrency_limit=None, trigger_mode="always_last")
         panels = list(p.step_panels.values())
         return cls(

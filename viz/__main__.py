@@ -28,9 +28,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _html(a) -> int:
     from pipeline.errors import SettingsError
-    from pipeline.trace_io import load
+    from pipeline.trace.files import load
 
-    from viz.viewer_page import write_html
+    from viz.viewer.page import write_html
 
     trace = load(a.trace)  # .json or .json.gz, /1 or /2
     m = trace.model

@@ -11,8 +11,8 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from pipeline.records import StepRecord
-from pipeline.sampling import LOG2E
+from pipeline.trace.records import StepRecord
+from pipeline.sampling.stages import LOG2E
 
 from viz.style import NEW_COLOR, WEIGHT_SCALE, base_layout, plot_piece
 from viz.text import decimal, t, thousands

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from pipeline.records import Trace
+from pipeline.trace.records import Trace
 
 from viz.style import html_piece
 from viz.text import count, t_html

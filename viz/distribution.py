@@ -18,8 +18,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import plotly.graph_objects as go
 
-from pipeline import rest, rest_bounds, sampling
-from pipeline.records import Settings, StepRecord
+from pipeline.sampling import rest
+from pipeline.sampling import rest_bounds
+from pipeline.sampling import stages as sampling
+from pipeline.trace.records import Settings, StepRecord
 
 from viz import fmt
 from viz.style import GEN_COLOR, MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece

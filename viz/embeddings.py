@@ -6,7 +6,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from pipeline.records import PromptRecord, StepRecord, VocabCloud
+from pipeline.trace.records import PromptRecord, StepRecord, VocabCloud
 
 from viz.style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece
 from viz.text import language, t

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 
 from pipeline.guess import GuessRating
-from pipeline.records import StepRecord
+from pipeline.trace.records import StepRecord
 from viz.char_parts import chip_html, parts
 from viz.style import html_piece
 from viz.text import pct, t_html, thousands

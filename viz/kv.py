@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from pipeline.formulas import kv_positions
-from pipeline.records import ModelInfo, RoundRecord, StepRecord
+from pipeline.trace.records import ModelInfo, RoundRecord, StepRecord
 
 from viz import fmt
 from viz.speculative import round_of_step

@@ -2,7 +2,7 @@
 
 Every span carries what the "Colour by" radio colours the text by, so that the page switches modes in the browser
 with no request (assets/colour_by.js holds the scales, the palettes and the legend; the offline page uses the same
-spans, attributes and script: viz/viewer_page.py):
+spans, attributes and script: viz/viewer/page.py):
   data-step     the step
   data-prob     the token's probability in the distribution it was drawn from (StepRecord.chosen_final_prob)
   data-surprise -log2 of its probability at temperature 1, in bits (from StepRecord.chosen_prob)
@@ -15,7 +15,7 @@ import html
 import math
 from typing import Sequence
 
-from pipeline.records import StepRecord
+from pipeline.trace.records import StepRecord
 
 from viz.style import visible
 from viz.text import decimal, t

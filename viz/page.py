@@ -9,7 +9,7 @@ import re
 
 import plotly.graph_objects as go
 
-from pipeline.records import ModelInfo, Trace
+from pipeline.trace.records import ModelInfo, Trace
 
 from viz import kv, panels, speculative, tokens
 from viz.text import count, decimal, t, t_html, thousands

@@ -24,14 +24,14 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from pipeline.indices import clamp_index
-from pipeline.records import Trace
+from pipeline.trace.records import Trace
 from pipeline.tiktoken_offline import ENCODINGS, EncodingUnavailable, encode_pieces
 
 from viz import attention, distribution, embeddings, kv, output, speculative, tokens
 from viz.style import MUTED, MUTED_TEXT, NEW_COLOR, PROMPT_COLOR
 from viz.text import language, t, thousands
-from viz.viewer_attention import attention_panel
-from viz.viewer_frames import animated_plain
+from viz.viewer.attention import attention_panel
+from viz.viewer.frames import animated_plain
 
 N_CANDIDATES = 20  # bars of the distribution panel (viz.distribution's default)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
-from pipeline.records_samples import Samples
+from pipeline.trace.samples import Samples
 from viz.style import html_piece
 from viz.text import decimal, pct, t, t_html
 

@@ -24,8 +24,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pipeline import sampling
-from pipeline.records import Settings, StepRecord
+from pipeline.sampling import stages as sampling
+from pipeline.trace.records import Settings, StepRecord
 
 from viz.distribution import reshape, short_number
 from viz.style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, plot_piece

@@ -11,8 +11,8 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 
-from pipeline.records import DraftInfo, RoundRecord, speculative_summary
-from pipeline.speculative_cost import CostCurve, break_even_alpha, round_ms
+from pipeline.trace.records import DraftInfo, RoundRecord, speculative_summary
+from pipeline.speculative.cost import CostCurve, break_even_alpha, round_ms
 
 from viz import fmt
 from viz.style import GEN_COLOR, MUTED, NEW_COLOR, PROMPT_COLOR, base_layout, html_piece, plot_lines, plot_text, visible

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from typing import Sequence
 
-from pipeline.records import PromptRecord, StepRecord
+from pipeline.trace.records import PromptRecord, StepRecord
 
 from viz import fmt
 from viz.char_parts import Part, chip_html, parts

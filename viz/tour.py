@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.indices import clamp_index
-from pipeline.records import RoundRecord, StepRecord, Trace
+from pipeline.trace.records import RoundRecord, StepRecord, Trace
 
 from viz import fmt
 from viz.speculative import round_of_step

@@ -26,7 +26,7 @@ def smol():
 
 @pytest.fixture(scope="module")
 def example():
-    from pipeline import trace_io
+    from pipeline.trace import files as trace_io
 
     return trace_io.load(str(ROOT / "assets" / "example_trace.json.gz"))
 
@@ -71,7 +71,7 @@ def _check(got: dict, rec, step_index: int):
 
 @pytest.mark.parametrize("viewport, theme", [("wide", "light"), ("wide", "dark"), ("phone", "light"), ("phone", "dark")])
 def test_switch_a_head_off_then_the_mlp_then_map_one_block(browser, app_url, shots, smol, example, viewport, theme):
-    from pipeline import ablate
+    from pipeline.inside import ablate
 
     page = _open(browser, app_url, viewport, theme)
     wait_model_loaded(page)
@@ -108,7 +108,7 @@ def test_switch_a_head_off_then_the_mlp_then_map_one_block(browser, app_url, sho
 
 
 def test_every_block_streams_its_progress_and_follows_the_step(browser, app_url, shots, smol, example):
-    from pipeline import ablate
+    from pipeline.inside import ablate
 
     page = _open(browser, app_url, "wide", "dark")
     wait_model_loaded(page)

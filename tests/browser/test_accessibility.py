@@ -13,7 +13,7 @@ import pytest
 
 from pipeline import gallery
 from viz.style import visible
-from viz.viewer_page import render_html
+from viz.viewer.page import render_html
 
 from .harness import new_page, wait_model_loaded
 from .keys import stop, unseen

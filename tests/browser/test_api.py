@@ -11,7 +11,8 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from pipeline import records, trace_io
+from pipeline.trace import records
+from pipeline.trace import files as trace_io
 
 pytestmark = pytest.mark.browser
 

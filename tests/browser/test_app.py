@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from pipeline import trace_io
+from pipeline.trace import files as trace_io
 from viz.panels import STEP_IDS
 
 from .harness import (ROOT, error_toasts, n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,

@@ -4,7 +4,7 @@ the step shows the slider's step; the distribution is pipeline.sampling's to 1e-
 import numpy as np
 import pytest
 
-from pipeline.trace_io import load
+from pipeline.trace.files import load
 from viz.panels import STEP_IDS
 
 from .harness import drag_slider, error_toasts, new_page, set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step

@@ -11,9 +11,9 @@ import re
 
 import pytest
 
-from pipeline.trace_io import load
+from pipeline.trace.files import load
 from viz.text import catalogue, pct
-from viz.viewer_page import write_html
+from viz.viewer.page import write_html
 
 from .harness import ROOT, new_page, wait_model_loaded
 from .test_dark_mode import CONTRAST_JS

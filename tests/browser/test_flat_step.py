@@ -14,7 +14,7 @@ import torch
 
 from pipeline import gallery
 from viz.distribution import _cut_text, entropy_words, final_words, reshape
-from viz.viewer_sampling import TEMPERATURES, TOP_PS, sampling_bundle
+from viz.viewer.sampling import TEMPERATURES, TOP_PS, sampling_bundle
 
 from .harness import error_toasts, new_page, set_number
 from .viewer_js import js_page

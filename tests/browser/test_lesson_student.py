@@ -20,7 +20,7 @@ WATCH_DEFAULT = """(needle) => { window.__default = [];
 
 
 def own_example_text() -> str:
-    from pipeline import trace_io
+    from pipeline.trace import files as trace_io
 
     t = trace_io.load(str(ROOT / "assets" / "example_trace.json.gz"))
     return "".join(s.text for s in t.steps)[:24].strip()

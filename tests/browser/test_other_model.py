@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline import trace_io
+from pipeline.trace import files as trace_io
 from pipeline.generate import start
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 
 from .harness import error_toasts, open_page, set_number, slider_max, wait_model_loaded, wait_plot_step
 from .test_app import mark_stale, wait_stopped

@@ -12,10 +12,10 @@ import itertools
 import numpy as np
 import pytest
 
-from pipeline import sampling
+from pipeline.sampling import stages as sampling
 from viz.distribution import distribution_figure_dict
-from viz.viewer import viewer_bundle
-from viz.viewer_sampling import sampling_bundle
+from viz.viewer.bundle import viewer_bundle
+from viz.viewer.sampling import sampling_bundle
 
 from .harness import drag_slider, error_toasts, new_page, set_number, slider_max, wait_model_loaded
 from .viewer_js import N_SHOWN, TOL, assert_same, js_page, js_reshape, reference
@@ -29,7 +29,7 @@ def trace():
     """Six steps of the embedded model with their full logits, sampled with a repetition penalty (the trace's own: 1.3)."""
     from pipeline.generate import run_trace
     from pipeline.loading import load_model
-    from pipeline.records import Settings
+    from pipeline.trace.records import Settings
 
     st = Settings(temperature=0.7, top_p=0.9, min_p=0.05, repetition_penalty=1.3, max_new_tokens=6, seed=3)
     tr = run_trace(load_model(None), "Why is the sky blue? Answer in one sentence.", st)
@@ -40,7 +40,7 @@ def trace():
 def _sweep(n_steps: int, n_random: int = 150, seed: int = 0) -> list[tuple]:
     rng = np.random.default_rng(seed)
     out = [(s, *c) for s in range(n_steps) for c in itertools.product(TS, KS, PS, MPS, PENS)]
-    from viz.viewer_sampling import MIN_PS, PENALTIES, TEMPERATURES, TOP_PS
+    from viz.viewer.sampling import MIN_PS, PENALTIES, TEMPERATURES, TOP_PS
     out += [(int(rng.integers(n_steps)), float(rng.choice(TEMPERATURES)), int(rng.integers(0, 201)), float(rng.choice(TOP_PS)),
              float(rng.choice(MIN_PS)), float(rng.choice(PENALTIES))) for _ in range(n_random * n_steps)]
     return out
@@ -102,7 +102,7 @@ def test_steps_without_logits_reshape_as_viz_distribution_says(browser, variant)
     penalty positions are viz.distribution's, its approximations marked as Python marks them."""
     import dataclasses
 
-    from pipeline.trace_io import load
+    from pipeline.trace.files import load
     from viz.distribution import _cut_text, entropy_words, final_words, reshape
 
     from .harness import ROOT
@@ -172,7 +172,7 @@ def test_the_apps_sliders_reshape_with_no_request(browser, app_url, shots):
     # typed values: the bars are pipeline.sampling's on the run's own logits (the same greedy run, made here again)
     from pipeline.generate import run_trace
     from pipeline.loading import load_model
-    from pipeline.records import Settings
+    from pipeline.trace.records import Settings
 
     again = run_trace(load_model(None), "The cat sat on the mat. The cat sat on the",
                       Settings(temperature=0, max_new_tokens=8, chat=False))
@@ -222,7 +222,7 @@ def test_the_sliders_and_the_chain_on_a_phone(browser, app_url, shots):
 
 
 def test_the_offline_page_keeps_the_traces_own_min_p_and_penalty(browser, trace, tmp_path):
-    from viz.viewer_page import write_html
+    from viz.viewer.page import write_html
 
     path = tmp_path / "page.html"
     write_html(trace, path)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.records_samples import from_json
+from pipeline.trace.samples import from_json
 from viz.samples import samples_html
 
 from .test_dark_mode import CONTRAST_JS

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from pipeline.generate import run_trace
-from pipeline.records import Settings
-from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, sampling_bundle
+from pipeline.trace.records import Settings
+from viz.viewer.sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, sampling_bundle
 
 from .viewer_js import assert_same, js_page, js_reshape, reference
 

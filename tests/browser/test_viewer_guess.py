@@ -1,4 +1,4 @@
-"""Guess first on the offline page (assets/viewer_guess.js, viz/viewer_guess.py), in Chromium: a link's ?guess=1
+"""Guess first on the offline page (assets/viewer_guess.js, viz/viewer/guess.py), in Chromium: a link's ?guess=1
 hides the step's answer at open; a guess is rated with the trace's own numbers as pipeline.guess rates it without a
 tokenizer; a hostile guess is text; another step hides again; Play waits at each step not guessed; the box off
 shows everything. No request, no dialog, no console error.
@@ -15,7 +15,7 @@ from pipeline.errors import GuessError
 from pipeline.guess import _best_candidate, clean, written_ahead
 from tests.synthetic import make_trace
 from viz.fmt import pct
-from viz.viewer_page import write_html
+from viz.viewer.page import write_html
 
 from .test_viewer_page import DRAG, _the_pages
 

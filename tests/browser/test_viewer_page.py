@@ -7,7 +7,7 @@ import pytest
 from tests.synthetic import make_trace
 from viz import distribution
 from viz.panels import STEP_IDS
-from viz.viewer_page import write_html
+from viz.viewer.page import write_html
 
 pytestmark = pytest.mark.browser
 IDS = STEP_IDS  # the panels that follow the step (viz.panels)
@@ -286,7 +286,7 @@ def test_play_runs_to_the_last_step(browser, html_file, trace, shots):
 
 
 def test_the_example_traces_page_replays_the_real_model(browser, tmp_path, shots):
-    from pipeline.trace_io import load
+    from pipeline.trace.files import load
     from tests.browser.harness import ROOT
 
     trace = load(ROOT / "assets" / "example_trace.json.gz")  # SmolLM2-135M, top candidates only

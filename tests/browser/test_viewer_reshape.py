@@ -6,9 +6,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pipeline.trace_io import load
+from pipeline.trace.files import load
 from tests.synthetic import make_trace
-from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, sampling_bundle
+from viz.viewer.sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, sampling_bundle
 
 from .harness import ROOT
 from .viewer_js import assert_same, js_page, js_reshape, reference
@@ -46,7 +46,7 @@ def check(browser, trace, cases, *, head=None, per_token=True):
 def test_every_slider_position_matches_python_with_the_cut_beyond_the_head(browser, penalty, monkeypatch):
     # 3000 tokens and the smallest head (201, min-p's reach not added: min-p is off here): the nucleus often reaches
     # past it (the tail table)
-    monkeypatch.setattr("viz.viewer_sampling.HEAD_MAX", 0)
+    monkeypatch.setattr("viz.viewer.sampling.HEAD_MAX", 0)
     trace = make_trace(vocab=3000, n_steps=3, top_n=100, prompt_len=12, repetition_penalty=penalty, seed=4)
     S, got = check(browser, trace, cases_for(range(3)), head=1)
     heads = [d["M"] for d in S["steps"]]
@@ -55,7 +55,7 @@ def test_every_slider_position_matches_python_with_the_cut_beyond_the_head(brows
 
 
 def test_ties_top_k_keeps_them_all_and_greedy_takes_the_first(browser, monkeypatch):
-    monkeypatch.setattr("viz.viewer_sampling.HEAD_MAX", 0)  # (the smallest head: min-p is off here)
+    monkeypatch.setattr("viz.viewer.sampling.HEAD_MAX", 0)  # (the smallest head: min-p is off here)
     trace = make_trace(vocab=3000, n_steps=2, top_n=100, seed=7)
     # logits on a 0.5 grid: hundreds of exact ties, some across the k-th place and the head's end
     steps = tuple(dataclasses.replace(s, logits=(np.round(s.logits * 2) / 2).astype(np.float32)) for s in trace.steps)

@@ -6,10 +6,10 @@ import base64
 
 import numpy as np
 
-from pipeline import sampling
-from pipeline.records import StepRecord
+from pipeline.sampling import stages as sampling
+from pipeline.trace.records import StepRecord
 from viz.text import catalogue_js
-from viz.viewer_page import VIEWER_SCRIPTS
+from viz.viewer.page import VIEWER_SCRIPTS
 
 from .harness import ROOT
 
@@ -72,7 +72,7 @@ def js_reshape(page, sampling_data: dict, cases: list[tuple], *, chunk: int = 40
 
 
 def reference(step: StepRecord, t: float, k: int, p: float, penalty: float, min_p: float = 0.0) -> dict:
-    """pipeline.sampling's numbers at the step's top candidates: over the full vocabulary when the
+    """pipeline.sampling.stages's numbers at the step's top candidates: over the full vocabulary when the
     step holds its logits, else over the recorded top N (what viz.distribution shows then)."""
     if step.logits is not None:
         logits, ctx, at = step.logits, step.context_ids, np.asarray(step.top_ids)

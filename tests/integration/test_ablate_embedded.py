@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import ablate
+from pipeline.inside import ablate
 from pipeline.capture import hooks_installed
 from pipeline.generate import start
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ def step(smol):
 
 @contextmanager
 def independent_hook(lm, layer: int, part: str, head: int | None = None):
-    """The part switched off another way than pipeline/ablate.py does it. A head: a forward hook on the output
+    """The part switched off another way than pipeline/inside/ablate.py does it. A head: a forward hook on the output
     projection subtracting that head's own contribution (its slice of the input times its columns of the weight).
     A block: a forward hook replacing the attention's or the MLP's output with zeros."""
     block = lm.model.model.layers[layer]

@@ -11,7 +11,7 @@ import torch
 
 from pipeline import batching
 from pipeline.generate import start
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 
 pytestmark = pytest.mark.integration
 

@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import bench, sampling
+from pipeline.bench import alone as bench
+from pipeline.sampling import stages as sampling
 from pipeline.generate import start
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 
 pytestmark = pytest.mark.integration
 PROMPT = "What is the capital of France? Answer in one sentence."

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import inside
+from pipeline.inside import analyses as inside
 from pipeline.generate import start
-from pipeline.records import MachineInfo, Settings
-from pipeline.trace_io import dumps, loads
+from pipeline.trace.records import MachineInfo, Settings
+from pipeline.trace.files import dumps, loads
 from tests.helpers import records_equal
 
 pytestmark = pytest.mark.integration

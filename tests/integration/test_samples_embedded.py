@@ -10,7 +10,7 @@ import torch
 
 from pipeline.forced_run import branch_trace, open_sample
 from pipeline.generate import run_trace, start
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 from pipeline.samples import draw_samples, samples_from_prompt, samples_from_trace
 from tests.stats import chi2_p_value
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from pipeline.generate import start
-from pipeline.records import Settings
-from pipeline.speculative import start_speculative
+from pipeline.trace.records import Settings
+from pipeline.speculative.decoding import start_speculative
 
 pytestmark = pytest.mark.integration
 PROMPT = "Explain in two sentences why the sky is blue."  # 24 greedy tokens without an end of sequence

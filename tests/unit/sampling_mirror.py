@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from viz.viewer_grid import unpacked
+from viz.viewer.grid import unpacked
 
 f32 = np.float32
 

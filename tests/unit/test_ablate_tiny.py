@@ -1,4 +1,4 @@
-"""Switching parts of the model off (pipeline/ablate.py, viz/ablate.py, the "Switch off" tab) on tiny random models:
+"""Switching parts of the model off (pipeline/inside/ablate.py, viz/inside/ablate.py, the "Switch off" tab) on tiny random models:
 every switched-off distribution against an independent computation (the part's weights zeroed, a plain forward pass
 with no hook), the batched head map against one switch-off at a time, the range checks, the lock, the command line's
 file and exit status, and the tab's compute."""
@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import ablate
+from pipeline.inside import ablate
 from pipeline.capture import hooks_installed
 from pipeline.errors import SettingsError
 from pipeline.generate import start
 from pipeline.loading import prepare
-from pipeline.records import Settings
-from pipeline.records_ablate import log_softmax
+from pipeline.trace.records import Settings
+from pipeline.trace.ablated import log_softmax
 from tests import tiny
 from viz.text import decimal
 
@@ -318,7 +318,7 @@ def _attrs(html: str, name: str) -> str:
 
 
 def test_the_tab_is_in_the_registry_and_its_compute_fills_its_outputs(page_model):
-    from ui.inside_tabs import BY_ID, TabView
+    from ui.inside.tabs import BY_ID, TabView
 
     lm, trace = page_model
     tab = BY_ID["ablate"]
@@ -341,8 +341,8 @@ def test_the_tab_is_in_the_registry_and_its_compute_fills_its_outputs(page_model
 
 
 def test_the_map_streams_block_by_block_and_stays_for_its_own_step(page_model):
-    from ui import ablate_tab
-    from ui.inside_tabs import BY_ID, TabView
+    from ui.inside import ablate as ablate_tab
+    from ui.inside.tabs import BY_ID, TabView
 
     lm, trace = page_model
     frames = list(ablate_tab.map_all_click(trace, 1))
@@ -363,8 +363,9 @@ def test_the_map_streams_block_by_block_and_stays_for_its_own_step(page_model):
 
 
 def test_without_the_model_the_tab_says_so(page_model, monkeypatch):
-    from ui import ablate_tab, model
-    from ui.inside_tabs import BY_ID, TabView
+    from ui import model
+    from ui.inside import ablate as ablate_tab
+    from ui.inside.tabs import BY_ID, TabView
 
     lm, trace = page_model
     inputs = {"ablate_layer": 0, "ablate_part": "head", "ablate_head": 0, "ablate_map_html": ""}
@@ -382,7 +383,7 @@ def test_without_the_model_the_tab_says_so(page_model, monkeypatch):
 
 
 def test_a_field_out_of_range_warns(page_model, monkeypatch):
-    from ui import ablate_tab
+    from ui.inside import ablate as ablate_tab
 
     lm, trace = page_model
     warned = []
@@ -397,7 +398,7 @@ def test_a_field_out_of_range_warns(page_model, monkeypatch):
 
 
 def test_the_figures_name_what_was_switched_off(models):
-    from viz import ablate as ablate_viz
+    from viz.inside import ablate as ablate_viz
 
     lm = models("llama")
     ids = ids_of(lm)

@@ -11,7 +11,7 @@ import torch
 
 from pipeline import batching
 from pipeline.generate import start
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 from tests import tiny
 
 PROMPTS = ["a b", "hello there, this is a much longer prompt than the first one", "x y z w"]
@@ -225,9 +225,9 @@ def test_a_row_whose_page_stops_reading_is_parked_then_goes_on_exactly(llama):
 def test_the_compute_panel_says_a_step_ran_with_others(llama):
     import dataclasses
 
-    from pipeline.accounting import accounting, param_counts
-    from pipeline.records_inside import MachineInfo
-    from viz.compute import accounting_html
+    from pipeline.inside.accounting import accounting, param_counts
+    from pipeline.trace.inside import MachineInfo
+    from viz.inside.compute import accounting_html
 
     params, machine = param_counts(llama), MachineInfo(memory_gb_s=10.0, matmul_gflop_s=50.0, threads=2)
     alone = list(start(llama, PROMPTS[0], Settings(temperature=0.0, max_new_tokens=2, chat=False)))[1]

@@ -6,8 +6,8 @@ import torch
 
 from pipeline.branch import forced_step
 from pipeline.generate import start
-from pipeline.records import Settings
-from pipeline.sampling import SettingsError
+from pipeline.trace.records import Settings
+from pipeline.sampling.stages import SettingsError
 from tests import tiny
 
 PROMPT = "The quick brown fox"
@@ -69,7 +69,7 @@ def test_a_token_outside_the_vocabulary_is_refused(lm):
 def test_the_forced_mark_survives_a_download_and_reload(lm):
     from dataclasses import replace
 
-    from pipeline.trace_io import dumps, loads
+    from pipeline.trace.files import dumps, loads
     from tests.helpers import records_equal
 
     gen = start(lm, PROMPT, Settings(temperature=0, max_new_tokens=3))

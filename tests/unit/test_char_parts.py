@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from pipeline.records import PromptRecord
+from pipeline.trace.records import PromptRecord
 from pipeline.tokens import TokenView
 from tests import tiny
 from viz.char_parts import Part, parts

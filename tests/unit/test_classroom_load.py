@@ -54,7 +54,7 @@ def test_page_events_are_the_pages_own():
     """The events a viewer calls are the page's: its load event and what is chained after it, with a
     fresh page's values, and the layer dropdown's input event (state, layer, head)."""
     import app
-    from pipeline import trace_io
+    from pipeline.trace import files as trace_io
 
     cfg = app.build(trace_io.load(str(ROOT / "assets" / "example_trace.json.gz"))).get_config_file()
     deps, comps = cfg["dependencies"], {c["id"]: c for c in cfg["components"]}

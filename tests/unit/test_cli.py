@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from pipeline.records import SCHEMA
-from pipeline.trace_io import load, loads
+from pipeline.trace.records import SCHEMA
+from pipeline.trace.files import load, loads
 from tests import tiny
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

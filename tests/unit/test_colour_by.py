@@ -17,11 +17,12 @@ import pytest
 import torch
 
 from pipeline.generate import start
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 from tests import tiny
 from tests.synthetic import make_trace
 from tests.unit.test_no_literal_labels import literal_labels
-from viz import output, viewer_page
+from viz import output
+from viz.viewer import page as viewer_page
 from viz.text import catalogue
 
 ROOT = Path(__file__).resolve().parents[2]

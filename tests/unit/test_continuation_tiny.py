@@ -5,7 +5,7 @@ import pytest
 from pipeline.continuation import continue_generation
 from pipeline.errors import SettingsError
 from pipeline.generate import start
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 from tests import tiny
 
 PROMPT = "The quick brown fox"
@@ -124,7 +124,7 @@ def test_nothing_follows_an_end_of_sequence(llama):
 
 
 def test_a_saved_trace_can_be_continued_as_if_never_saved(llama, tmp_path):
-    from pipeline import trace_io
+    from pipeline.trace import files as trace_io
 
     settings = Settings(temperature=1.2, seed=9, max_new_tokens=10, chat=False)
     whole = _run(llama, settings)

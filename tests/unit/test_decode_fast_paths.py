@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import sampling
+from pipeline.sampling import stages as sampling
 from pipeline.capture import capture, captured_rows, hooks_installed
 from pipeline.generate import _query_rows, top_n
 from tests import tiny

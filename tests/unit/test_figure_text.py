@@ -11,7 +11,7 @@ import plotly.io as pio
 import pytest
 
 from pipeline.generate import start
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 from tests import tiny
 from tests.js_run import run_js
 from viz import distribution

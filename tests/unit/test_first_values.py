@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 import app
-from pipeline import trace_io
+from pipeline.trace import files as trace_io
 from ui import viewer_wiring
-from viz import page, panels, viewer
+from viz import page, panels
+from viz.viewer import bundle as viewer
 
 ROOT = Path(__file__).resolve().parents[2]
 

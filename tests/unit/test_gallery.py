@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import gallery, records
+from pipeline import gallery
+from pipeline.trace import records
 from pipeline.errors import GalleryError, PipelineError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import batching, sampling
+from pipeline import batching
+from pipeline.sampling import stages as sampling
 from pipeline.capture import capture, hook_names, hooks_installed
 from pipeline.generate import TOP_N, start
-from pipeline.records import Settings, StepRecord
-from pipeline.sampling import SettingsError
-from pipeline.trace_io import dumps, loads
+from pipeline.trace.records import Settings, StepRecord
+from pipeline.sampling.stages import SettingsError
+from pipeline.trace.files import dumps, loads
 from tests import tiny
 from tests.stats import chi2_p_value
 from tests.helpers import records_equal

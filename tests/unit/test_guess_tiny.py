@@ -10,8 +10,8 @@ import torch
 
 from pipeline.generate import run_trace
 from pipeline.guess import GuessError, rate, variants
-from pipeline.records import Settings
-from pipeline.sampling import apply_stages, softmax
+from pipeline.trace.records import Settings
+from pipeline.sampling.stages import apply_stages, softmax
 from tests import tiny
 
 PROMPT = "The quick brown fox"

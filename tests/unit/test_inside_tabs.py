@@ -1,5 +1,5 @@
-"""The tab registry of "Inside the model" (ui/inside_tabs.py) and the page agree, and the open tab is drawn by a lookup
-in it (ui/inside.py: Inside.inside_view): every declared tab is a gr.Tab of the page, in order, with its element id,
+"""The tab registry of "Inside the model" (ui/inside/tabs.py) and the page agree, and the open tab is drawn by a lookup
+in it (ui/inside/listeners.py: Inside.inside_view): every declared tab is a gr.Tab of the page, in order, with its element id,
 title and caption; every declared part a component of its kind in that tab; every compute fills exactly its outputs."""
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from pipeline import trace_io
+from pipeline.trace import files as trace_io
 from pipeline.errors import SettingsError
-from ui import inside_tabs, layout
-from ui.inside import INSIDE, Inside
-from ui.inside_tabs import BY_ID, INPUTS, TABS, Tab, TabView, flat
+from ui import layout
+from ui.inside import tabs as inside_tabs
+from ui.inside.listeners import INSIDE, Inside
+from ui.inside.tabs import BY_ID, INPUTS, TABS, Tab, TabView, flat
 from viz.captions import captions
 
 ROOT = Path(__file__).resolve().parents[2]

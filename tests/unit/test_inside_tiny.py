@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import inside
+from pipeline.inside import analyses as inside
 from pipeline.generate import start
 from pipeline.loading import CALIBRATION_TEXT, prepare, residual_states, rms_rows
-from pipeline.records import (
+from pipeline.trace.records import (
     LENS_TOP,
     MachineInfo,
     ParamCounts,
     Settings,
 )
-from pipeline.trace_io import dumps, loads, trace_from_json, trace_to_json
+from pipeline.trace.files import dumps, loads, trace_from_json, trace_to_json
 from tests import tiny
 from tests.helpers import records_equal
 
@@ -125,7 +125,7 @@ def test_the_lens_of_many_steps_is_each_steps_and_leaves_a_capture_in_progress_a
     lens; run while a capture's wrappers are on the model (another visitor's pass: the lens takes no lock), it writes
     nothing into that capture."""
     from pipeline.capture import capture
-    from pipeline.logit_lens import CHUNK, logit_lens_many
+    from pipeline.inside.logit_lens import CHUNK, logit_lens_many
 
     lm = models("llama")
     _, steps = run(lm, CHUNK + 3, temperature=0.8, seed=2)

@@ -118,7 +118,7 @@ def test_outside_a_space_a_link_points_at_the_page_itself():
 def _trace(n=6, stop="max_new_tokens", forced=(), **settings):
     from types import SimpleNamespace
 
-    from pipeline.records import Settings
+    from pipeline.trace.records import Settings
 
     steps = [SimpleNamespace(index=i, forced=i in forced, token_id=30 + i, top_ids=(7, 30 + i, 9) if i in forced else (30 + i, 7, 9),
                              stop_reason=stop if i == n - 1 else None) for i in range(n)]

@@ -96,7 +96,7 @@ def test_the_offline_page_speaks_the_language_asked(tmp_path):
     import subprocess
     import sys
 
-    from pipeline.trace_io import dumps
+    from pipeline.trace.files import dumps
     from tests.synthetic import make_trace
 
     root = text.LOCALES.parent

@@ -18,7 +18,7 @@ def _named() -> list[tuple[str, str, set[str]]]:
     """(where, key, the values given) of every error (XxxError(..., key=...)) and line (Said(text, key, ...)) in pipeline/
     that names its sentence."""
     out = []
-    for path in sorted((ROOT / "pipeline").glob("*.py")):
+    for path in sorted((ROOT / "pipeline").rglob("*.py")):  # (its subpackages' too)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Call):
                 continue
@@ -37,7 +37,7 @@ NAMED = _named()
 
 def test_the_scan_finds_the_pipelines_keyed_errors():
     where = {w.split(":")[0] for w, _, _ in NAMED}
-    assert {"pipeline/generate.py", "pipeline/sampling.py", "pipeline/loading.py", "pipeline/trace_io.py", "pipeline/guess.py"} <= where
+    assert {"pipeline/generate.py", "pipeline/sampling/stages.py", "pipeline/loading.py", "pipeline/trace/files.py", "pipeline/guess.py"} <= where
     assert len(NAMED) > 60
 
 

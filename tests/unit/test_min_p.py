@@ -11,9 +11,9 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-from pipeline import sampling
-from pipeline.records import Settings
-from pipeline.sampling import MinP, SettingsError
+from pipeline.sampling import stages as sampling
+from pipeline.trace.records import Settings
+from pipeline.sampling.stages import MinP, SettingsError
 
 
 def _logits(seed=0, n=800, scale=3.0):

@@ -1,12 +1,12 @@
 """No label written out where the page is laid out: every label, button text, placeholder, info text, choice label and
-title of the components made by ui/layout.py, ui/inside_tabs.py (the Inside tabs' declarations) and ui/links.py (the
+title of the components made by ui/layout.py, ui/inside/tabs.py (the Inside tabs' declarations) and ui/links.py (the
 Copy link row) comes from the text catalogue (locales/en.json, read with viz.text.t), so that the page's words live
 in one place (docs/architecture.md, "How to add a sentence").
 
 An AST scan: a component's `label=`, `placeholder=` and `info=` (a keyword, or a key of a declared part's props), the
 first argument of the components whose first argument is their text (gr.Button, gr.Markdown, gr.Tab, ...), each
 choice of a Radio or Dropdown (a plain string, or a (label, value) pair's label), a Tab's title and a declared
-field's label (ui/inside_tabs.py: Tab, _number, _button) and the constants that hold labels (DOWNLOAD, ...) may not
+field's label (ui/inside/tabs.py: Tab, _number, _button) and the constants that hold labels (DOWNLOAD, ...) may not
 be a string literal holding a letter, nor an f-string or a sum with such a literal part. Markup-free symbols ("# ",
 " · ") are no words: they may stay. A choice's value may be a literal (the code compares it: links.MODES, "all")."""
 from __future__ import annotations
@@ -15,13 +15,13 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = ("ui/layout.py", "ui/inside_tabs.py", "ui/links.py")
+FILES = ("ui/layout.py", "ui/inside/tabs.py", "ui/links.py")
 TEXT_KEYWORDS = {"label", "placeholder", "info"}
 # components whose first positional argument is the text they show
 TEXT_FIRST = {"gr.Button", "gr.Markdown", "gr.Tab", "gr.TabItem", "gr.Accordion", "gr.UploadButton", "gr.DownloadButton",
               "gr.ClearButton"}
 CHOICES = {"gr.Radio", "gr.Dropdown", "gr.CheckboxGroup"}
-# ui/inside_tabs.py's declarations: the positional argument that is a tab's title or a field's label (0-based)
+# ui/inside/tabs.py's declarations: the positional argument that is a tab's title or a field's label (0-based)
 DECLARED = {"Tab": 1, "_number": 2, "_button": 2}
 CONSTANTS = {"DOWNLOAD", "DOWNLOAD_PAGE", "GUESS_LABEL"}  # ui/layout.py's labels, read by the listeners
 # (file, call, literal): the only literal words allowed. The hidden download button's value names no visible text: it

@@ -27,7 +27,7 @@ def test_the_arrays_move_bit_for_bit_and_only_once(tmp_path):
 
 
 def test_a_moved_trace_saves_and_reads_back_the_same(tmp_path):
-    from pipeline import trace_io
+    from pipeline.trace import files as trace_io
 
     trace = make_trace(n_steps=4, prompt_len=12, vocab=2000)
     path = trace_io.save(trace, tmp_path / "before.json.gz")
@@ -43,7 +43,7 @@ def test_a_moved_trace_goes_on_as_the_page_does_after_a_run():
     and write what they write from a trace never moved."""
     from pipeline.continuation import continue_generation
     from pipeline.generate import start
-    from pipeline.records import Settings
+    from pipeline.trace.records import Settings
     from tests import tiny
 
     lm = tiny.loaded("llama", ctx=128)

@@ -4,7 +4,9 @@ import re
 from pathlib import Path
 
 from tests.synthetic import make_trace
-from viz import page, panels, viewer, viewer_page
+from viz import page, panels
+from viz.viewer import bundle as viewer
+from viz.viewer import page as viewer_page
 from viz.captions import captions
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,11 +9,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pipeline import rest, rest_bounds, sampling, trace_io
-from pipeline.records import StageRecord
+from pipeline.sampling import rest
+from pipeline.sampling import rest_bounds
+from pipeline.sampling import stages as sampling
+from pipeline.trace import files as trace_io
+from pipeline.trace.records import StageRecord
 from tests.synthetic import make_trace
 from viz.distribution import distribution_figure_dict, reshape
-from viz.viewer_sampling import TEMPERATURES, TOP_PS
+from viz.viewer.sampling import TEMPERATURES, TOP_PS
 
 TOL = 1e-3
 GRID_T = [t for t in TEMPERATURES if t]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pipeline import guess as guessing
-from pipeline.sampling import softmax
+from pipeline.sampling.stages import softmax
 from tests.rooms_setup import room_setup
 from viz.fmt import pct
 from viz.style import visible

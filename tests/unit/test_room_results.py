@@ -10,7 +10,7 @@ import io
 import pytest
 import torch
 
-from pipeline.sampling import softmax
+from pipeline.sampling.stages import softmax
 from ui.rooms import profanity as room_filter
 from ui.rooms import results as room_results
 from viz.style import visible

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.sampling import softmax
+from pipeline.sampling.stages import softmax
 from tests.rooms_setup import room_setup
 from ui.rooms import scores as S
 from ui.rooms.rooms import Guess

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from pipeline.generate import run_trace
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 from tests import tiny
 from ui import examples
 from ui.rooms import store as room_store

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.sampling import softmax
+from pipeline.sampling.stages import softmax
 from ui.rooms import profanity as room_filter
 from ui.rooms import rooms
 

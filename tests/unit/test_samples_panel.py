@@ -7,7 +7,7 @@ import gradio as gr
 import pytest
 
 from pipeline.generate import start
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 from tests import tiny
 from ui import layout, model
 from ui.samples import SamplesPanel

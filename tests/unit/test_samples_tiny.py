@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from pipeline import samples as samples_mod
-from pipeline import sampling
+from pipeline.sampling import stages as sampling
 from pipeline.__main__ import main
 from pipeline.errors import SettingsError
 from pipeline.forced_run import open_sample
 from pipeline.generate import run_trace
-from pipeline.records import Settings
-from pipeline.records_samples import FORMAT, FirstDistribution, Sample, Samples, from_json, to_json
+from pipeline.trace.records import Settings
+from pipeline.trace.samples import FORMAT, FirstDistribution, Sample, Samples, from_json, to_json
 from pipeline.samples import draw_samples, sample_rng, samples_from_prompt, samples_from_trace
 from pipeline.tokens import Detokenizer
 from tests import tiny

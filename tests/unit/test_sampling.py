@@ -9,8 +9,8 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-from pipeline import sampling
-from pipeline.sampling import RepetitionPenalty, SettingsError, Temperature, TopK, TopP
+from pipeline.sampling import stages as sampling
+from pipeline.sampling.stages import RepetitionPenalty, SettingsError, Temperature, TopK, TopP
 
 
 def _logits(seed=0, n=500, scale=3.0):

@@ -1,18 +1,21 @@
-"""What the page does besides drawing, on tiny random models: the lens cache (ui/lens_cache.py), the
-download file (ui/downloads.py), the speed measurement (ui/speed.py), the swap demo's default (ui/inside_data.py),
+"""What the page does besides drawing, on tiny random models: the lens cache (ui/inside/lens_cache.py), the
+download file (ui/downloads.py), the speed measurement (ui/speed.py), the swap demo's default (ui/inside/data.py),
 the page's fields as Settings (ui/run_inputs.py), an error as a sentence (ui/messages.py), known weights (ui/model_match.py)."""
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from pipeline import inside, trace_io
+from pipeline.inside import analyses as inside
+from pipeline.trace import files as trace_io
 from pipeline.errors import SettingsError
 from pipeline.generate import start
-from pipeline.records import Settings
+from pipeline.trace.records import Settings
 from tests.helpers import records_equal
-from pipeline.speculative import start_speculative
-from ui import downloads, inside_data, lens_cache, messages, model_match, run_inputs
+from pipeline.speculative.decoding import start_speculative
+from ui import downloads, messages, model_match, run_inputs
+from ui.inside import data as inside_data
+from ui.inside import lens_cache
 from ui.speed import speed_against_plain
 from tests import tiny
 

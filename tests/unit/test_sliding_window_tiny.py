@@ -8,9 +8,9 @@ import torch
 from pipeline.formulas import kv_positions
 from pipeline.capture import run_with_cache
 from pipeline.generate import start
-from pipeline.inside import accounting, param_counts
+from pipeline.inside.analyses import accounting, param_counts
 from pipeline.loading import prepare
-from pipeline.records import MachineInfo, Settings
+from pipeline.trace.records import MachineInfo, Settings
 from tests import tiny
 
 WINDOW = 4

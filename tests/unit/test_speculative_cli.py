@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pipeline.trace_io import loads
+from pipeline.trace.files import loads
 from tests import tiny
 from tests.unit.test_cli import cli
 
@@ -82,7 +82,7 @@ def test_bench_cost_curve_prints_both_curves_and_the_break_even_rates(model_dir,
             "--json", str(js))
     assert r.returncode == 0, r.stderr
     assert "tokens fed" in r.stdout and "ngram" in r.stdout and "layers:1" in r.stdout and "break-even" in r.stdout
-    from pipeline.speculative_cost import from_json
+    from pipeline.speculative.cost import from_json
 
     c = from_json(js.read_text())
     assert c.tokens == tuple(range(1, 10)) and [d.spec for d in c.drafts] == ["ngram", "layers:1"] and c.context == 16

@@ -3,8 +3,8 @@ break-even acceptance rate from the paper's expected tokens per round."""
 import pytest
 import torch
 
-from pipeline.records import expected_tokens_per_pass
-from pipeline.speculative_cost import CostCurve, DraftCost, break_even_alpha, from_json, measure, round_ms, speedup, to_json
+from pipeline.trace.records import expected_tokens_per_pass
+from pipeline.speculative.cost import CostCurve, DraftCost, break_even_alpha, from_json, measure, round_ms, speedup, to_json
 from tests import tiny
 from viz.speculative import cost_curve_figure, cost_curve_html, why_words
 

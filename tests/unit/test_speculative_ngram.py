@@ -7,11 +7,11 @@ from collections import Counter
 
 import pytest
 
-from pipeline.draft import DEFAULT_DRAFT, SpeculativeError, lookup, make_draft
+from pipeline.speculative.draft import DEFAULT_DRAFT, SpeculativeError, lookup, make_draft
 from pipeline.generate import start
 from pipeline.loading import prepare
-from pipeline.records import Settings, speculative_summary
-from pipeline.speculative import start_speculative
+from pipeline.trace.records import Settings, speculative_summary
+from pipeline.speculative.decoding import start_speculative
 from tests import tiny
 from tests.unit.test_speculative_tiny import (  # noqa: F401  (one_thread: autouse fixture)
     buggy_residual, chi2_fit, exact_joint, one_thread, plain_ids, sample_joint, spec_run, target,
@@ -101,7 +101,7 @@ def test_proposals_copy_what_followed_the_match(target):
 def test_nothing_to_look_up_is_a_plain_step_with_no_verify_pass(target, monkeypatch):
     """Raw text with no repeated token: round 0 has nothing to propose, so it is the plain prefill
     (one pass); every round without a match is one target pass of one token, and no other pass runs."""
-    import pipeline.speculative as spec
+    import pipeline.speculative.decoding as spec
 
     passes = []
     real = spec.run_with_cache
@@ -154,7 +154,7 @@ def test_sampled_tokens_follow_the_target_with_prompt_lookup(target, monkeypatch
     assert paths[("accepted", "rejected")] > 0.15 * n and paths[("accepted", "accepted")] > 0.05 * n
     chi, dof, pv = chi2_fit(seqs, expected)
     assert pv > 1e-3, f"the draws do not follow the target: chi2 {chi:.1f} on {dof} degrees of freedom"
-    import pipeline.speculative as spec
+    import pipeline.speculative.decoding as spec
 
     monkeypatch.setattr(spec, "residual", buggy_residual)
     bad, _ = sample_joint(target, LOOKUP_PROMPT, s, n // 2, k=2, draft="ngram")
@@ -200,7 +200,7 @@ def test_summary_alpha_counts_tested_proposals_and_the_papers_expectation(target
 
 
 def test_a_lookup_trace_keeps_where_proposals_came_from_through_the_file(target):
-    from pipeline.trace_io import dumps, loads
+    from pipeline.trace.files import dumps, loads
     from tests.helpers import records_equal
 
     gen, rounds = spec_run(target, Settings(temperature=0, max_new_tokens=12, chat=False), prompt=LOOKUP_PROMPT, k=2, draft="ngram")

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import sampling
+from pipeline.sampling import stages as sampling
 from pipeline.capture import hooks_installed
-from pipeline.draft import SpeculativeError, first_layers, make_draft
+from pipeline.speculative.draft import SpeculativeError, first_layers, make_draft
 from pipeline.generate import start
 from pipeline.loading import prepare
-from pipeline.records import Settings, speculative_summary
-from pipeline.speculative import accept_prob, residual, start_speculative
-from pipeline.trace_io import dumps, loads
+from pipeline.trace.records import Settings, speculative_summary
+from pipeline.speculative.decoding import accept_prob, residual, start_speculative
+from pipeline.trace.files import dumps, loads
 from tests import tiny
 from tests.helpers import records_equal
 
@@ -268,7 +268,7 @@ def test_sampled_tokens_follow_the_target_at_every_position_of_a_round(target, m
     # power: the same test, the same draws, against the draft's own joint distribution ...
     assert chi2_fit(seqs, {**expected, **exact_joint(draft, ids, s, 3)})[2] < 1e-6
     # ... and the bug of a residual drawn from p
-    import pipeline.speculative as spec
+    import pipeline.speculative.decoding as spec
 
     monkeypatch.setattr(spec, "residual", buggy_residual)
     bad, _ = sample_joint(target, PROMPT, s, n // 2, k=2, draft=draft)

@@ -131,7 +131,7 @@ def test_the_scanner_finds_each_kind_of_process_wide_object(tmp_path):
 
 def test_the_scan_of_ui_finds_the_known_ones():
     found = scan(ROOT / "ui")
-    known = {"ui.model.HOLDER", "ui.model.DRAFTS", "ui.rooms.rooms.ROOMS", "ui.lens_cache.LENS", "ui.generation.RUNS",
+    known = {"ui.model.HOLDER", "ui.model.DRAFTS", "ui.rooms.rooms.ROOMS", "ui.inside.lens_cache.LENS", "ui.generation.RUNS",
              "ui.examples._TRACES", "ui.network.SERVED_ON", "ui.listeners.DOWNLOADS", "ui.viewer_wiring._CACHE"}
     assert known <= found, sorted(known - found)
 

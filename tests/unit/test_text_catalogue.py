@@ -22,19 +22,19 @@ PY_DIRS = ("pipeline", "viz", "ui")
 KEY_CALLS = {"t", "t_html", "template"}  # viz.text's functions that take a key first
 # the places that build their keys: caption.<name> (viz.captions._NAMES); an example's gallery.<name>.title/look and
 # passage.<name>.title (ui/examples.py `words`); a Gradio label's own key, found by its English (ui/language.py `relabel`)
-BY_NAME = ("viz/captions.py:", "ui/examples.py:", "ui/language.py:", "viz/viewer_page.py:")  # (the last: assets/viewer.html's slots)
+BY_NAME = ("viz/captions.py:", "ui/examples.py:", "ui/language.py:", "viz/viewer/page.py:")  # (the last: assets/viewer.html's slots)
 # sentences moved out of these files: none of their text may be written there again
 MOVED = {"viz/guess.py": ("guess.", "common."), "assets/viewer_guess.js": ("guess.", "error.guess"),
          "viz/distribution.py": ("stage.", "dist."), "assets/viewer_frames.js": ("stage.",),
          "viz/tour.py": ("tour.",), "viz/room.py": ("room.",), "viz/captions.py": ("caption.",),
          # the page's components (their labels, buttons, placeholders, info, choices, titles) and its warnings
          "ui/layout.py": ("label.", "button.", "placeholder.", "info.", "choice.", "title.", "tab."),
-         "ui/inside_tabs.py": ("label.", "button.", "tab."), "ui/views.py": ("choice.",),
+         "ui/inside/tabs.py": ("label.", "button.", "tab."), "ui/views.py": ("choice.",),
          "ui/links.py": ("button.", "placeholder.", "warn.", "note.", "error.", "choice."),
          "ui/listeners.py": ("button.", "warn.", "error.", "common.", "choice."), "ui/generation.py": ("note.", "error."),
-         "viz/viewer_page.py": ("viewer.", "label."), "viz/residual.py": ("residual.",),
+         "viz/viewer/page.py": ("viewer.", "label."), "viz/inside/residual.py": ("residual.",),
          "viz/panels.py": ("compare.", "title.", "dist."), "assets/room.js": ("room.", "label.", "button."),
-         "viz/sampling_compare.py": ("sampling_compare.",), "viz/bytes_view.py": ("bytes.",), "viz/branches.py": ("branches.",),
+         "viz/sampling_compare.py": ("sampling_compare.",), "viz/inside/bytes_view.py": ("bytes.",), "viz/branches.py": ("branches.",),
          "assets/branch_ask.js": ("branch.", "button."), "assets/link_actions.js": ("button.",), "assets/page_view.js": ("button.",)}
 
 
@@ -144,7 +144,7 @@ def _js_uses() -> list[tuple[str, list[str], set[str] | None]]:
 
 
 def _template_uses() -> list[tuple[str, list[str], set[str] | None]]:
-    """The offline page's words: assets/viewer.html's {{T:key}} and {{CSS:key}} slots (viz/viewer_page.py fills them)."""
+    """The offline page's words: assets/viewer.html's {{T:key}} and {{CSS:key}} slots (viz/viewer/page.py fills them)."""
     src = (ROOT / "assets" / "viewer.html").read_text(encoding="utf-8")
     return [(f"assets/viewer.html:{src.count(chr(10), 0, m.start()) + 1}", [m.group(1)], set())
             for m in re.finditer(r"\{\{(?:T|CSS):([a-z_.]+)\}\}", src)]

@@ -21,15 +21,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import inside, trace_bounds, trace_io
+from pipeline.inside import analyses as inside
+from pipeline.trace import bounds as trace_bounds
+from pipeline.trace import files as trace_io
 from pipeline.errors import TraceFormatError
 from pipeline.generate import start
-from pipeline.records import Settings, Trace
-from pipeline.speculative import start_speculative
+from pipeline.trace.records import Settings, Trace
+from pipeline.speculative.decoding import start_speculative
 from tests import tiny
 from scripts import trace_v1_writer as v1
 from viz import page
-from viz.viewer import viewer_bundle
+from viz.viewer.bundle import viewer_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 MB = 1 << 20

@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import inside, trace_arrays, trace_io
+from pipeline.inside import analyses as inside
+from pipeline.trace import arrays as trace_arrays
+from pipeline.trace import files as trace_io
 from pipeline.errors import TraceFormatError
 from pipeline.generate import start
-from pipeline.records import SCHEMA, Settings, StepRecord, Trace
+from pipeline.trace.records import SCHEMA, Settings, StepRecord, Trace
 from tests import tiny
 from scripts import trace_v1_writer as v1
 from tests.helpers import records_equal

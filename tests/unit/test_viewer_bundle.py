@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from tests.synthetic import make_trace
-from viz import attention, distribution, viewer
+from viz import attention, distribution
+from viz.viewer import bundle as viewer
 from viz.panels import STEP_IDS as IDS
-from viz.viewer import bundle_json, dist_style, sizes, viewer_bundle
-from viz.viewer_attention import attention_panel, windowed
-from viz.viewer_sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, head_size, min_p_reach, sort_order, step_tables, unpacked
+from viz.viewer.bundle import bundle_json, dist_style, sizes, viewer_bundle
+from viz.viewer.attention import attention_panel, windowed
+from viz.viewer.sampling import TEMPERATURES, TOP_K_MAX, TOP_PS, head_size, min_p_reach, sort_order, step_tables, unpacked
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -150,7 +151,7 @@ def test_frames_are_capped_and_the_bundle_says_so(trace):
 
 
 def test_long_contexts_shrink_the_attention_window_to_the_budget():
-    from viz.viewer_attention import ATTN_CELLS, attention_window
+    from viz.viewer.attention import ATTN_CELLS, attention_window
 
     assert attention_window([40] * 24) == attention.MAX_TOKENS  # a short trace: the whole context
     w = attention_window(list(range(300, 556)))  # 256 steps of a long context
@@ -213,7 +214,7 @@ def test_the_head_holds_top_k_ties_and_every_recorded_candidate():
 def test_the_tables_are_the_same_from_a_short_prefix_of_the_sorted_vocabulary(monkeypatch):
     """Top-p's tables start from a prefix of the sorted tokens and grow it until the largest nucleus
     fits: the numbers are those of the whole vocabulary's cumulative sums, bit for bit."""
-    from viz import viewer_sampling as vs
+    from viz.viewer import sampling as vs
 
     trace = make_trace(vocab=6000, n_steps=2, top_n=50, seed=5)
     monkeypatch.setattr(vs, "PREFIX", 10**9)
@@ -231,11 +232,12 @@ def test_the_tables_are_the_same_from_a_short_prefix_of_the_sorted_vocabulary(mo
 
 
 def test_the_grids_are_the_apps_sliders():
-    """One table of the grids (pipeline/slider_grid.py): the page's sliders are made from it, the viewer's tables and a
+    """One table of the grids (pipeline/sampling/grid.py): the page's sliders are made from it, the viewer's tables and a
     step's saved rest read it, and its positions are the ones every saved trace holds."""
     import gradio as gr
 
-    from pipeline import rest, slider_grid
+    from pipeline.sampling import rest
+    from pipeline.sampling import grid as slider_grid
     from ui import layout
     from ui.views import Components
 
@@ -248,7 +250,7 @@ def test_the_grids_are_the_apps_sliders():
         assert (s.minimum, s.maximum, s.step) == (g.lo, g.hi, g.step), name
     assert TEMPERATURES == tuple(round(0.05 * i, 2) for i in range(41)) and rest.GRID == TEMPERATURES[1:]  # (the trace format's)
     assert TOP_PS == tuple(round(0.01 * i, 2) for i in range(1, 101)) and TOP_K_MAX == 200
-    from viz.viewer_sampling import MIN_PS, PENALTIES
+    from viz.viewer.sampling import MIN_PS, PENALTIES
     assert MIN_PS == tuple(round(0.01 * i, 2) for i in range(51)) and PENALTIES == tuple(round(1 + 0.05 * i, 2) for i in range(21))
 
 

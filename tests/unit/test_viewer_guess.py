@@ -1,4 +1,4 @@
-"""The offline page's Guess first data (viz/viewer_guess.py): the trace's very numbers, pieces and rules, in a
+"""The offline page's Guess first data (viz/viewer/guess.py): the trace's very numbers, pieces and rules, in a
 <script> of its own that nothing can end early, apart from the bundle the app shares."""
 import dataclasses
 import json
@@ -9,10 +9,10 @@ import pytest
 
 from pipeline.guess import variants
 from tests.synthetic import make_trace
-from viz.viewer import viewer_bundle
-from viz.viewer_guess import SCHEMA, guess_data, guess_json
-from viz.viewer_page import GUESS_SCRIPT, VIEWER_SCRIPTS, render_html
-from viz.viewer_sampling import unpacked
+from viz.viewer.bundle import viewer_bundle
+from viz.viewer.guess import SCHEMA, guess_data, guess_json
+from viz.viewer.page import GUESS_SCRIPT, VIEWER_SCRIPTS, render_html
+from viz.viewer.sampling import unpacked
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from pipeline.trace_io import dumps
+from pipeline.trace.files import dumps
 from tests.synthetic import make_trace
-from viz.viewer_page import SLOT, TEMPLATE, output_html, render_html
+from viz.viewer.page import SLOT, TEMPLATE, output_html, render_html
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -74,14 +74,14 @@ def test_the_html_command_says_what_is_wrong(trace, tmp_path):
 def test_the_settings_line_names_every_segments_settings_and_exactness(trace):
     import dataclasses
 
-    from pipeline.records import Segment, Settings
-    from viz.viewer_page import settings_line
+    from pipeline.trace.records import Segment, Settings
+    from viz.viewer.page import settings_line
 
     later = dataclasses.replace(trace, segments=(Segment(2, Settings(temperature=1.3, top_k=5)),))
     line = html.unescape(settings_line(later))
     assert "temperature 0.8, top-k off, top-p 0.9 (seed 0); from step 2 on with temperature 1.3, top-k 5, top-p off" in line
     assert "exact: the trace holds every step's full-vocabulary logits" in line
-    from pipeline import rest
+    from pipeline.sampling import rest
 
     # a trace kept compact: each step's top candidates and the summary of the rest of its logits (as generate records it)
     compact = dataclasses.replace(trace, steps=tuple(dataclasses.replace(s, logits=None, rest=rest.summarise(s.logits, s.top_ids))

@@ -13,11 +13,13 @@ import math
 import numpy as np
 import pytest
 
-from pipeline import rest, rest_bounds, sampling
+from pipeline.sampling import rest
+from pipeline.sampling import rest_bounds
+from pipeline.sampling import stages as sampling
 from tests.synthetic import make_trace
 from viz.distribution import reshape as dist_reshape
-from viz.viewer_grid import unpacked
-from viz.viewer_sampling import MIN_PS, PENALTIES, TEMPERATURES, penalties, sampling_bundle
+from viz.viewer.grid import unpacked
+from viz.viewer.sampling import MIN_PS, PENALTIES, TEMPERATURES, penalties, sampling_bundle
 
 from tests.unit import sampling_mirror as mirror
 from tests.unit.test_rest_exact import shapes, step_from

@@ -4,7 +4,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pipeline import sampling
+from pipeline.sampling import stages as sampling
 from tests.synthetic import make_trace
 from viz.distribution import distribution_figure, reshape
 from viz.style import MUTED, MUTED_TEXT

@@ -6,13 +6,13 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.inside import (AccountingRecord, KVCompareRecord, LensRecord, MachineInfo, ParamCounts, PositionRecord,
+from pipeline.inside.analyses import (AccountingRecord, KVCompareRecord, LensRecord, MachineInfo, ParamCounts, PositionRecord,
                              SwapRecord)
-from viz.compute import accounting_figure, accounting_html, kv_compare_figure, kv_compare_html, si
+from viz.inside.compute import accounting_figure, accounting_html, kv_compare_figure, kv_compare_html, si
 from viz.fmt import pct
-from viz.lens import forms_at, lens_summary_html, logit_lens_figure
-from viz.position import learned_positions_figure, position_figure, rope_angles_figure, swap_figure
-from viz.residual import contributions_figure, residual_path_figure
+from viz.inside.lens import forms_at, lens_summary_html, logit_lens_figure
+from viz.inside.position import learned_positions_figure, position_figure, rope_angles_figure, swap_figure
+from viz.inside.residual import contributions_figure, residual_path_figure
 
 SCRIPT = "<script>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -305,7 +305,7 @@ def test_si_units():
 
 
 def test_accounting_names_the_stored_precision_against_memory():
-    from pipeline.records import ModelInfo
+    from pipeline.trace.records import ModelInfo
 
     q4 = ModelInfo(id="m", source="embedded", family="llama", n_layers=30, n_heads=9, n_kv_heads=3, head_dim=64, d_model=576,
                    vocab_size=49152, context_length=8192, dtype="float32", n_params=135_000_000,

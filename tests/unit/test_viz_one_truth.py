@@ -5,8 +5,10 @@ import dataclasses
 import numpy as np
 
 from tests.synthetic import make_trace
-from viz import attention, lens as lens_viz, page, residual
-from viz.position import turn_words
+from viz import attention, page
+from viz.inside import lens as lens_viz
+from viz.inside import residual
+from viz.inside.position import turn_words
 from viz.style import block_label, depth_label
 
 
@@ -30,7 +32,7 @@ def test_one_numbering_of_blocks_from_zero():
 
 
 def test_the_lens_summary_counts_blocks_from_zero():
-    from pipeline.records import LensRecord
+    from pipeline.trace.records import LensRecord
 
     L, k = 4, 5
     ranks = np.array([7, 3, 0, 0, 0])  # on top from row 2: the stream after block 1

@@ -4,11 +4,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pipeline import sampling
+from pipeline.sampling import stages as sampling
 from tests.synthetic import make_trace
-from viz.bytes_view import byte_cells, bytes_html, readable_to_bytes
+from viz.inside.bytes_view import byte_cells, bytes_html, readable_to_bytes
 from viz.captions import captions
-from viz.context import context_figure, context_html, context_use, format_cost
+from viz.inside.context import context_figure, context_html, context_use, format_cost
 from viz.sampling_compare import compare_samples, sampling_compare_figure
 
 SETTINGS = [dict(temperature=0.8, top_k=0, top_p=0.9), dict(temperature=1.5, top_k=10, top_p=1.0), dict(temperature=0.0)]

@@ -4,7 +4,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from pipeline.records import (
+from pipeline.trace.records import (
     BonusRecord, DraftInfo, ProposalRecord, ResidualRecord, RoundRecord, expected_tokens_per_pass, speculative_summary,
 )
 from viz.speculative import round_html, round_of_step, rounds_html, summary_html
@@ -126,7 +126,7 @@ def test_no_rounds_says_how_to_get_them():
 
 
 def _spec_trace():
-    from pipeline.records import SpeculativeInfo
+    from pipeline.trace.records import SpeculativeInfo
     from tests.synthetic import make_trace
 
     t = make_trace(n_steps=5)  # ROUNDS made steps 0-1 and 2-4

@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pipeline import guess as guessing
-from pipeline.records import Trace
+from pipeline.trace.records import Trace
 from ui.rooms import profanity as room_filter
 from ui.rooms import results as room_results
 from ui.rooms import scores as room_scores

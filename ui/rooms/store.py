@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from pipeline import trace_io
+from pipeline.trace import files as trace_io
 from pipeline.errors import GalleryError, TraceFormatError
 from pipeline.paths import cache_dir
 from ui.rooms import rooms

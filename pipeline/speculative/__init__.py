@@ -1,0 +1,2 @@
+"""Speculative decoding: decoding (propose, verify, accept), draft (the drafts) and cost (when it pays off).
+"""
