@@ -1,6 +1,6 @@
-/* An older step's distribution as ranges (kind "range", pipeline.rest_bounds.ranged): a step saved with neither its
+/* An older step's distribution as ranges (kind "range", pipeline.sampling.rest_bounds.ranged): a step saved with neither its
  * full logits nor a summary of the rest of its vocabulary. From its candidates and the two ends of the rest's sum
- * (viz.viewer_sampling_rest's `rlo`, `rhi`), the range each number lies in; each number the middle of its range,
+ * (viz.viewer.sampling_rest's `rlo`, `rhi`), the range each number lies in; each number the middle of its range,
  * the ranges kept for the words. No repetition penalty (at another, viewer_sampling.js takes the top N alone).
  * Needs viewer_text.js (decode) and viewer_sampling.js (finish); viewer_sampling.js's reshape calls it.
  */
@@ -58,7 +58,7 @@
     return [[A, B, count[0], count[1]], na || N, nb || N];
   }
 
-  // pipeline.rest_bounds._min_p: the candidates at least mp times the first's pass; one failing, the rest fails too
+  // pipeline.sampling.rest_bounds._min_p: the candidates at least mp times the first's pass; one failing, the rest fails too
   function rangeMinP(e, Sc, z, rest, always, maybe, mp, stages) { // -> [z, always, maybe, rest]
     const N = Sc.length;
     let n = 0;

@@ -236,7 +236,7 @@ def path(name: str, folder: str | Path | None = None) -> Path:
 
 
 def load(name: str, folder: str | Path | None = None) -> Trace:
-    """The saved trace called `name` (via pipeline.trace_io.loads)."""
+    """The saved trace called `name` (via pipeline.trace.files.loads)."""
     from pipeline.trace import files as trace_io
 
     p = path(name, folder)

@@ -341,7 +341,7 @@ def record_fields(
 
 
 def _rest(logits: np.ndarray, top: np.ndarray, stages) -> RestRecord:
-    """The vocabulary outside the top candidates, summarised after the step's repetition penalty (pipeline.rest)."""
+    """The vocabulary outside the top candidates, summarised after the step's repetition penalty (pipeline.sampling.rest)."""
     rp = next((st for st in stages if isinstance(st, sampling.RepetitionPenalty)), None)
     return rest.summarise(logits, top, penalty=rp.penalty if rp else 1.0, context_ids=rp.context_ids if rp else ())
 

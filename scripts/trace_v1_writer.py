@@ -1,8 +1,8 @@
 """The writer of the first trace format, `llm-pipeline-trace/1`, which the app no longer uses: the
-tests make /1 fixtures with it from fresh records so that the /1 reader (pipeline.trace_v1)
+tests make /1 fixtures with it from fresh records so that the /1 reader (pipeline.trace.v1)
 stays tested, and scripts/trace_size.py --v1 times it. It lives in scripts/ so that neither
 needs the other's folder (scripts never import tests/). The app itself writes /2
-(pipeline.trace_io)."""
+(pipeline.trace.files)."""
 from __future__ import annotations
 
 import dataclasses

@@ -124,7 +124,7 @@ def add_trace_endpoint(demo: gr.Blocks, start_run: Callable, folder: Path, max_n
               repetition_penalty: float = 1.0) -> FileData:
         """Generate text from `prompt` with the app's loaded model and return the trace file (.json.gz,
         format llm-pipeline-trace/2: every step's token, candidates, attention and inside-the-model data;
-        read it with pipeline.trace_io.loads). mode: "chat" (the chat template, with system_prompt; empty: the
+        read it with pipeline.trace.files.loads). mode: "chat" (the chat template, with system_prompt; empty: the
         template's own) or "raw" (the text as it is). temperature 0 is greedy; top_k 0, top_p 1, min_p 0 and
         repetition_penalty 1 are off (stages in transformers' order: repetition penalty, temperature, top-k, top-p,
         min-p); seed fixes the sampling. Waits for a free generation slot, like the page's Generate."""

@@ -62,7 +62,7 @@ class Listeners:
                                   lambda folder: downloads.write_download(model.loaded(), trace, folder))
 
     def download_page_click(self, trace: Trace | None, layer, head, metric, request: gr.Request = None):
-        """The trace on screen as one web page that needs nothing else (viz.viewer_page), built from the
+        """The trace on screen as one web page that needs nothing else (viz.viewer.page), built from the
         viewer bundle the page holds."""
         yield from self._download("download_page", t("button.download_page"), t("common.web_page"), trace, request,
                                   lambda folder: viewer.web_page(trace, layer, head, metric, folder))

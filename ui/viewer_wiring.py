@@ -166,7 +166,7 @@ def overview_message(trace: Trace | None, metric):
 
 
 def web_page(trace: Trace, layer, head, metric, folder: Path) -> Path:
-    """The trace on screen as one self-contained web page (viz.viewer_page: the same viewer, Plotly.js
+    """The trace on screen as one self-contained web page (viz.viewer.page: the same viewer, Plotly.js
     inlined, no request of any kind), from the bundle the page holds; the one such file in `folder`."""
     from viz.viewer.page import render_html
 

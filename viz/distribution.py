@@ -5,9 +5,9 @@ layout.meta the five settings (assets/viewer_frames.js writes the same in the br
 
 Exact when the settings are the step's own (the recorded numbers) or when the step holds its
 full-vocabulary logits. A step saved without them holds a summary of the rest of the vocabulary
-(pipeline.rest): within 1e-3 at every slider position, and a count of tokens it can only estimate
+(pipeline.sampling.rest): within 1e-3 at every slider position, and a count of tokens it can only estimate
 is written with "≈". An older step without that summary gets the range its numbers must lie in
-(pipeline.rest_bounds), written beside each number ("?" where it cannot be bounded); without even
+(pipeline.sampling.rest_bounds), written beside each number ("?" where it cannot be bounded); without even
 the vocabulary's size, or with a repetition penalty, the top N candidates alone (said to be approximate).
 """
 from __future__ import annotations
@@ -92,7 +92,7 @@ def reshape(step: StepRecord, *, temperature: float, top_k: int = 0, top_p: floa
 
     Order of sources: the step's recorded numbers when the settings are its own (and
     use_recorded); a recomputation from step.logits (full vocabulary, exact); from step.rest (the
-    rest of the vocabulary summarised: within 1e-3); the ranges of pipeline.rest_bounds (needs
+    rest of the vocabulary summarised: within 1e-3); the ranges of pipeline.sampling.rest_bounds (needs
     `vocab_size`, no repetition penalty); else a recomputation over the top N logits only (exact=False).
     Raises SettingsError for bad settings."""
     what_if = Settings(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty)

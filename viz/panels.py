@@ -4,14 +4,14 @@ A `Panel` is one output the server fills for the step on screen (`viz.page.rende
 name in render's dict and in ui/layout.py's components), its element id, the card it sits in, what
 the server draws (`figure`: HTML, or a figure as plain data that the server wraps in a go.Figure) and,
 for a panel that follows the step, how the viewer bundle carries it (`frames`: one Plotly figure with
-a frame per step, viz.viewer_frames; by default the same `figure` at every step). A `Card` is a
+a frame per step, viz.viewer.frames; by default the same `figure` at every step). A `Card` is a
 numbered box of the page: its heading and caption. Derived here and used by everyone else:
 
 - `PANEL_KEYS`, `STEP_FIGURES`, `HEAVY` (viz.page, ui/wiring.py), the light ones being drawn at every
   token while a run streams;
 - `STEP_PANELS` / `STEP_IDS`: the panels the page draws from the bundle, in the bundle's order
   (viz.viewer's `panels`, ui/viewer_wiring.py, assets/app_viewer.js via the page's head, the tests);
-- `CARDS`: ui/layout.py lays the cards out and the offline page (viz.viewer_page) writes their sections.
+- `CARDS`: ui/layout.py lays the cards out and the offline page (viz.viewer.page) writes their sections.
 
 Pure: no torch, no gradio. See docs/architecture.md, "How to add a panel".
 """
@@ -237,7 +237,7 @@ def distribution_panel(trace: Trace, steps: list[int], **_) -> dict:
 
 
 def _attention_frames(trace: Trace, steps: list[int], *, layer=0, head=None, metric="entropy") -> dict:
-    return attention_panel(trace, steps, layer=layer, head=head)  # windows of one band per head (viz.viewer_attention)
+    return attention_panel(trace, steps, layer=layer, head=head)  # windows of one band per head (viz.viewer.attention)
 
 
 def _spec(v: View) -> str:

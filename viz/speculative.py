@@ -1,7 +1,7 @@
 """Speculative decoding, round by round: what the draft proposed and how the target's test went;
 and the cost curve that says when a draft pays off.
 
-Pure: rounds (pipeline.records.RoundRecord) or a measured CostCurve in, HTML or a Plotly figure
+Pure: rounds (pipeline.trace.records.RoundRecord) or a measured CostCurve in, HTML or a Plotly figure
 out, in the catalogue's words (speculative.*: locales/en.json, viz.text). Every piece is escaped.
 """
 from __future__ import annotations

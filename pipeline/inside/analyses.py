@@ -12,7 +12,7 @@ weights, or a second forward pass), as immutable records the viz/ functions draw
 
 One module per analysis (logit_lens, accounting, kv_recompute, positions); this one gathers them
 under one name, as callers use them, and makes a trace ready for export. Records hold plain Python
-/ numpy data only, like pipeline.records (they are defined there, so traces serialise them).
+/ numpy data only, like pipeline.trace.records (they are defined there, so traces serialise them).
 """
 from __future__ import annotations
 

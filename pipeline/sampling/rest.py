@@ -2,17 +2,17 @@
 saved without full-vocabulary logits still reshapes its distribution at every slider position within 1e-3
 of the model's own computation (pipeline.sampling over the full logits).
 
-`summarise` makes a step's RestRecord (pipeline.records) from its full logits, after the step's repetition
+`summarise` makes a step's RestRecord (pipeline.trace.records) from its full logits, after the step's repetition
 penalty: the largest KEEP of the rest one by one (with the top candidates, top-k up to N + KEEP is exact);
 at every temperature of GRID (the page's slider) the softmax's sum over the others and their mean (so the
 denominator and the entropy are exact there); and a histogram of the others (count and mean per bin), which
 says where top-p's cut falls among them: the probability kept is then exact within half a token's, the count
 of tokens kept an estimate (`Shape.stages[i][4]`). `at` lays a step out at one temperature, largest first
 (the candidates and the kept logits one by one, then the bins); `reshape` applies the stages to it with the
-arithmetic of assets/viewer_sampling.js, which reads the same numbers from viz.viewer_sampling's tables. Min-p
+arithmetic of assets/viewer_sampling.js, which reads the same numbers from viz.viewer.sampling's tables. Min-p
 keeps the tokens at least p times the largest: within the head exact, past it the bins' estimate (`min_p_count`).
 
-An older trace has no RestRecord: pipeline.rest_bounds gives the range each number must lie in.
+An older trace has no RestRecord: pipeline.sampling.rest_bounds gives the range each number must lie in.
 
 numpy only, no torch.
 """
@@ -346,7 +346,7 @@ class Shape:
 
 def reshape(step: StepRecord, rest: RestRecord, *, temperature: float, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0) -> Shape:
     """The stages (the rest's repetition penalty, temperature, top-k, top-p, min-p) applied to the step laid out by `at`:
-    assets/viewer_sampling.js's reshape, on the numbers viz.viewer_sampling gives it."""
+    assets/viewer_sampling.js's reshape, on the numbers viz.viewer.sampling gives it."""
     xs, ranks = head(step, rest)
     V = ranks.size + rest.size
     st = [("repetition_penalty", rest.penalty, V, 1.0, False)] if rest.penalty != 1.0 else []

@@ -1,5 +1,5 @@
 """The range each number must lie in, for a step saved with neither its full logits nor a summary of the rest of
-the vocabulary (a trace written before pipeline.rest).
+the vocabulary (a trace written before pipeline.sampling.rest).
 
 What such a step holds: its top N candidates' logits, the full vocabulary's logsumexp and (from the trace) the
 vocabulary's size. So the rest's sum of exp(x) is known, and each rest logit is at most the smallest candidate's.
@@ -7,7 +7,7 @@ At another temperature t the rest's sum of exp(x / t) lies between its values fo
 that sum (Jensen's inequality: all alike, or piled up as high as they can be). Each stage's numbers follow as
 ranges: top-k within the candidates is exact, a nucleus that may reach the rest keeps between what the two
 ends of the sum give. The entropy of the distribution sampled from is given only where it is exact (None).
-assets/viewer_sampling.js computes the same from viz.viewer_sampling's "range" tables.
+assets/viewer_sampling.js computes the same from viz.viewer.sampling's "range" tables.
 
 numpy only, no torch. Without a repetition penalty only (with one, the rest's sum is not known).
 """

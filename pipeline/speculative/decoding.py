@@ -183,7 +183,7 @@ def start_speculative(
 ) -> SpecGeneration:
     """Validate, tokenise and make the draft eagerly (errors surface before streaming; a model
     draft loads here); generate lazily. `draft`: "ngram[:N]", "layers:N", a Hub id or local
-    directory, a LoadedModel or a Draft (see pipeline.draft); None: pipeline.draft.DEFAULT_DRAFT."""
+    directory, a LoadedModel or a Draft (see pipeline.speculative.draft); None: pipeline.speculative.draft.DEFAULT_DRAFT."""
     k = validate_k(k)
     plain = start(lm, text, settings, prefix=prefix, ignore_eos=ignore_eos)  # settings and prompt checks
     return SpecGeneration(lm, make_draft(lm, draft), settings, plain.prompt, k, plain.prefix, ignore_eos)

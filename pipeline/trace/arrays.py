@@ -1,6 +1,6 @@
 """Arrays in the trace file: a numpy array as an "array object" {dtype, shape, data: base64 of the
 little-endian C-order bytes}, a causal matrix as its lower triangle only, float16 written fast;
-read back within pipeline.trace_bounds. The rest of the format is pipeline/trace/files.py.
+read back within pipeline.trace.bounds. The rest of the format is pipeline/trace/files.py.
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def array_from_object(d: Any, where: str = "") -> np.ndarray:
 
 
 def _array_header(d: dict, where: str) -> tuple[np.dtype, tuple[int, ...], str, int]:
-    """(dtype, shape, layout, values stored) of an array object, within pipeline.trace_bounds."""
+    """(dtype, shape, layout, values stored) of an array object, within pipeline.trace.bounds."""
     shape, layout = d["shape"], d.get("layout", "dense")
     if d["dtype"] not in DTYPES or not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
         raise damaged(where, f"unknown dtype {d['dtype']!r:.20} or bad shape {shape!r:.60}")

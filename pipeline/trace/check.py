@@ -1,6 +1,6 @@
 """A read trace checked against itself before anything draws it.
 
-The reader (pipeline.trace_io) makes sure each value has its field's type; this module makes sure
+The reader (pipeline.trace.files) makes sure each value has its field's type; this module makes sure
 the values agree with each other as a real generation's do: every array has the shape the model's
 sizes give it, every token id is in the vocabulary, steps are numbered in order, settings are ones
 the sampler accepts. A file that passes cannot make a panel index out of range; one that does not

@@ -77,7 +77,7 @@ def encode(v: Any, *, full: bool = False) -> Any:
         return encode_record(v, full=full)
     if isinstance(v, (tuple, list)):
         return [encode(x, full=full) for x in v]
-    raise TypeError(f"the trace format cannot write a {type(v).__name__}; add it to pipeline.trace_io.encode")
+    raise TypeError(f"the trace format cannot write a {type(v).__name__}; add it to pipeline.trace.files.encode")
 
 
 def encode_record(rec: Any, *, full: bool = False, rebuilt: dict | None = None) -> dict:
@@ -245,7 +245,7 @@ def _decode_scalar(hint: Any, v: Any, where: str) -> Any:
     elif hint is Any or hint is object or (hint is dict and isinstance(v, dict)):
         return v
     else:
-        assert hint in (float, bytes, int, str, bool, dict), f"the trace format cannot read a {hint}; add it to pipeline.trace_io.decode"
+        assert hint in (float, bytes, int, str, bool, dict), f"the trace format cannot read a {hint}; add it to pipeline.trace.files.decode"
     raise damaged(where, f"expected {getattr(hint, '__name__', hint)}, found {v!r:.40}")
 
 
@@ -283,7 +283,7 @@ def _decode_steps(hint: Any, items: Any, prompt: Any) -> tuple:
 
 
 def trace_from_json(d: Any, cls: type = Trace) -> Trace:
-    """A trace from its parsed JSON (/2, or /1 via pipeline.trace_v1); TraceFormatError otherwise."""
+    """A trace from its parsed JSON (/2, or /1 via pipeline.trace.v1); TraceFormatError otherwise."""
     schema = d.get("schema") if isinstance(d, dict) else None
     if schema == SCHEMA_V1:
         from pipeline.trace.v1 import trace_from_json as v1
@@ -315,8 +315,8 @@ def trace_from_json(d: Any, cls: type = Trace) -> Trace:
 
 def loads(data: str | bytes, *, check: bool = True) -> Trace:
     """A trace from JSON text or bytes, gzip-compressed or not (detected by its magic number), read
-    within pipeline.trace_bounds: whatever the input, a Trace or a TraceFormatError. `check`: the
-    trace must agree with itself (pipeline.trace_check), as every file from outside must."""
+    within pipeline.trace.bounds: whatever the input, a Trace or a TraceFormatError. `check`: the
+    trace must agree with itself (pipeline.trace.check), as every file from outside must."""
     trace_bounds.check_size(len(data))
     if isinstance(data, (bytes, bytearray)) and data[:2] == GZIP_MAGIC:
         data = trace_bounds.gunzip(data, trace_bounds.json_limit(len(data)))

@@ -2,7 +2,7 @@
 the KV cache recomputed, parameter counts, the machine's limits, compute accounting, positions
 and the token swap.
 
-Frozen dataclasses of plain Python / numpy data, like pipeline.records (which re-exports them and
+Frozen dataclasses of plain Python / numpy data, like pipeline.trace.records (which re-exports them and
 whose Trace holds some of them).
 """
 from __future__ import annotations

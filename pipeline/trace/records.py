@@ -35,8 +35,8 @@ from pipeline.trace.speculative import (  # noqa: F401  (re-exported, as above)
 )
 from pipeline.sampling.stages import build_stages
 
-SCHEMA = "llm-pipeline-trace/2"  # what pipeline.trace_io writes
-SCHEMA_V1 = "llm-pipeline-trace/1"  # still read (pipeline.trace_v1)
+SCHEMA = "llm-pipeline-trace/2"  # what pipeline.trace.files writes
+SCHEMA_V1 = "llm-pipeline-trace/1"  # still read (pipeline.trace.v1)
 STOP_REASONS = ("eos", "max_new_tokens", "context_limit")
 
 
@@ -134,7 +134,7 @@ class StageRecord:
 class RestRecord:
     """The rest of the vocabulary: every token outside a step's `top_ids`, as the temperature stage sees
     it (after the step's repetition penalty), in little room: enough to reshape the distribution at any
-    slider position within 1e-3 of the full logits (pipeline.rest; docs/TRACE_FORMAT.md)."""
+    slider position within 1e-3 of the full logits (pipeline.sampling.rest; docs/TRACE_FORMAT.md)."""
 
     penalty: float  # the repetition penalty these logits are after (1.0: none)
     top: np.ndarray  # (K,) float32 the largest of them, descending, every tie of the last included
@@ -198,7 +198,7 @@ class StepRecord:
     forced: bool = False  # True: a person chose this token (a branch); the model did not draw it
     wait_ms: float = 0.0  # time the step waited for the model's lock (another pass running): not in `ms`
     rng_state: str = ""  # the random stream's state after this step's draws (JSON; "" before it was recorded)
-    # the vocabulary outside top_ids, summarised (pipeline.rest): what reshapes a step saved without `logits`
+    # the vocabulary outside top_ids, summarised (pipeline.sampling.rest): what reshapes a step saved without `logits`
     rest: RestRecord | None = field(default=None, repr=False)
     batch_rows: int = 1  # how many generations (visitors) its forward pass ran for: `ms` is that pass's (pipeline.batching)
 

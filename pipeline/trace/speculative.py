@@ -1,6 +1,6 @@
 """Records of speculative decoding (pipeline/speculative/decoding.py): a draft proposes, the target checks.
 
-Frozen dataclasses of plain Python / numpy data, like pipeline.records (which re-exports them and
+Frozen dataclasses of plain Python / numpy data, like pipeline.trace.records (which re-exports them and
 whose Trace holds them), and the arithmetic that summarises a run's rounds.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reader of the first trace format, `llm-pipeline-trace/1` (read only; pipeline.trace_io
+"""Reader of the first trace format, `llm-pipeline-trace/1` (read only; pipeline.trace.files
 writes /2). Kept as it was written, so that /1 files saved by older versions still load.
 
 /1 stored every float as decimal JSON numbers (float32 shortest form), attention as nested

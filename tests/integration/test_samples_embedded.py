@@ -94,7 +94,7 @@ def test_the_first_tokens_follow_the_distribution_chi_square_with_power(smol):
 
 
 # the time; the stream (a branch draws from its own); and the mean depth of each bin of the rest-of-vocabulary
-# histogram (pipeline.rest), which jumps when float rounding moves one token across a bin's edge (its counts: by 1)
+# histogram (pipeline.sampling.rest), which jumps when float rounding moves one token across a bin's edge (its counts: by 1)
 _SKIP = {"ms", "wait_ms", "rng_state", "depths"}
 _INT_SLACK = {"counts": 1}
 

@@ -1,5 +1,5 @@
 """A line-by-line Python mirror of assets/viewer_sampling.js's reshape for the kinds "logits", "top-N" and "rest"
-(its tables from viz.viewer_sampling), so the tables can be checked against pipeline.sampling without a browser.
+(its tables from viz.viewer.sampling), so the tables can be checked against pipeline.sampling without a browser.
 The browser's own numbers are checked in tests/browser/test_reshape_minp_penalty.py."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""A step saved without its full logits keeps a summary of the rest of the vocabulary (pipeline.rest); from it
+"""A step saved without its full logits keeps a summary of the rest of the vocabulary (pipeline.sampling.rest); from it
 the distribution reshapes within 1e-3 of the full logits at every slider position, exactly at the step's own
 settings, and a count it can only estimate says so ("≈"). An older step with no summary shows the range each
-number lies in (pipeline.rest_bounds), and the ranges hold the truth."""
+number lies in (pipeline.sampling.rest_bounds), and the ranges hold the truth."""
 from __future__ import annotations
 
 import dataclasses

@@ -72,7 +72,7 @@ def _imported(pkg: str, node: ast.Import | ast.ImportFrom) -> set[str]:
     if isinstance(node, ast.Import):
         return {m for a in node.names if (m := _owner(a.name))}
     base = (f"{pkg}.{node.module}" if node.module else pkg) if node.level else (node.module or "")
-    # `from pipeline import records`: the module records; `from pipeline.records import Trace`: pipeline.records
+    # `from pipeline import records`: the module records; `from pipeline.trace.records import Trace`: pipeline.trace.records
     return {m for a in node.names if (m := _owner(f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base))}
 
 

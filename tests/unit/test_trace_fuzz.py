@@ -1,4 +1,4 @@
-"""The trace reader against hostile and damaged files (pipeline.trace_io, trace_bounds, trace_check).
+"""The trace reader against hostile and damaged files (pipeline.trace.files, trace_bounds, trace_check).
 
 A file anyone can load on a public Space must end as a Trace or a TraceFormatError, never another
 exception, and never ask for more memory than a bounded multiple of its size. Thousands of mutated

@@ -1,4 +1,4 @@
-"""The trace file (pipeline.trace_io): /2 round trips (exact float32, attention within 5e-4),
+"""The trace file (pipeline.trace.files): /2 round trips (exact float32, attention within 5e-4),
 /1 still read, gzip by name and by content, clear errors for damaged files, and a codec driven
 by the dataclass fields (a new field travels with no codec change)."""
 import base64

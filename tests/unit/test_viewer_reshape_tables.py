@@ -1,9 +1,9 @@
-"""The sampling tables of viz.viewer_sampling carry enough to reshape a step for every position of the five sampling
+"""The sampling tables of viz.viewer.sampling carry enough to reshape a step for every position of the five sampling
 sliders (temperature, top-k, top-p, min-p, repetition penalty) as pipeline.sampling does: checked through
 tests/unit/sampling_mirror.py, a line-by-line Python mirror of assets/viewer_sampling.js (the browser's own numbers:
 tests/browser/test_reshape_minp_penalty.py), against apply_stages over the full logits. The tables themselves are
-checked against direct computations; and a step saved without its logits reshapes min-p within 1e-3 (pipeline.rest)
-or within ranges that hold the truth (pipeline.rest_bounds)."""
+checked against direct computations; and a step saved without its logits reshapes min-p within 1e-3 (pipeline.sampling.rest)
+or within ranges that hold the truth (pipeline.sampling.rest_bounds)."""
 from __future__ import annotations
 
 import dataclasses

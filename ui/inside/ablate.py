@@ -2,7 +2,7 @@
 recomputed with one part of the model switched off (pipeline/inside/ablate.py), drawn by viz/inside/ablate.py.
 
 - `compute` (the tab opened, the step slider settled): the switch-off the fields name, for the step on screen; a head
-  map already on screen stays when it is this step's, else it is cleared (it is named by viz.ablate.map_key).
+  map already on screen stays when it is this step's, else it is cleared (it is named by viz.inside.ablate.map_key).
 - `run_click` (`#ablate-run`): the same, asked for; `map_block_click` / `map_all_click` (`#ablate-map-run`,
   `#ablate-map-all`): each head switched off in turn, for one block or every block, streamed block by block, in the
   heavy queue (ui/api.py HEAVY_GROUP) and under the model's lock, pass by pass.
@@ -20,7 +20,7 @@ from ui.messages import sentence
 from viz.inside import ablate as ablate_viz
 from viz import text
 
-PARTS = ("head", "attn", "mlp")  # the part radio's values (pipeline.records_ablate.PARTS)
+PARTS = ("head", "attn", "mlp")  # the part radio's values (pipeline.trace.ablated.PARTS)
 
 
 def why_not(trace) -> str | None:
@@ -66,7 +66,7 @@ def _map_key(trace, s: int) -> str:
 
 
 def compute(v) -> dict:
-    """The tab for the step on screen (`v`: ui.inside_tabs.TabView)."""
+    """The tab for the step on screen (`v`: ui.inside.tabs.TabView)."""
     why = why_not(v.trace)
     if why is not None:
         note = ablate_viz.note_html(why)

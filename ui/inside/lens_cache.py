@@ -31,7 +31,7 @@ class LensCache:
         return self.get_many(lm, trace, [st])[0]
 
     def get_many(self, lm, trace: Trace, steps) -> list[LensRecord | None]:
-        """`get` of each step; the ones to compute are read out together (pipeline.logit_lens.logit_lens_many). No
+        """`get` of each step; the ones to compute are read out together (pipeline.inside.logit_lens.logit_lens_many). No
         model lock: the lens reads the weights past any capture's wrappers, so the decode loop goes on meanwhile."""
         from pipeline.inside import analyses as inside
 

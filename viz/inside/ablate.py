@@ -1,4 +1,4 @@
-"""Switching parts of the model off (pipeline.records_ablate): the step's distribution before and after, the chosen
+"""Switching parts of the model off (pipeline.trace.ablated): the step's distribution before and after, the chosen
 token's probability both ways, the tokens that moved most, and the block x head map of "which heads matter".
 
 Pure functions of the records and the readable pieces of the ids they name (`pieces`: id -> piece, from the

@@ -3,13 +3,13 @@
 `viewer_bundle(trace)` is plain JSON-ready data for the viewer's scripts (assets/viewer*.js), which
 scrub, play and reshape the distribution in the browser with no request. Each panel is one Plotly figure
 (the first step's, drawn by the panel's own viz function) plus one frame per step holding only
-the traces and layout keys that change from step to step (viz.viewer_frames); every frame's
+the traces and layout keys that change from step to step (viz.viewer.frames); every frame's
 `layout.meta.step` names its step. Axis ranges are fixed over the whole trace so frames never
 rescale. The attention panel's frames name windows of one band per head instead
-(viz.viewer_attention).
+(viz.viewer.attention).
 
 The distribution panel also carries, per step, the labels and hover texts of its candidates
-before any filter greys them, and viz.viewer_sampling's tables: the browser recomputes the
+before any filter greys them, and viz.viewer.sampling's tables: the browser recomputes the
 bars for any slider position with pipeline.sampling's arithmetic.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The sampling sliders' grids (pipeline/sampling/grid.py) and the typed-array packing the viewer bundle's tables use
-(viz.viewer_sampling, viz.viewer_sampling_rest; assets/viewer_text.js decodes them)."""
+(viz.viewer.sampling, viz.viewer.sampling_rest; assets/viewer_text.js decodes them)."""
 from __future__ import annotations
 
 import base64

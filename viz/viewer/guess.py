@@ -10,7 +10,7 @@ bundle, in order):
 - `pieces`: the candidates' pieces as the trace holds them (`str(x) for x in step.top_pieces`);
 - `ids`, `p`, `f`: the candidates' token ids, temperature-1 probabilities (`top_probs`) and probabilities in the
   distribution the step was sampled from (`top_final_probs`), each the little-endian bytes of one typed array in
-  base64, their types in `dtypes` (viz.viewer_sampling.packed's arrays: the browser reads the very same numbers);
+  base64, their types in `dtypes` (viz.viewer.sampling.packed's arrays: the browser reads the very same numbers);
 - `id`, `piece`, `chosen`: the sampled token's id, piece and temperature-1 probability (`chosen_prob`);
 - `ahead`: the pieces the text goes on with after the step's own, as many as a guess can be long
   (pipeline.guess.written_ahead): a word the model wrote as several tokens, typed whole, is the step's token;

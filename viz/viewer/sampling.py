@@ -23,8 +23,8 @@ At another penalty a nucleus past the head is not known exactly: the page interp
 own nuclei and says so (≈), see assets/viewer_sampling.js. Shipping the sorted rest of the vocabulary or a
 table per penalty would make each step 4 to 20 times larger (docs/benchmarks.md).
 
-A step without full logits (viz.viewer_sampling_rest): "rest" (its summary of the rest of the vocabulary,
-pipeline.rest, made after its own penalty `pen`), "range" (an older step: pipeline.rest_bounds, no penalty),
+A step without full logits (viz.viewer.sampling_rest): "rest" (its summary of the rest of the vocabulary,
+pipeline.sampling.rest, made after its own penalty `pen`), "range" (an older step: pipeline.sampling.rest_bounds, no penalty),
 "top-N" (the recorded top N alone, their context tokens penalised as C: `exact: false`); `alt` holds the
 fallbacks viz.distribution.reshape takes at another penalty. `own`: the step's recorded numbers.
 """

@@ -1,10 +1,10 @@
-"""The sampling tables of a step saved without its full-vocabulary logits (viz.viewer_sampling's module doc).
+"""The sampling tables of a step saved without its full-vocabulary logits (viz.viewer.sampling's module doc).
 
-"rest": the step's summary of the rest of its vocabulary (pipeline.rest, made after its own repetition penalty
+"rest": the step's summary of the rest of its vocabulary (pipeline.sampling.rest, made after its own repetition penalty
 `pen`): the head is its candidates and the rest's kept logits, the sums exact on the grid, a nucleus or a min-p
 cut past the head the histogram's estimate (within 1e-3). "range": an older step with neither, per grid
 temperature the two ends of the rest's sum (`rlo`, `rhi`), from which the page computes the range each number
-lies in as pipeline.rest_bounds does (no penalty). "top-N": the recorded top N alone. `alt` holds the tables
+lies in as pipeline.sampling.rest_bounds does (no penalty). "top-N": the recorded top N alone. `alt` holds the tables
 viz.distribution.reshape falls back to at another penalty: "range" at penalty 1, else "topn".
 """
 from __future__ import annotations
@@ -19,12 +19,12 @@ from viz.viewer.grid import GUARD, MIN_PS, TEMPERATURES, TOP_PS, packed, scaled
 
 
 def usable_ranges(step: StepRecord, vocab_size: int | None) -> bool:
-    """Whether pipeline.rest_bounds can bound this step's numbers (with no penalty)."""
+    """Whether pipeline.sampling.rest_bounds can bound this step's numbers (with no penalty)."""
     return bool(vocab_size) and rest_bounds.rest_sums(step, vocab_size, 1.0) is not None
 
 
 def range_tables(step: StepRecord, vocab_size: int) -> dict:
-    """An older step's tables (pipeline.rest_bounds): its candidates, and per grid temperature the two ends of the
+    """An older step's tables (pipeline.sampling.rest_bounds): its candidates, and per grid temperature the two ends of the
     rest's sum, as the page's reshape uses them (exp(. - q_max))."""
     x = np.asarray(step.top_logits, np.float32)
     lo, hi = [], []
@@ -62,7 +62,7 @@ def _min_p_rows(S: rest.Sorted) -> tuple[list, list, list]:
 
 
 def rest_tables(step: StepRecord, r: RestRecord) -> dict:
-    """The tables of a step from its rest of the vocabulary summarised (pipeline.rest), for every grid temperature."""
+    """The tables of a step from its rest of the vocabulary summarised (pipeline.sampling.rest), for every grid temperature."""
     xs, ranks = rest.head(step, r)
     M, V = xs.size, ranks.size + r.size
     z, ed, j0, mc = [], [], [], []
