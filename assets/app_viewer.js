@@ -220,6 +220,9 @@
         const inside = st.step < b.n_steps; // a step past the bundle's frames is drawn by the server
         if (!inside) { IDS.forEach((id) => showViewer(id, false)); break; }
         let seen = true; // (the panels on screen come first in drawOrder)
+        // a panel not drawn for this step yet, off screen or of a later step, hidden till it is (a class's answers: no scrolling to them)
+        const later = (id) => parseInt(st.drawn[id], 10) > st.step;
+        IDS.forEach((id) => document.getElementById(id)?.classList.toggle('viewer-behind', st.drawn[id] !== wanted(id) && (!inView.has(id) || later(id))));
         for (const id of drawOrder()) {
           if (st.dirty || b !== st.bundle) break;
           const w = wanted(id);
@@ -232,6 +235,7 @@
           if (seen && !inView.has(id)) { seen = false; shownOnScreen(); await painted(); slice = performance.now(); if (st.dirty) break; }
           await root.LLMViewer.react(el, root.LLMViewer.figureFor(b, id, st.step, { t: st.t, k: st.k, p: st.p, mp: st.mp, pen: st.pen }));
           st.drawn[id] = w;
+          document.getElementById(id)?.classList.remove('viewer-behind');
           // the page gives way between panels when a new trace is drawn (each shows as soon as it is drawn), after each
           // panel off screen (no one waits for it), and whenever this drawing has held the page 150 ms (a yield costs a
           // step a frame)

@@ -89,10 +89,27 @@
   function emptyNamed() {
     let soon = null;
     const lists = () => document.querySelectorAll('ul[role=listbox]:not([tabindex])').forEach((e) => e.setAttribute('tabindex', '-1'));
-    const mark = () => { soon = null; document.querySelectorAll('.empty[aria-label]:not([role])').forEach((e) => e.setAttribute('role', 'img')); };
+    const mark = () => { soon = null; document.querySelectorAll('.empty[aria-label]:not([role])').forEach((e) => e.setAttribute('role', 'img')); spoken(); };
     // (a list opens as its box takes the focus, and the next Tab may come at once: marked as it is drawn)
     new MutationObserver(() => { lists(); if (!soon) soon = setTimeout(mark, 100); }).observe(document.body, { subtree: true, childList: true });
     mark();
+  }
+
+  // Gradio names a slider's number box, its track and its reset button in English whatever the page speaks ("number
+  // input for Température"): named again in the page's language (its label kept, from Gradio's own name)
+  const GRADIO = [[/^number input for (.*)$/s, 'number'], [/^range slider for (.*)$/s, 'slider'], [/^Reset to default value$/, 'reset']];
+  function spoken() {
+    const lang = document.documentElement.lang || 'en', t = root.LLMText.t;
+    for (const e of document.querySelectorAll('input[aria-label], button[aria-label]')) {
+      const name = e.getAttribute('aria-label'), d = e.dataset, hit = GRADIO.find(([rx]) => rx.test(name));
+      if (name === d.a11ySet && d.a11yLang === lang) continue;
+      if (hit) Object.assign(d, { a11yKind: hit[1], a11yLabel: hit[0].exec(name)[1] || '' });
+      else if (name !== d.a11ySet) continue; // (not Gradio's words, nor ours: left as it is)
+      const label = d.a11yLabel, said = d.a11yKind === 'number' ? t('a11y.number_for', { label })
+        : d.a11yKind === 'slider' ? t('a11y.slider_for', { label }) : t('a11y.reset');
+      e.setAttribute('aria-label', said);
+      Object.assign(d, { a11ySet: said, a11yLang: lang });
+    }
   }
 
   function start() {

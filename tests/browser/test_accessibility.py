@@ -111,6 +111,12 @@ def test_a_screen_reader_reads_the_top_candidate_and_its_probability(browser, ap
     assert top in bars[0] and bars[1], bars
     assert f"{top}" in name and bars[1] in name[name.index(top):], (name, bars)
     assert ("reste du vocabulaire" if lang == "fr" else "rest of vocabulary") in name
+    # every control named in the page's language (Gradio names a slider's parts in English: named again), and the
+    # model's English text says it is English on the French page
+    slider = page.get_attribute("#step-slider input[type=range]", "aria-label")
+    reset = page.get_attribute("#step-slider button[aria-label]", "aria-label")
+    assert (slider.startswith("curseur : "), reset) == ((True, "Revenir à la valeur par défaut") if lang == "fr" else (False, "Reset to default value"))
+    assert page.get_attribute("#output .gen-text", "lang") == "en"
 
 
 # every control under 24x24 px, but for one with room around it: a circle of 24 px across at its middle meets no other

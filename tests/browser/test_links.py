@@ -23,9 +23,10 @@ def _toasts(page) -> str:
 def test_run_link_fills_the_fields_and_generates(browser, app_url):
     page = new_page(browser)
     page.goto(app_url + "/?prompt=Hello&mode=raw&temperature=0&max_new_tokens=5&run=1")
-    page.wait_for_function("() => document.querySelector('#prompt textarea')?.value === 'Hello'", timeout=60_000)
+    # (the link's fields are written one by one as the page is drawn: each waited for, the mode's radio last of all)
+    page.wait_for_function("() => document.querySelector('#prompt textarea')?.value === 'Hello'"
+                           " && document.querySelector(\"#mode input[value='Raw text']\")?.checked", timeout=60_000)
     assert float(_value(page, "temperature")) == 0 and int(float(_value(page, "max-new-tokens"))) == 5
-    assert page.is_checked("#mode input[value='Raw text']")
     # no click: the link's run=1 generates (once the model is there, if it was still loading)
     page.wait_for_function("() => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === 5"
                            " && document.querySelector('#output .stop-reason')", timeout=300_000)
