@@ -99,6 +99,7 @@
   // input for Température"): named again in the page's language (its label kept, from Gradio's own name)
   const GRADIO = [[/^number input for (.*)$/s, 'number'], [/^range slider for (.*)$/s, 'slider'], [/^Reset to default value$/, 'reset']];
   function spoken() {
+    if (!root.LLMText) return; // (its words not loaded yet, or not at all: a page whose server went away)
     const lang = document.documentElement.lang || 'en', t = root.LLMText.t;
     for (const e of document.querySelectorAll('input[aria-label], button[aria-label]')) {
       const name = e.getAttribute('aria-label'), d = e.dataset, hit = GRADIO.find(([rx]) => rx.test(name));
