@@ -69,7 +69,8 @@
     update();
   }
 
-  root.LLMBridge.on('rated', () => requestAnimationFrame(rated)); // (the bridge's "rated": ui/wiring.py)
+  // (the page's own rating: it takes the place of a class room's, assets/room_tools.js)
+  root.LLMBridge.on('rated', () => requestAnimationFrame(() => { document.querySelector('#guess-result > .room-rating')?.remove(); rated(); }));
   const linkOn = (tries) => { // a link's guess=1: Guess first on, once its box is drawn
     if (linked && box()) { linked = false; if (!on()) box().click(); } else if (linked && tries > 0) setTimeout(() => linkOn(tries - 1), 100);
   };
@@ -79,6 +80,13 @@
   root.LLMGuess = {
     setOn(want) { const b = box(); if (b && b.checked !== want) b.click(); },
     reveal(step) { opened.add(step); update(); },
+    show(html) { // a class room's rating of the student's own guess (assets/room_tools.js), read as the page's own
+      const res = document.getElementById('guess-result');
+      if (!res) return;
+      const own = res.querySelector(':scope > .room-rating') || res.insertBefore(Object.assign(document.createElement('div'), { className: 'room-rating' }), res.firstChild);
+      own.innerHTML = html; // (written by the server's viz/guess.py, as Gradio's rating is: every text escaped there)
+      rated();
+    },
   };
 
   ['llmapp:on-screen', 'llmapp:rendered'].forEach((t) => document.addEventListener(t, update));

@@ -8,7 +8,7 @@
  * is on screen the page shows only "Joining class ABC DEF…", never its own example), turns Guess first on and follows
  * the room's step under the line "Class ABC DEF · step 10 · What comes next?" (the guess box right under it); a guess
  * goes to the room (it may be changed until the reveal; a new step starts with an empty box), and on the reveal the
- * page shows the step, rates the student's own guess and draws the room's chart. "Explore on my own" stops following
+ * page shows the step, the student's own guess as the room rated it, and the room's chart. "Explore on my own" stops following
  * (no server cost); "Follow the teacher" again. The start page's "Join a class" box opens ?room=CODE for a code that
  * has a class, and says why not right under it (a wrong ?room= link too). Polls at most once a second, with the
  * room's ETag (unchanged: a 304, no JSON). Every guess shows as the characters typed.
@@ -333,8 +333,8 @@
     if (s.phase === 'revealed' && a.state.step === s.step && S.revealed !== at) {
       S.revealed = at;
       root.LLMGuess.reveal(s.step);
-      // (the student's own guess rated on the page: send() lets this click through, the step being revealed)
-      if (was && box) { box.value = was; box.dispatchEvent(new Event('input', { bubbles: true })); setTimeout(() => document.getElementById('guess-submit')?.click(), 80); }
+      // (the student's own guess as the room rated it, shown as the page shows a rating: never rated again)
+      if (was && box) { box.value = was; box.dispatchEvent(new Event('input', { bubbles: true })); root.LLMRoomTools.rating(`${API}${code}/rating?student=${encodeURIComponent(me)}`, s.step); }
     }
     if (S.drawn !== s.version) {
       S.drawn = s.version; drawChart(document.getElementById('room-chart'), s, null);

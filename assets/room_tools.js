@@ -11,7 +11,7 @@
  *   teacher's key, saved as a file "class-ABC123-results.csv");
  * - sent(at, answer), student(bar, at, state, guess): a student's own guess right or not after the reveal (its
  *   first tokens `ids` against the revealed `sampled.token_id`) and their running score ("You: 3 of 5 right"), kept in
- *   the browser's storage with their guesses.
+ *   the browser's storage with their guesses; rating(url, step): the room's whole rating of it, in the rating box.
  * Every sentence is the catalogue's (room.score_*, room.options_*, room.csv_*: locales/en.json).
  */
 (function (root) {
@@ -209,6 +209,14 @@
     Object.assign(tally.dataset, { right, steps });
   }
 
+  // a student's own guess after the reveal, as the room rated it when it was sent (GET .../rating: ui/rooms/ratings.py),
+  // shown in the page's rating box (assets/guess.js): the page never rates it again
+  async function rating(url, step) {
+    const r = await fetch(url).catch(() => null);
+    const body = r && r.ok ? await r.json().catch(() => null) : null;
+    if (body && body.html && body.step === step) root.LLMGuess.show(body.html);
+  }
+
   // The reveal's words (assets/room.js): a probability in the page's language, with the digits its size needs (as
   // viz.fmt.pct does; a favourite outside the model's kept candidates: "less than" its bound, `below`), and the
   // sentence naming the class's favourite answer(s) beside the model's number for it
@@ -232,5 +240,5 @@
   }
 
   const revealed = () => (R.summary && R.summary.steps ? R.summary.steps.length : 0); // (this text's revealed steps)
-  root.LLMRoomTools = { marks, teacher, sent, student, pctOf, favourite, download, revealed };
+  root.LLMRoomTools = { marks, teacher, sent, student, rating, pctOf, favourite, download, revealed };
 })(window);

@@ -20,7 +20,7 @@ from pipeline.sampling.stages import apply_stages, softmax
 
 MAX_GUESS_CHARS = 40
 BYTE_END = re.compile(r"<0x[0-9A-F]{2}>$")  # a readable piece's last byte of an unfinished character (pipeline.tokens)
-__all__ = ["GuessError", "GuessRating", "MAX_GUESS_CHARS", "clean", "ends_in_bytes", "first_token", "rate", "space_before", "step_probs",
+__all__ = ["GuessError", "GuessRating", "MAX_GUESS_CHARS", "clean", "ends_in_bytes", "first_token", "rate", "space_before", "step_dist",
            "variants", "written_ahead"]
 
 
@@ -101,15 +101,16 @@ def _rows(lm, context: list[int], more: list[int]) -> np.ndarray:
     return out[len(context) - 1:]
 
 
-def step_probs(lm, trace: Trace, step: StepRecord) -> np.ndarray | None:
-    """The step's temperature-1 distribution over the whole vocabulary (None: neither kept nor computable)."""
+def step_dist(lm, trace: Trace, step: StepRecord) -> tuple[np.ndarray, np.ndarray] | None:
+    """The step's raw logits over the whole vocabulary and their temperature-1 distribution (None: neither kept nor
+    computable). A class room keeps both for its step: every guess a lookup in the one, its rating (`rate`) the other."""
     logits = _full_logits(lm, trace, step)
-    return None if logits is None else softmax(logits)
+    return None if logits is None else (logits, softmax(logits))
 
 
 def first_token(lm, step: StepRecord, guess, probs: np.ndarray | None) -> tuple[int | None, str]:
     """The first token of `guess` as the model would write it (of its spellings, the likelier) and its piece; a
-    room's guesses are grouped by it. `probs`: step_probs of the step. Without a tokenizer: the kept candidate the
+    room's guesses are grouped by it. `probs`: the step's temperature-1 distribution (step_dist's second). Without a tokenizer: the kept candidate the
     guess is or starts a word with (_rate_candidates; None: none)."""
     text = clean(guess)
     if lm is None or probs is None:
@@ -189,13 +190,14 @@ def _best_candidate(step: StepRecord, text: str, ahead=()) -> GuessRating:
     return max((_rate_candidates(step, v, ahead) for v in variants(step, text)), key=lambda r: r.prob or 0.0)
 
 
-def rate(lm, trace: Trace, step_index: int, guess: str) -> GuessRating:
+def rate(lm, trace: Trace, step_index: int, guess: str, logits: np.ndarray | None = None) -> GuessRating:
     """`guess` at step `step_index` of `trace`, rated by `lm` (the model that made the trace, or None). Of the
     guess's spellings (`variants`), the one whose first token the model rates higher; the step's logits computed
-    once (a forward pass when the trace did not keep them), the whole guess's chain only for that spelling."""
+    once (a forward pass when the trace did not keep them; `logits`: already computed, as a class room has them),
+    the whole guess's chain only for that spelling."""
     text = clean(guess)
     step = trace.steps[step_index]
-    logits = _full_logits(lm, trace, step)
+    logits = _full_logits(lm, trace, step) if logits is None else logits
     if logits is None or lm is None:  # no tokenizer: the candidates' pieces name the token (exact with the logits)
         r = _best_candidate(step, text, written_ahead(trace, step_index))
         return r if logits is None or r.token_id is None else _rated(None, trace, step, r.text, [r.token_id], logits, softmax(logits), r.pieces)

@@ -8,7 +8,7 @@ every listener knows the language of the page that called it, with no state to k
 
     language.of(request)        "fr"
     language.speak_all(demo)    every listener of the page runs in speaking(its caller's language) (viz.text)
-    language.relabel(demo)      Gradio's labels, choices and placeholders (made in English by ui/layout.py) in the
+    language.relabelling(demo)  Gradio's labels, choices and placeholders (made in English by ui/layout.py) in the
                                 visitor's language as the page opens: one source, the catalogue, one mechanism
     language.router             GET /api/text/{lang}.json: a language's catalogue, for assets/language.js
 """
@@ -130,15 +130,16 @@ def _words_of(block) -> dict:
     return found
 
 
-def relabel(demo: gr.Blocks, after=None) -> None:
-    """As the page opens, every component whose label, info, placeholder, choices (or a button's or a Markdown's
-    text) is a sentence of the catalogue gets it in the visitor's language (nothing changes for English)."""
+def relabelling(demo: gr.Blocks) -> tuple | None:
+    """(The listener, its outputs) that, as the page opens, gives every component whose label, info, placeholder,
+    choices (or a button's or a Markdown's text) is a sentence of the catalogue that sentence in the visitor's language
+    (nothing changes for English); None: no such component. ui/wiring.py runs it after the page's load."""
     mine = [(c, m) for c, m in _AGAIN if demo.blocks.get(c._id) is c]
     _AGAIN[:] = [x for x in _AGAIN if x not in mine]  # (taken: a later build starts from none)
     made = {id(c): m for c, m in mine}
     targets = [(b, w, made.get(id(b), {})) for b in demo.blocks.values() if (w := _words_of(b)) or id(b) in made]
     if not targets:
-        return
+        return None
 
     # A component Gradio's page finds in no event is interactive; once only an output (of this listener) it would be
     # drawn static (a checkbox the page's script ticks, Guess first, would be disabled): said explicitly, it stays so.
@@ -158,4 +159,4 @@ def relabel(demo: gr.Blocks, after=None) -> None:
             out.append(gr.update(**upd | {a: fn() for a, fn in fns.items()}))
         return out
 
-    (after.then if after is not None else demo.load)(words, outputs=[b for b, _, _ in targets], show_progress="hidden", queue=False)
+    return words, [b for b, _, _ in targets]

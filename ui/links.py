@@ -18,8 +18,9 @@ step on screen, the branches it took), not the what-if sliders, so that the link
 Names starting with "__" are the host's (a Space adds __theme, and __sign when private), passed over in silence. In a
 Space, "Copy link" points at the Space's page on huggingface.co (SPACE_ID), not its frame, and sets its address (link_base).
 
-The pure part (parse_link, make_link, trace_link, link_base) takes and gives plain values; the Gradio part adds the "Example
-traces" dropdown (a gallery trace goes on as an uploaded file: ui/listeners.py's load_trace) and "Copy link".
+The pure part (parse_link, make_link, trace_link, link_base) takes and gives plain values; the Gradio part is the listeners
+of the "Example traces" dropdown (a gallery trace goes on as an uploaded file: ui/listeners.py's load_trace), a link's
+rest read after the page opened, and "Copy link" (their events are wired in ui/wiring.py, with every other).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from pipeline.errors import GalleryError, TraceFormatError
 from pipeline.indices import clamp_index
 from ui import bridge, examples, messages, network
 from ui.network import SPACE_ORIGIN, link_base, space_page  # noqa: F401 (this module's names for them too)
-from ui.views import Call, Components
+from ui.views import Components
 from ui.viewer_wiring import LIGHT
 from viz.text import DEFAULT, language, match, number_marks, t, thousands
 
@@ -225,16 +226,13 @@ def early_head() -> str:
 
 @dataclass
 class Deps:
-    """What the links need from the page (passed in by ui/wiring.py: app.py may run as __main__)."""
+    """What the links' listeners need from the page (given by ui/wiring.py, which wires their events)."""
     C: Components
     state: object  # the session's trace (gr.State)
     load_trace: Callable  # ui/listeners.py's load_trace(file) -> {component: value}
     load_outputs: list  # its outputs, as the "Load trace" button lists them
     view: Callable  # ui/views.py's panels_of_values, C given: (trace, step, layer, head, temperature, top_k, top_p, only=...) -> {component: value}
     slider: Callable  # ui/views.py's slider(trace, step) -> the step slider's update
-    send_bundle: Call  # the viewer bundle of the trace on screen, for the page
-    inside: Call  # the open "inside the model" tab
-    shown: Callable  # ui/wiring.py's Wires.shown(ev, flag=None): the bundle sent, then the open tab, after `ev`
 
 
 def remember_tables(C: Components) -> None:
@@ -274,35 +272,24 @@ def fields_line(trace, what: str = "example") -> str:
                    top_k=_plain(f["top_k"]), top_p=_shown(f["top_p"]), seed=_plain(f["seed"])) + "*"
 
 
-def wire(d: Deps, opened, demo=None) -> None:
-    """A link's fields written in the browser (`demo`'s load, no server asked); the dropdown; a lesson's step; the rest of the
-    link read after `opened` (the page's own load chain: the example trace does not arrive after a gallery one); "Copy link"."""
+def example_outputs(d: Deps) -> list:
+    """What opening a gallery trace fills: the loaded trace's outputs, the slider, the light panels, the fields."""
     C = d.C
-    fields = [C[k] for k in FIELDS]
-    if demo is not None:  # (a script in the browser takes its inputs in order: the fields, FIELDS's order)
-        demo.load(None, fields, fields, js=f"(...v) => window.LLMLinkFields.open({json.dumps(tables(C))}, v)", show_progress="hidden")
-    flag = d.C.link_example  # (whether the link opened an example: its bundle and Inside tab follow)
-    ex_out = list(dict.fromkeys([*d.load_outputs, C.slider, *[C[k] for k in LIGHT], C.example_look, *fields]))
-
-    def chosen(name):
-        return open_example(d, name) if name else {C.example_look: gr.skip()}
-
-    d.shown(C.example.input(chosen, outputs=ex_out, inputs_kwargs=dict(name=C.example), **_QUIET))
-
-    def picked(evt: gr.EventData):  # a step of the lesson, "NAME:STEP" (assets/room.js): its example at that step
-        hit = examples.lesson_pick(bridge.data(evt).get("pick"))
-        return {**open_example(d, hit[0], step=hit[1]), C.example: hit[0]} if hit else {C.example_look: gr.skip()}
-
-    d.shown(bridge.listen(C.bridge, "lesson")(picked, outputs=[*ex_out, C.example], **_QUIET))
-    link_out = list(dict.fromkeys([*ex_out, flag, C.example, C.bridge]))
-    def from_link(request: gr.Request = None):  # (named and annotated: Gradio fills `request` in)
-        return _from_link(d, flag, request)
-
-    d.shown(opened.then(from_link, outputs=[c for c in link_out if c not in fields], **_QUIET), flag)
-    _wire_copy(d)
+    return list(dict.fromkeys([*d.load_outputs, C.slider, *[C[k] for k in LIGHT], C.example_look, *(C[k] for k in FIELDS)]))
 
 
-def _from_link(d: Deps, flag, request) -> dict:
+def chosen(d: Deps, name) -> dict:
+    """The "Example traces" dropdown's choice opened (nothing for an empty choice)."""
+    return open_example(d, name) if name else {d.C.example_look: gr.skip()}
+
+
+def picked(d: Deps, data: dict) -> dict:
+    """A step of the lesson, "NAME:STEP" (assets/room.js's bridge message): its example at that step."""
+    hit = examples.lesson_pick(data.get("pick"))
+    return {**open_example(d, hit[0], step=hit[1]), d.C.example: hit[0]} if hit else {d.C.example_look: gr.skip()}
+
+
+def from_link(d: Deps, flag, request) -> dict:
     """What the page's link asks for, after the page opened: its example, then (the bridge's "fields" and "link") the
     example's fields where nobody typed and the link's run, branches and step."""
     C = d.C
@@ -337,33 +324,25 @@ def sliders_moved(trace, temperature, top_k, top_p, min_p, repetition_penalty) -
     return any(abs(a - b) > 1e-9 for a, b in zip(now, was))
 
 
-def _wire_copy(d: Deps) -> None:
-    """"Copy link": the page sends its own address (the server cannot know it behind a proxy), the server writes the link."""
-    C = d.C
-
-    def copy(prompt, mode, system, temperature, top_k, top_p, min_p, repetition_penalty, seed, max_new, step, trace, evt: gr.EventData):
-        data = bridge.data(evt)
-        switch = match(data.get("lang"))  # the language picker: the page again in that language, on this same address
-        base, _, in_space = network.shareable_base(data.get("address"))  # (the network's address where 127.0.0.1 is the page's)
-        if switch:
-            base, in_space = str(data.get("address") or ""), False
-        if trace is not None and trace.steps:  # how the text on screen was made, not the what-if sliders
-            url = trace_link(base, trace, clamp_index(step, len(trace.steps)), example=examples.shown_example(trace), lang=switch)
-        else:  # nothing on screen: the fields as they are
-            url = make_link(base, prompt=prompt, mode=mode, system=system, temperature=temperature, top_k=top_k, top_p=top_p,
-                            min_p=min_p, repetition_penalty=repetition_penalty, seed=seed, max_new_tokens=max_new, lang=switch)
-        if switch:
-            return gr.skip(), bridge.say("link", go=url)
-        action = {"copy": url}
-        if trace is not None and trace.steps and sliders_moved(trace, temperature, top_k, top_p, min_p, repetition_penalty):
-            action["moved"] = True  # (the page says the link leaves out the sliders moved since the run: assets/link_actions.js)
-        if in_space:  # the Space's page shows this query in its address bar too (assets/link_actions.js asks it)
-            action["parent"] = {"origin": SPACE_ORIGIN, "queryString": urlsplit(url).query}
-        return url, bridge.say("link", **action)
-
-    C.copy_link.click(None, js="() => window.LLMBridge.send('copy')", **_QUIET)
-    bridge.listen(C.bridge, "copy")(copy, outputs=[C.link_box, C.bridge], **_QUIET,
-                                    inputs_kwargs=dict(**{k: C[k] for k in FIELDS}, step=C.slider, trace=d.state))
+def copy_answer(trace, step, values: dict, data: dict) -> tuple:
+    """"Copy link": (the link for the link box, the bridge's message). The page sends its own address (the server cannot
+    know it behind a proxy); `values`: the fields by the page's C key; `data`: the page's message (its address, and the
+    language picker's choice, when that asked: the page again in that language, on this same address)."""
+    switch = match(data.get("lang"))
+    base, _, in_space = network.shareable_base(data.get("address"))  # (the network's address where 127.0.0.1 is the page's)
+    if switch:
+        base, in_space = str(data.get("address") or ""), False
+    if trace is not None and trace.steps:  # how the text on screen was made, not the what-if sliders
+        url = trace_link(base, trace, clamp_index(step, len(trace.steps)), example=examples.shown_example(trace), lang=switch)
+    else:  # nothing on screen: the fields as they are
+        url = make_link(base, **{("max_new_tokens" if k == "max_new" else k): v for k, v in values.items()}, lang=switch)
+    if switch:
+        return gr.skip(), bridge.say("link", go=url)
+    action = {"copy": url}
+    if trace is not None and trace.steps and sliders_moved(trace, *(values[k] for k in ("temperature", "top_k", "top_p", "min_p", "repetition_penalty"))):
+        action["moved"] = True  # (the page says the link leaves out the sliders moved since the run: assets/link_actions.js)
+    if in_space:  # the Space's page shows this query in its address bar too (assets/link_actions.js asks it)
+        action["parent"] = {"origin": SPACE_ORIGIN, "queryString": urlsplit(url).query}
+    return url, bridge.say("link", **action)
 
 
-_QUIET = dict(show_progress="hidden")

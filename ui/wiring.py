@@ -2,7 +2,9 @@
 
 wire() runs inside the page's gr.Blocks after ui/layout.py has laid it out, and wires the events
 in one fixed order (Gradio numbers them in that order). Every chain that changes the step or the
-trace on screen ends with the open "inside the model" tab drawn anew.
+trace on screen ends with the open "inside the model" tab drawn anew. This is the one module that
+attaches listeners to events (a structure test holds it): the others give it listeners and triggers
+(ui/listeners.py, ui/generation.py, ui/links.py, ui/inside's actions, ui/language.py's relabelling).
 """
 from __future__ import annotations
 
@@ -267,9 +269,46 @@ def _page_open(demo: gr.Blocks, w: Wires) -> None:
     # (the open "inside" tab is asked for by the page once that panel scrolls into view: assets/app_viewer.js)
     # (its bundle says `opened`: assets/room.js asks for a room's trace only after it, else that trace would come after the room's)
     loaded = demo.load(w.other.on_load, None, [p.state, C.info, C.spec_summary, *(C[k] for k in viz_panels.LIGHT_KEYS)], show_progress="hidden")
-    language.relabel(demo, after=loaded)  # Gradio's labels in the visitor's language (ui/language.py)
+    relabel = language.relabelling(demo)  # Gradio's labels in the visitor's language (ui/language.py)
+    if relabel is not None:
+        loaded.then(relabel[0], outputs=relabel[1], show_progress="hidden", queue=False)
     opened = Call(_marked(viewer.bundle_message, opened=True), w.send_bundle.inputs, C.bridge).after(loaded)
-    links.wire(links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider, w.send_bundle, w.inside,
-                          w.shown), opened, demo)
+    _links(w, opened, demo)
     C.status_timer.tick(status_tick, None, [C.info, C.status_timer], show_progress="hidden")
     demo.unload(session_closed)  # the page closed: its session's download folder goes (ui/listeners.py)
+
+
+def _links(w: Wires, opened, demo: gr.Blocks) -> None:
+    """A link's fields written in the browser (the page's load, no server asked); the "Example traces" dropdown; a
+    lesson's step; the rest of the link read after `opened` (the page's own load chain: the example trace does not
+    arrive after a gallery one); "Copy link" (ui/links.py)."""
+    C, p, quiet = w.p.C, w.p, dict(show_progress="hidden")
+    d = links.Deps(C, p.state, w.other.load_trace, w.load_out, partial(panels_of_values, C), slider)
+    fields = [C[k] for k in links.FIELDS]  # (a script in the browser takes its inputs in order: the fields, FIELDS's order)
+    demo.load(None, fields, fields, js=f"(...v) => window.LLMLinkFields.open({json.dumps(links.tables(C))}, v)", **quiet)
+    flag, ex_out = C.link_example, links.example_outputs(d)  # (flag: whether the link opened an example: its bundle and tab follow)
+
+    def chosen(name):
+        return links.chosen(d, name)
+
+    w.shown(C.example.input(chosen, outputs=ex_out, inputs_kwargs=dict(name=C.example), **quiet))
+
+    def picked(evt: gr.EventData):  # a step of the lesson (assets/room.js)
+        return links.picked(d, bridge.data(evt))
+
+    w.shown(bridge.listen(C.bridge, "lesson")(picked, outputs=[*ex_out, C.example], **quiet))
+    link_out = list(dict.fromkeys([*ex_out, flag, C.example, C.bridge]))
+
+    def from_link(request: gr.Request = None):  # (named and annotated: Gradio fills `request` in)
+        return links.from_link(d, flag, request)
+
+    w.shown(opened.then(from_link, outputs=[c for c in link_out if c not in fields], **quiet), flag)
+
+    def copy(prompt, mode, system, temperature, top_k, top_p, min_p, repetition_penalty, seed, max_new, step, trace, evt: gr.EventData):
+        values = dict(prompt=prompt, mode=mode, system=system, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+                      repetition_penalty=repetition_penalty, seed=seed, max_new=max_new)
+        return links.copy_answer(trace, step, values, bridge.data(evt))
+
+    C.copy_link.click(None, js="() => window.LLMBridge.send('copy')", **quiet)
+    bridge.listen(C.bridge, "copy")(copy, outputs=[C.link_box, C.bridge], **quiet,
+                                    inputs_kwargs=dict(**{k: C[k] for k in links.FIELDS}, step=C.slider, trace=p.state))

@@ -84,6 +84,8 @@ def test_a_class_guesses_sees_the_reveal_and_moves_on(browser, app_url):
     # the student's own rating, at the step the page shows (the slider's value: the server rates at it)
     a.wait_for_function("(s) => document.getElementById('guess-result').dataset.chosen === '1'"
                         " && document.getElementById('guess-result').dataset.step === String(s)", arg=step, timeout=30_000)
+    # ... as the room rated it when it was sent (GET .../rating): the page did not rate it again
+    assert a.evaluate("() => !!document.querySelector('#guess-result > .room-rating .guess-result') && document.querySelector('#guess-input textarea').value")
 
     assert all(key not in s.content() for s in (a, b, c))  # the teacher's key never reaches a student's page
 

@@ -144,7 +144,8 @@ def test_gradio_labels_are_put_in_the_visitors_language():
         md = language.again(gr.Markdown("# " + t("title.page")), value=lambda: "# " + t("title.page"))
         plain = gr.Textbox(label="a name nobody translates")
         ev = demo.load(lambda: None)
-        language.relabel(demo, after=ev)
+        words, outputs = language.relabelling(demo)
+        ev.then(words, outputs=outputs)
     fn = list(demo.fns.values())[-1]
     outs = [demo.blocks[i] for i in fn.outputs] if isinstance(fn.outputs[0], int) else fn.outputs
     assert plain not in outs and {s, r, b, md} <= set(outs)

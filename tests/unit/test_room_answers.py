@@ -91,7 +91,7 @@ def test_the_steps_distribution_is_computed_when_the_step_opens_not_at_the_first
     """The teacher's Next asks for the step's distribution (and the next step's, the likely Next after it) on the
     model's thread, before any guess; the guesses then ask for nothing; a new trace asks for its step at once."""
     client, store, room, clock = setup
-    asked, real = [], guessing.step_probs
+    asked, real = [], guessing.step_dist
 
     def counted(lm_, trace, step):
         asked.append((step.index, threading.current_thread().name))
@@ -103,7 +103,7 @@ def test_the_steps_distribution_is_computed_when_the_step_opens_not_at_the_first
             time.sleep(0.01)
         return [s for s, _ in asked]
 
-    monkeypatch.setattr(guessing, "step_probs", counted)
+    monkeypatch.setattr(guessing, "step_dist", counted)
     store.move(room.code, room.key, 1)  # the teacher moves back to step 1 (step 2's is kept from the room's start)
     assert until(1) == [1] and asked[0][1].startswith("rooms-model")  # no guess yet
     guesses(client, room, clock, [("a", "fox"), ("b", "dog")])
@@ -123,7 +123,7 @@ def test_guesses_in_the_first_second_of_a_step_do_not_wait_for_its_forward_pass(
     pass, even while the model's thread is stuck in another one (held here until the guesses are in). No clock: a
     guess that waited for a pass would wait for ever, and the join's limit says so."""
     client, store, room, clock = setup
-    real, gate, passes = guessing.step_probs, threading.Event(), []
+    real, gate, passes = guessing.step_dist, threading.Event(), []
     gate.set()
 
     def held(lm_, trace, step):
@@ -131,7 +131,7 @@ def test_guesses_in_the_first_second_of_a_step_do_not_wait_for_its_forward_pass(
         gate.wait()
         return real(lm_, trace, step)
 
-    monkeypatch.setattr(guessing, "step_probs", held)
+    monkeypatch.setattr(guessing, "step_dist", held)
     room = store.create(room.trace, 0)  # a new class: step 0's pass, then step 1's (the likely Next)
     deadline = time.time() + 30
     while len(passes) < 2 and time.time() < deadline:

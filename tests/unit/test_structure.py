@@ -530,3 +530,35 @@ def test_each_folder_of_code_holds_25_modules_at_most_and_no_run_of_a_prefix():
             words.setdefault(s.split("_")[0], []).append(s)
         runs |= {f"{d}/{w}_*": sorted(v) for w, v in words.items() if len(v) >= 4}
     assert len(FOLDERS) >= 10 and big == {} and runs == {}, (big, runs)
+
+
+GRADIO_EVENTS = {"click", "change", "submit", "input", "select", "release", "upload", "tick", "unload", "expand", "collapse",
+                 "then", "success", "focus", "blur", "key_up", "stop_recording"}
+
+
+def _events_attached(tree: ast.AST) -> list[str]:
+    """The calls in a module that attach a listener to a Gradio event: `X.click(...)` and the rest, `demo.load(...)`,
+    `gr.on(...)` and ui/bridge.py's `bridge.listen(...)`."""
+    found = []
+    for node in ast.walk(tree):
+        f = getattr(node, "func", None) if isinstance(node, ast.Call) else None
+        if not isinstance(f, ast.Attribute):
+            continue
+        who = f.value.id if isinstance(f.value, ast.Name) else ""
+        if f.attr in GRADIO_EVENTS or (f.attr == "load" and who == "demo") or (who, f.attr) in {("gr", "on"), ("bridge", "listen")}:
+            found.append(f"{who or '…'}.{f.attr}@{node.lineno}")
+    return found
+
+
+def test_every_event_of_the_page_is_wired_in_one_home():
+    """One place a newcomer looks for "what runs when": ui/wiring.py attaches every listener to its event (issue 48);
+    the modules it reads give it listeners and triggers (ui/inside's actions, ui/links.py's listeners, ui/language.py's
+    relabelling), and ui/views.py's Call is the helper it attaches them with."""
+    homes = {"ui/wiring.py", "ui/views.py"}
+    elsewhere = {}
+    for path in sorted((ROOT / "ui").rglob("*.py")) + [ROOT / "app.py"]:
+        rel = path.relative_to(ROOT).as_posix()  # (ui/rooms/ imports no gradio, a test above holds: its `submit`s are a pool's)
+        if rel not in homes and not rel.startswith("ui/rooms/") and (got := _events_attached(ast.parse(path.read_text(encoding="utf-8")))):
+            elsewhere[rel] = got
+    assert _events_attached(ast.parse((ROOT / "ui" / "wiring.py").read_text(encoding="utf-8")))  # (the scan finds them)
+    assert elsewhere == {}, f"listeners attached outside ui/wiring.py: {elsewhere}"

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PY_DIRS = ("pipeline", "viz", "ui")
 KEY_CALLS = {"t", "t_html", "template"}  # viz.text's functions that take a key first
 # the places that build their keys: caption.<name> (viz.captions._NAMES); an example's gallery.<name>.title/look and
-# passage.<name>.title (ui/examples.py `words`); a Gradio label's own key, found by its English (ui/language.py `relabel`)
+# passage.<name>.title (ui/examples.py `words`); a Gradio label's own key, found by its English (ui/language.py `relabelling`)
 BY_NAME = ("viz/captions.py:", "ui/examples.py:", "ui/language.py:", "viz/viewer/page.py:")  # (the last: assets/viewer.html's slots)
 # sentences moved out of these files: none of their text may be written there again
 MOVED = {"viz/guess.py": ("guess.", "common."), "assets/viewer_guess.js": ("guess.", "error.guess"),

@@ -7,6 +7,8 @@
     GET  /api/rooms/{code}/results.csv the teacher's: one row per student and step (ui/rooms/results.py)
     GET  /api/rooms/{code}?student=ID  the room's state; with If-None-Match of its ETag and no change: 304
     POST /api/rooms/{code}/guesses     {"student": ID, "text": GUESS}
+    GET  /api/rooms/{code}/rating?student=ID  after the reveal, the student's own guess rated as the page shows it
+                                       (ui/rooms/ratings.py): {"step": N, "html": ...}; no guess of theirs: "html" null
     POST /api/rooms/{code}/reveal | /step {"step": N} | /hide {"token_id": T} or {"text": S} | /close
                                        the teacher's, with the header X-Room-Key
 
@@ -18,6 +20,7 @@ gallery trace's name) in English, as the API's docs.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 
 from fastapi import APIRouter, Request
@@ -124,6 +127,20 @@ async def guess(code: str, request: Request):
         with speaking(of(request)):  # (a refusal the student's page shows, in its language)
             return _refused(e)
     return {"text": g.text, "token_id": g.token_id, "piece": g.piece, "ids": list(g.ids), "case_ids": list(g.case_ids)}
+
+
+@router.get("/{code}/rating")
+async def rating(code: str, request: Request, student: str | None = None):
+    from viz import guess as guess_viz
+
+    with speaking(of(request)):  # (the rating's words, and a refusal's, in the page's language)
+        try:
+            trace, step, done = ROOMS.rating(code, student)
+            r = None if done is None else await asyncio.wrap_future(done)
+        except RoomError as e:
+            return _refused(e)
+        html = None if r is None else guess_viz.rating_html(r, step, trace.steps[step])
+        return JSONResponse({"step": step, "html": html}, headers={"Cache-Control": "no-store"})
 
 
 async def _teacher(code: str, request: Request, act) -> Response:

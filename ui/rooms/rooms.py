@@ -17,18 +17,19 @@ import os
 import secrets
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pipeline import guess as guessing
 from pipeline.trace.records import Trace
 from ui.rooms import profanity as room_filter
+from ui.rooms import ratings as room_ratings
 from ui.rooms import results as room_results
 from ui.rooms import scores as room_scores
-from ui.rooms.errors import RoomError, refused_guess
+from ui.rooms.errors import RoomError
+from ui.rooms.ratings import Guess
 from ui.examples import is_passage
 from ui.model import same_model
-from viz.style import visible
 from viz.text import DEFAULT, language, t, thousands
 
 CODE_LETTERS = "ACDEFGHJKMNPQRTUVWXY34679"  # no 0/O, 1/I/L, 2/Z, 5/S, 8/B: read off a projector without doubt
@@ -42,19 +43,6 @@ DEFAULT_OPTIONS = {"profanity": "replace", "hide_counts": False}
 TOP = 10  # the model's candidates shown beside the room's answers
 # the rooms' forward passes, one at a time; process-wide, like ROOMS at the end of this file (docs/state.md)
 MODEL_THREAD = ThreadPoolExecutor(1, thread_name_prefix="rooms-model")
-
-
-@dataclass
-class Guess:
-    text: str
-    token_id: int | None  # the first token as the model would write the guess (the room's answers are grouped by it)
-    piece: str
-    ids: tuple = ()  # the first token of each spelling ("mat", " mat"): right when the real token is one (ui/rooms/scores.py)
-    prob: float | None = None  # the model's temperature-1 probability of token_id at the step (whole vocabulary)
-    rank: int | None = None  # its rank there (1: the model's most likely)
-    step: int = 0
-    case_ids: tuple = ()  # the first tokens of its spellings in other capitals only: right too (ui/rooms/scores.py)
-    lang: str = ""  # the language of the page that sent it: its rude words are masked too (ui/rooms/profanity.py)
 
 
 @dataclass
@@ -73,9 +61,10 @@ class Room:
     guesses: dict = field(default_factory=dict)  # step -> {student id: Guess}
     hidden: dict = field(default_factory=dict)  # step -> set of token ids (or texts) the teacher hid
     trace_n: int = 0  # which of the room's traces `trace` is (pages re-join when it changes; the distribution's key)
-    # (trace_n, step) -> (the model it was asked of, the Future of the step's distribution: pipeline.guess.step_probs),
+    # (trace_n, step) -> (the model it was asked of, the Future of the step's logits and distribution: pipeline.guess.step_dist),
     # for the step on screen and the next
     probs: dict = field(default_factory=dict)
+    ratings: dict = field(default_factory=dict)  # (trace_n, step, text) -> the Future of its page rating (ui/rooms/ratings.py)
     passage: str | None = None  # the passage's name when the trace is real text (pipeline/passages.py)
     options: dict = field(default_factory=lambda: dict(DEFAULT_OPTIONS))  # the teacher's choices for the projector
     names: dict = field(default_factory=dict)  # student id -> "S1", "S2", ... in the order they first guessed (the CSV's)
@@ -252,7 +241,7 @@ class Rooms:
             lm, probs = self._warm(room)
         if not wait and not probs.done():
             return None
-        g = self._rated(lm, trace.steps[s], probs, text, (room.lang, lang))
+        g = room_ratings.rated(lm, trace.steps[s], probs, text, (room.lang, lang))
         g.step, g.lang = s, lang
         with self.lock:
             room = self._open(code)
@@ -269,6 +258,25 @@ class Rooms:
             room.names.setdefault(sid, f"S{len(room.names) + 1}")
             room.bump()
             return g
+
+    def rating(self, code: str, student) -> tuple:
+        """(The room's trace and step, the Future of the student's own guess there rated as a page shows a rating, or None: no
+        guess of theirs at the step), once the teacher has revealed it. Made once per text at a step, whoever sent it,
+        on the rooms' model thread (after the step's distribution; a guess of several tokens: one forward pass)."""
+        sid = _student(student)
+        with self.lock:
+            room = self._open(code)
+            if room.phase != "revealed":
+                raise RoomError(409, lambda: t("rooms.not_revealed"))
+            s, g = room.step, room.guesses.get(room.step, {}).get(sid)
+            if g is None:
+                return room.trace, s, None
+            key = (room.trace_n, s, g.text)
+            if key not in room.ratings:
+                lm, dist = self._warm(room)
+                room.ratings = {k: v for k, v in room.ratings.items() if k[:2] == key[:2]}  # (the step's only)
+                room.ratings[key] = MODEL_THREAD.submit(room_ratings.page_rating, lm, room.trace, s, g, dist)
+            return room.trace, s, room.ratings[key]
 
     def summary(self, code: str) -> dict:
         """Every revealed step of the room's trace, its score, and the round's totals (ui/rooms/scores.py)."""
@@ -302,23 +310,9 @@ class Rooms:
         kept = {k: v for k, v in room.probs.items() if k in keys and v[0] is lm and not (v[1].done() and v[1].exception() is not None)}
         for k in keys:  # (the step on screen first: the one thread takes them in order)
             if k not in kept:
-                kept[k] = (lm, MODEL_THREAD.submit(guessing.step_probs, lm, trace, trace.steps[k[1]]))
+                kept[k] = (lm, MODEL_THREAD.submit(guessing.step_dist, lm, trace, trace.steps[k[1]]))
         room.probs = kept
         return kept[keys[0]]
-
-    @staticmethod
-    def _rated(lm, step, probs: Future, text: str, locales=()) -> Guess:
-        """The guess's first token as the model writes it, in the step's distribution (waited for, when the guess came
-        before its forward pass ended)."""
-        try:
-            text = guessing.clean(text)
-        except guessing.GuessError as e:
-            raise RoomError(400, refused_guess(text, e)) from None
-        dist = probs.result()
-        tid, piece = guessing.first_token(lm, step, text, dist)
-        room_filter.warm(text, piece, visible(piece), locales=locales)  # (checked here, outside the lock: the reveal's filter finds it known)
-        ids, prob, rank, case_ids = room_scores.guess_numbers(lm, step, text, tid, dist)
-        return Guess(text, tid, piece, ids, prob, rank, case_ids=case_ids)
 
     def _open(self, code: str) -> Room:
         room = self.rooms.get(str(code).upper())

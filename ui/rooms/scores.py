@@ -218,7 +218,7 @@ def revealed(room, top: int) -> dict:
     n = sum(r["count"] for r in room_rows)
     top_share = sum(r["count"] for r in room_rows if r["token_id"] == model[0]["token_id"]) / n if n else 0.0
     got = room.probs.get((room.trace_n, room.step))
-    probs = got[1].result() if got and got[1].done() and not got[1].exception() else None
+    probs = (got[1].result() or (None, None))[1] if got and got[1].done() and not got[1].exception() else None
     favourites = [dict(r, **model_prob(step, probs, r["token_id"])) for r in room_rows if r["count"] == room_rows[0]["count"]]
     score = room.scores.get(room.step) or step_score(step, list(room.guesses.get(room.step, {}).values()))
     sampled = {"token_id": step.token_id, "piece": step.piece, "label": visible(step.piece), "prob": score["model_prob"],
