@@ -58,6 +58,12 @@ def test_the_projector_holds_a_round_on_its_first_screen_and_its_chart_large(bro
     corner = box(page, "#class-info .class-join")  # the code and the join address, together in a corner
     assert in_a_corner(corner) and inside(box(page, "#class-code"), corner) and inside(box(page, "#class-info .class-url a"), corner), corner
     assert page.locator("#class-info .lesson-notes").is_hidden()  # never in presenter view
+    # every slider's ends whole inside its box at the projector's 24 px (top-k's "200" was cut to "20(")
+    ends = page.evaluate("""() => [...document.querySelectorAll('.slider_input_container')].filter((c) => c.getClientRects().length)
+      .map((c) => { const r = c.closest('.block').getBoundingClientRect();
+        return [c.closest('[id]').id, [...c.querySelectorAll('.min_value, .max_value')].every((e) => { const b = e.getBoundingClientRect();
+          return b.width > 0 && b.left >= r.left && b.right <= r.right; })]; })""")
+    assert len(ends) >= 6 and all(ok for _, ok in ends), ends
     assert leaks(page, x) == []
     page.screenshot(path=str(shots / "lesson_projector_guessing.png"))
 
