@@ -343,10 +343,32 @@
     return plotly().react(el, data, layout, given).then(() => {
       el.layout.meta = meta;
       unmeasured(el);
+      toolbar(el);
       return drawScale(el, scale, template);
     }).then((drawn) => {
       if (root.LLMFigureText) root.LLMFigureText.label(el, fig); // (a screen reader's words for it: assets/figure_text.js)
       return drawn;
+    });
+  }
+
+  /* A plot's mode bar is one Tab stop, a toolbar (WAI-ARIA's pattern): its first button in the Tab order, the others
+   * on the arrow keys, Home and End (eight stops a plot were eight a keyboard passed on the way to the next panel). */
+  function toolbar(el) {
+    const bar = el.querySelector('.modebar'), btns = bar ? [...bar.querySelectorAll('.modebar-btn')] : [];
+    if (!btns.length) return;
+    const at = Math.max(0, btns.findIndex((b) => b.getAttribute('tabindex') === '0'));
+    btns.forEach((b, i) => b.setAttribute('tabindex', i === at ? '0' : '-1'));
+    if (bar.dataset.toolbar) return;
+    Object.assign(bar.dataset, { toolbar: '1' });
+    bar.setAttribute('role', 'toolbar');
+    bar.addEventListener('keydown', (e) => {
+      const all = [...bar.querySelectorAll('.modebar-btn')], i = all.indexOf(document.activeElement);
+      const to = { ArrowRight: i + 1, ArrowDown: i + 1, ArrowLeft: i - 1, ArrowUp: i - 1, Home: 0, End: all.length - 1 }[e.key];
+      if (i < 0 || to === undefined) return;
+      e.preventDefault();
+      const next = all[(to + all.length) % all.length];
+      all.forEach((b) => b.setAttribute('tabindex', b === next ? '0' : '-1'));
+      next.focus();
     });
   }
 

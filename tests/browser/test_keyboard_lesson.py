@@ -171,3 +171,28 @@ def test_a_class_round_from_the_keyboard(browser, app_url):
     on_step(student, lesson()[1])
     assert {k: unseen(v) for k, v in stops.items()} == {"teacher": [], "student": []}, {k: unseen(v) for k, v in stops.items()}
     assert teacher.errors == [] and student.errors == []
+
+
+def test_a_plots_mode_bar_is_one_tab_stop_its_buttons_on_the_arrow_keys(browser, app_url):
+    """Plotly's mode bar (zoom, pan, reset, the camera) is a toolbar: one Tab stop a plot, the arrow keys, Home and End
+    move along it, the next Tab leaves it (eight stops a plot were eight a keyboard user passed on the way)."""
+    page = new_page(browser, width=1366, height=768, record_toasts=False)
+    page.goto(app_url)
+    wait(page, "window.LLMApp && LLMApp.mounted() && document.querySelectorAll('.modebar').length >= 2", timeout=120_000)
+    page.focus("#prompt textarea")
+    stops = tab_to(page, ".modebar-btn")
+    bar = "document.activeElement.closest('.modebar')"
+    assert state(page, f"{bar}.getAttribute('role')") == "toolbar" and unseen(stops) == []
+    n = state(page, f"{bar}.querySelectorAll('.modebar-btn').length")
+    assert n >= 2
+    for key, at in (("ArrowRight", 1), ("ArrowLeft", 0), ("ArrowLeft", n - 1), ("Home", 0), ("End", n - 1), ("ArrowRight", 0)):
+        page.keyboard.press(key)
+        assert state(page, f"[...{bar}.querySelectorAll('.modebar-btn')].indexOf(document.activeElement)") == at, key
+        assert unseen([stop(page)]) == [], key
+    page.keyboard.press("ArrowRight")
+    state(page, f"(window.__bar = {bar}, true)")
+    page.keyboard.press("Tab")  # out of the toolbar: the next stop is not one of its buttons
+    assert state(page, "document.activeElement.closest('.modebar') !== window.__bar && document.activeElement !== document.body")
+    # every drawn plot's bar: one button in the Tab order, the one last used
+    assert state(page, """[...document.querySelectorAll('.modebar')].every((m) =>
+      m.querySelectorAll('.modebar-btn[tabindex="0"]').length === 1)""")
