@@ -47,5 +47,29 @@
       ? Object.assign({}, tr, { name: fitLine(tr.name, per).join('<br>') }) : tr));
   }
 
-  root.LLMViewerPhone = { wrappedTitle, wrappedLegend, fitLine };
+  /* Two panels side by side (x and x2: the KV cache and the timing, ...) one over the other: on a phone each was a
+   * third of the width, their titles ran into each other and the timing's note over the left panel. The notes placed
+   * on the page (xref/yref "paper") move with their panel; the figure grows to hold both. */
+  const TOP = [0.58, 1], BOTTOM = [0, 0.4];
+  function stacked(layout) {
+    const a = layout.xaxis && layout.xaxis.domain, b = layout.xaxis2 && layout.xaxis2.domain;
+    if (!a || !b || a[1] > b[0] || layout.xaxis3 || !layout.yaxis || !layout.yaxis2) return;
+    const spot = (x, y) => { // (a point on the page, in the left or right panel's share, where it now is)
+      const [d, to] = x <= a[1] + 1e-6 ? [a, TOP] : [b, BOTTOM];
+      return [(x - d[0]) / (d[1] - d[0] || 1), to[0] + y * (to[1] - to[0])];
+    };
+    layout.xaxis = Object.assign({}, layout.xaxis, { domain: [0, 1] });
+    layout.xaxis2 = Object.assign({}, layout.xaxis2, { domain: [0, 1] });
+    layout.yaxis = Object.assign({}, layout.yaxis, { domain: TOP });
+    layout.yaxis2 = Object.assign({}, layout.yaxis2, { domain: BOTTOM });
+    layout.annotations = (layout.annotations || []).map((n) => {
+      if (n.xref !== 'paper' || n.yref !== 'paper' || typeof n.x !== 'number' || typeof n.y !== 'number') return n;
+      const [x, y] = spot(n.x, Math.min(1, n.y));
+      return Object.assign({}, n, { x, y: n.y > 1 ? y + (n.y - 1) : y });
+    });
+    layout.height = Math.round((layout.height || 400) * 1.8);
+    if (layout.legend && layout.legend.y < 0) layout.legend = Object.assign({}, layout.legend, { y: layout.legend.y / 1.8 }); // (as far below)
+  }
+
+  root.LLMViewerPhone = { wrappedTitle, wrappedLegend, fitLine, stacked };
 })(typeof window !== 'undefined' ? window : globalThis);

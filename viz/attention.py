@@ -150,6 +150,14 @@ def _head_kv(head: int, kv: int) -> str:
     return t("attention.head_kv", head=head, kv=kv)
 
 
+def _tile_title(head: int, kv: int) -> str:
+    """A tile's title in two lines, the head over its KV head ("head 3<br>(kv 1)"): on one line, neighbouring tiles'
+    titles ran into each other on a phone and at 200% zoom."""
+    text = _head_kv(head, kv)
+    i = max(text.rfind(" ("), text.rfind("（"))
+    return f"{text[:i].rstrip()}<br>{text[i:].strip()}" if i > 0 else text
+
+
 def _hover(head: str) -> str:
     """A cell's hover: its query, its key, its weight, and (aside) the head."""
     return "<br>".join((t("attention.hover_query", query="%{y}"), t("attention.hover_key", key="%{x}"),
@@ -194,7 +202,7 @@ def _grid(z: np.ndarray, labels: list[str], heads: list[int], *, row: int, n: in
     for k, h in enumerate(heads):
         r, c = divmod(k, cols)
         shapes.append(_outline(c * step - 0.5, c * step + n - 0.5, r * step + row, position))
-        titles.append(dict(text=_head_kv(h, kv_group(h, *n_kv)), xref="x", yref="y", x=c * step + (size - 1) / 2, y=r * step - 0.5,
+        titles.append(dict(text=_tile_title(h, kv_group(h, *n_kv)), xref="x", yref="y", x=c * step + (size - 1) / 2, y=r * step - 0.5,
                            xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12)))
     layout = _axes(len(xl), len(yl), showticklabels=False)
     layout.update(shapes=shapes, annotations=titles)

@@ -157,7 +157,10 @@ def test_stop_mid_generation_keeps_the_steps(browser, app_url):
     time.sleep(3.0)
     assert n_generated_chips(page) == n1, "generation went on after Stop"
     assert 5 <= n1 < 100
-    assert slider_max(page) == n1 - 1  # every step on screen is in the trace
+    seen = page.evaluate("() => ({step: LLMApp.state.step, n: LLMApp.state.bundle && LLMApp.state.bundle.n_steps, value: LLMValues.step(),"
+                         " hidden: document.querySelectorAll('#output span.step[hidden]').length,"
+                         " stale: document.querySelectorAll('#output span.step.stale').length})")
+    assert slider_max(page) == n1 - 1, seen  # every step on screen is in the trace
     # the steps so far stay explorable
     assert slider_max(page) >= n1 - 1
     set_number(page, "step-slider", 2)

@@ -15,6 +15,12 @@ CUT = """() => [...document.querySelectorAll('.js-plotly-plot')].filter((p) => p
   return [...p.querySelectorAll('.gtitle, .legendtext, .annotation-text, .cbtitle text, .g-xtitle text, .g-ytitle text')].map((e) => {
     const b = e.getBoundingClientRect(); return [id, e.textContent.slice(0, 60), Math.round(b.left - box.left), Math.round(box.right - b.right)]; })
     .filter(([, , l, r]) => l < -1 || r < -1); })"""
+# two of a figure's notes on top of each other (the attention grid's tile titles ran into their neighbours on one line)
+OVERLAP = """() => [...document.querySelectorAll('.js-plotly-plot')].filter((p) => p.getClientRects().length).flatMap((p) => {
+  const a = [...p.querySelectorAll('.annotation-text')].flatMap((e) => { const lines = e.querySelectorAll('tspan.line'); // (each line's own box)
+    return (lines.length ? [...lines] : [e]).map((x) => [e.textContent, x.getBoundingClientRect(), e]); }).filter(([, b]) => b.width);
+  return a.flatMap(([s, b, e], i) => a.slice(i + 1).filter(([, c, f]) => e !== f && b.left < c.right - 1 && c.left < b.right - 1
+    && b.top < c.bottom - 1 && c.top < b.bottom - 1).map(([t]) => [(p.closest('[id]') || {}).id, s, t])); })"""
 DRAWN = "() => [...document.querySelectorAll('.js-plotly-plot')].filter((p) => p.getClientRects().length && p.querySelector('.main-svg')).length"
 
 
@@ -32,6 +38,8 @@ def test_no_figure_on_a_phone_cuts_its_words(browser, app_url, shots, lang):
         page.wait_for_timeout(100)
     page.wait_for_function(f"() => ({DRAWN})() >= 8", timeout=60_000)
     assert page.evaluate(CUT) == []
+    page.wait_for_selector("#attn-plot .annotation-text", state="attached", timeout=30_000)  # (the grid of every head)
+    assert page.evaluate(OVERLAP) == []
     page.locator("#attn-plot").scroll_into_view_if_needed()
     page.screenshot(path=str(shots / f"i46_phone_figures_{lang}.png"))
     ctx.close()

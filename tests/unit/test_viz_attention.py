@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tests.synthetic import make_trace
+from viz.text import speaking
 from viz.attention import TAG, attention_figure, attention_matrix, attention_overview_figure, kv_group, overview_values, position_labels, tile_gap
 
 
@@ -49,7 +50,12 @@ def test_grid_tiles_every_head_in_one_heatmap_with_gqa_titles_and_the_query_row_
     fig = attention_figure(steps=t.steps, step=step, layer=layer, head=None, n_kv_heads=2, pieces=list(st.context_pieces))
     (d,) = _heatmaps(fig)
     titles = [a.text for a in fig.layout.annotations]
-    assert titles == ["head 0 (kv 0)", "head 1 (kv 0)", "head 2 (kv 1)", "head 3 (kv 1)"]
+    # (in two lines: on one, neighbouring tiles' titles ran into each other on a phone)
+    assert titles == ["head 0<br>(kv 0)", "head 1<br>(kv 0)", "head 2<br>(kv 1)", "head 3<br>(kv 1)"]
+    with speaking("zh-CN"):
+        zh = [a.text for a in attention_figure(steps=t.steps, step=step, layer=layer, head=None, n_kv_heads=2,
+                                               pieces=list(st.context_pieces)).layout.annotations]
+    assert zh[3] == "第 3 个头<br>（kv 1）"
     m = attention_matrix(t.steps, upto=step)[layer]  # (H, T, T)
     T = st.position + 1
     cols, gap = 3, tile_gap(T)  # four heads: three tiles a row, two rows
