@@ -78,3 +78,21 @@ def test_a_new_step_asks_for_a_new_guess_before_any_rating(lm, setup):
     assert _rating(client, room, "a").status_code == 409  # the next step, not revealed
     client.post(f"/api/rooms/{room.code}/reveal", headers={"X-Room-Key": room.key})
     assert _rating(client, room, "a").json() == {"step": 3, "html": None}  # no guess of theirs at step 3
+
+
+def test_a_rating_whose_pass_failed_is_made_again_when_asked(lm, setup, monkeypatch):
+    client, store, room, clock = setup
+    client.post(f"/api/rooms/{room.code}/guesses", json={"student": "a", "text": "fox"})
+    client.post(f"/api/rooms/{room.code}/reveal", headers={"X-Room-Key": room.key})
+    real, calls = room_ratings.page_rating, []
+
+    def once_broken(*a):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the forward pass failed")
+        return real(*a)
+
+    monkeypatch.setattr(room_ratings, "page_rating", once_broken)
+    with pytest.raises(RuntimeError):
+        _rating(client, room, "a")
+    assert _rating(client, room, "a").json()["html"] and len(calls) == 2  # not the failed one kept for good
