@@ -37,6 +37,7 @@ class Runs:
 
     def __init__(self):
         self._newest: dict[str, int] = {}
+        self._shown: dict[str, int] = {}  # the last step each page's run streamed to it (until its `finish`)
         self._n = 0
         self._lock = threading.Lock()
 
@@ -63,6 +64,17 @@ class Runs:
         with self._lock:
             if key is not None and key in self._newest:
                 self._newest[key] = 0  # (no run's number)
+
+    def streamed(self, key: str | None, i: int):
+        """Step `i` went out to the page (the step slider put on it)."""
+        if key is not None:
+            with self._lock:
+                self._shown[key] = i
+
+    def last_streamed(self, key: str | None) -> int | None:
+        """The last step the page's run streamed to it (None: none), forgotten once asked (the run's `finish`)."""
+        with self._lock:
+            return self._shown.pop(key, None) if key is not None else None
 
     def end(self, key: str | None, n: int):
         with self._lock:
@@ -137,6 +149,7 @@ class Generation:
             first.update({C.output: page.output_only(trace), C.tokens: page.tokens_only(trace)})
         key = RUNS.session()
         n = RUNS.begin(key)
+        RUNS.streamed(key, len(kept) - 1 if kept else -1)
         try:
             yield first
             if kept and kept[-1].stop_reason == "eos":  # a forced end of sequence: nothing follows
@@ -146,6 +159,7 @@ class Generation:
                 if RUNS.superseded(key, n):  # a newer run of this page has begun, or Stop was clicked: the page is not this run's
                     return
                 trace = gen.trace()
+                RUNS.streamed(key, len(trace.steps) - 1)
                 yield self._streamed(trace, len(trace.steps) - 1, opts, live, clock)
         finally:
             RUNS.end(key, n)
@@ -165,18 +179,21 @@ class Generation:
     def finish(self, ran, trace, step, layer, head, temperature, top_k, top_p, min_p, repetition_penalty):
         """After streaming ends or is stopped: every panel for the last step. Nothing when the run was refused."""
         C = self.C
+        # the slider on the last step when the page was on the last step streamed to it (a Stop can end the run on a
+        # token made and never streamed: the text showed one step less than the trace held); a person who has dragged
+        # it elsewhere since keeps the step they chose (the slider's range only)
+        last = RUNS.last_streamed(RUNS.session())
+        follow = last is not None and step is not None and int(step) >= last
         if not ran or trace is None:
             return unchanged(C)
         step = len(trace.steps) - 1
         # the run's big arrays leave the heap for a mapped file (same bytes), beside the page's drawing
         threading.Thread(target=offheap.move_off_heap, args=(trace,), daemon=True).start()
-        # the slider's range only: the last streamed token put it on the last step, and a person who has
-        # dragged it since (the moment the run ended) keeps the step they chose
         # the text, chips and rounds of the whole trace; the step panels are the page's to draw from the bundle asked
         # for here (drawn here too they would be drawn twice: by Gradio, then by the page), but for a step past its frames
         only = None if step >= viewer.MAX_FRAMES else viewer.LIGHT
         return {**panels(C, trace, step, ViewOptions(layer, head, temperature, top_k, top_p, min_p, repetition_penalty), only=only),
-                C.slider: slider(trace, keep_value=True),
+                C.slider: slider(trace, keep_value=not follow),
                 C.download: gr.Button(t("button.download"), interactive=bool(trace.steps)), C.bundle_req: f"{id(trace)}:{time.time()}"}
 
     # -- the buttons that start a run (their inputs: the stream's, some with one before) ----------
