@@ -359,7 +359,7 @@
     const bar = el.querySelector('.modebar'), btns = bar ? [...bar.querySelectorAll('.modebar-btn')] : [];
     if (!btns.length) return;
     const at = Math.max(0, btns.findIndex((b) => b.getAttribute('tabindex') === '0'));
-    btns.forEach((b, i) => b.setAttribute('tabindex', i === at ? '0' : '-1'));
+    btns.forEach((b, i) => { const want = i === at ? '0' : '-1'; if (b.getAttribute('tabindex') !== want) b.setAttribute('tabindex', want); }); // (a step's redraw writes nothing)
     if (bar.dataset.toolbar) return;
     Object.assign(bar.dataset, { toolbar: '1' });
     bar.setAttribute('role', 'toolbar');

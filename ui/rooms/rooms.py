@@ -271,7 +271,8 @@ class Rooms:
             s, g = room.step, room.guesses.get(room.step, {}).get(sid)
             if g is None:
                 return room.trace, s, None
-            key, was = (room.trace_n, s, g.text), room.ratings.get((room.trace_n, s, g.text))
+            key = (room.trace_n, s, g.text)
+            was = room.ratings.get(key)
             if was is None or (was.done() and was.exception() is not None):  # (asked again after a failed pass)
                 lm, dist = self._warm(room)
                 room.ratings = {k: v for k, v in room.ratings.items() if k[:2] == key[:2]}  # (the step's only)
