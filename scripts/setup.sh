@@ -17,7 +17,7 @@ pip_install --no-deps -r requirements-embedded.txt
 
 if [ "${1:-}" = "--dev" ]; then
   pip_install -r requirements-dev.txt
-  .venv/bin/python -c "import pytest, pytest_timeout, playwright, axe_playwright_python" || { echo "setup: test tools did not install" >&2; exit 1; }
+  .venv/bin/python -c "import pytest, pytest_timeout, xdist, playwright, axe_playwright_python" || { echo "setup: test tools did not install" >&2; exit 1; }
   if ! command -v chromium >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     echo "setup: installing Debian's chromium for the browser tests ..."

@@ -70,3 +70,30 @@ def wait_plot_step(page, elem_id: str, step: int, timeout_ms: int = 30_000):
         " const s = el && el.layout && el.layout.title; const t = s ? (s.text || String(s)) : '';"
         " return new RegExp('step ' + n + '(?![0-9])').test(t); }",
         arg=[elem_id, step], timeout=timeout_ms)
+
+
+# -- acting at the page's own moment ------------------------------------------------------------
+# A test that polls from outside is answered only when the page's thread is free: on a loaded machine it
+# misses states the page showed, and a click it sends after a check can land after the state it checked
+# is gone. These run inside the page.
+CHIPS = "document.querySelectorAll('#output span.step:not(.stale):not([hidden])').length"
+
+
+def record_chip_counts(page) -> None:
+    """From now on, the page keeps each number of generated chips it shows (`chip_counts`)."""
+    page.evaluate(f"""() => {{
+        const seen = window.__chipCounts = [];
+        const note = () => {{ const n = {CHIPS}; if (seen[seen.length - 1] !== n) seen.push(n); }};
+        new MutationObserver(note).observe(document.querySelector('#output'), {{subtree: true, childList: true, attributes: true}});
+    }}""")
+
+
+def chip_counts(page) -> list[int]:
+    """Every number of generated chips the page showed since record_chip_counts, in order."""
+    return page.evaluate("() => window.__chipCounts || []")
+
+
+def click_when(page, condition_js: str, selector: str, timeout_ms: int = 120_000) -> None:
+    """Click `selector` in the same moment of the page's thread as `condition_js` first holds (an expression)."""
+    page.wait_for_function(f"() => ({condition_js}) && (document.querySelector({selector!r}).click(), true)",
+                           timeout=timeout_ms)

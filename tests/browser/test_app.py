@@ -13,8 +13,8 @@ import pytest
 from pipeline.trace import files as trace_io
 from viz.panels import STEP_IDS
 
-from .harness import (ROOT, error_toasts, n_generated_chips, open_page, output_text, plot_data, plot_title, set_number, slider_max,
-                      slider_value, wait_model_loaded, wait_plot_step)
+from .harness import (ROOT, chip_counts, click_when, error_toasts, n_generated_chips, open_page, output_text, plot_data, plot_title,
+                      record_chip_counts, set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step)
 
 pytestmark = pytest.mark.browser
 
@@ -78,17 +78,10 @@ def test_generate_streams_tokens_and_every_panel_renders(browser, app_url, shots
     set_number(page, "max-new-tokens", 40)
     set_number(page, "temperature", 0)
     mark_stale(page)
+    record_chip_counts(page)  # (counted by the page as it draws them: a poll from here misses some on a busy machine)
     page.click("#generate")
-    # watch the output grow token by token while the model runs
-    seen = []
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        seen.append(n_generated_chips(page))
-        if page.query_selector("#output .stop-reason:not(.stale)"):
-            break
-        time.sleep(0.15)
     wait_stopped(page)
-    counts = sorted(set(c for c in seen if c > 0))
+    counts = sorted(set(c for c in chip_counts(page) if c > 0))
     assert len(counts) >= 5, f"the output did not stream: chip counts seen {counts}"
     assert n_generated_chips(page) >= 20
     assert "stopped:" in page.inner_text("#output")
@@ -148,8 +141,8 @@ def test_step_slider_scrubs_every_panel(browser, app_url):
 def test_stop_mid_generation_keeps_the_steps(browser, app_url):
     page = open_page(browser, app_url)
     _generate(page, "Tell me a long story about a dragon.", max_new=300, temperature=0.8, wait_done=False)
-    page.wait_for_function("() => document.querySelectorAll('#output span.step:not(.stale)').length >= 5", timeout=120_000)
-    page.click("#stop")
+    # Stop at the moment the fifth chip shows (a click sent from here after a check can come after the run has ended)
+    click_when(page, "document.querySelectorAll('#output span.step:not(.stale)').length >= 5", "#stop")
     page.wait_for_function("() => !document.querySelector('#download-trace').disabled", timeout=30_000)
     wait_viewer(page)
     time.sleep(1.0)
