@@ -47,29 +47,145 @@
       ? Object.assign({}, tr, { name: fitLine(tr.name, per).join('<br>') }) : tr));
   }
 
-  /* Two panels side by side (x and x2: the KV cache and the timing, ...) one over the other: on a phone each was a
-   * third of the width, their titles ran into each other and the timing's note over the left panel. The notes placed
-   * on the page (xref/yref "paper") move with their panel; the figure grows to hold both. */
-  const TOP = [0.58, 1], BOTTOM = [0, 0.4];
-  function stacked(layout) {
-    const a = layout.xaxis && layout.xaxis.domain, b = layout.xaxis2 && layout.xaxis2.domain;
-    if (!a || !b || a[1] > b[0] || layout.xaxis3 || !layout.yaxis || !layout.yaxis2) return;
-    const spot = (x, y) => { // (a point on the page, in the left or right panel's share, where it now is)
-      const [d, to] = x <= a[1] + 1e-6 ? [a, TOP] : [b, BOTTOM];
-      return [(x - d[0]) / (d[1] - d[0] || 1), to[0] + y * (to[1] - to[0])];
+  /* Panels side by side (x and x2: the KV cache and the timing; x, x2, x3: sampling under three settings) one over
+   * the other: on a phone each was a third of the width or less, their titles ran into each other and the timing's
+   * note over the left panel. The notes placed on the page (xref/yref "paper") move with their panel; the figure grows
+   * to hold them all. Two panels that share one y axis (the logit lens: its top-5 table and the chosen token's
+   * probability, a row per depth) are rowsStacked. Returns the traces (the same, or those moved to the lower rows). */
+  const TOP = [0.58, 1], BOTTOM = [0, 0.4], GAP = 0.16; // (three or more: the gap holds a panel's title of four lines)
+  const bands = (n) => (n === 2 ? [TOP, BOTTOM] : Array.from({ length: n }, (_, k) => {
+    const h = (1 - GAP * (n - 1)) / n, top = 1 - k * (h + GAP);
+    return [Math.max(0, top - h), top];
+  }));
+  function stacked(data, layout) {
+    const xs = [];
+    for (let k = 1; layout[k === 1 ? 'xaxis' : `xaxis${k}`]; k += 1) xs.push(k === 1 ? '' : String(k));
+    const doms = xs.map((k) => layout[`xaxis${k}`].domain);
+    if (xs.length < 2 || !layout.yaxis || doms.some((d, i) => !d || (i && doms[i - 1][1] > d[0]))) return data;
+    if (!layout.yaxis2) return xs.length === 2 ? rowsStacked(data, layout) : data;
+    if (xs.some((k) => !layout[`yaxis${k}`])) return data;
+    const to = bands(xs.length), grow = xs.length === 2 ? 1.8 : 0.9 * xs.length;
+    const spot = (x, y) => { // (a point on the page, in its panel's share, where it now is)
+      const i = Math.max(0, doms.findIndex((d) => x <= d[1] + 1e-6)), d = doms[i < 0 ? doms.length - 1 : i], b = to[i];
+      return [(x - d[0]) / (d[1] - d[0] || 1), b[0] + y * (b[1] - b[0])];
     };
-    layout.xaxis = Object.assign({}, layout.xaxis, { domain: [0, 1] });
-    layout.xaxis2 = Object.assign({}, layout.xaxis2, { domain: [0, 1] });
-    layout.yaxis = Object.assign({}, layout.yaxis, { domain: TOP });
-    layout.yaxis2 = Object.assign({}, layout.yaxis2, { domain: BOTTOM });
+    xs.forEach((k, i) => {
+      layout[`xaxis${k}`] = Object.assign({}, layout[`xaxis${k}`], { domain: [0, 1] });
+      layout[`yaxis${k}`] = Object.assign({}, layout[`yaxis${k}`], { domain: to[i] }, i ? { showticklabels: true } : {}); // (each its rows' names)
+    });
     layout.annotations = (layout.annotations || []).map((n) => {
       if (n.xref !== 'paper' || n.yref !== 'paper' || typeof n.x !== 'number' || typeof n.y !== 'number') return n;
       const [x, y] = spot(n.x, Math.min(1, n.y));
       return Object.assign({}, n, { x, y: n.y > 1 ? y + (n.y - 1) : y });
     });
-    layout.height = Math.round((layout.height || 400) * 1.8);
-    if (layout.legend && layout.legend.y < 0) layout.legend = Object.assign({}, layout.legend, { y: layout.legend.y / 1.8 }); // (as far below)
+    layout.height = Math.round((layout.height || 400) * grow);
+    if (layout.legend && layout.legend.y < 0) { // (as far below, from the left edge: further right it took the plot's width away)
+      layout.legend = Object.assign({}, layout.legend, { y: layout.legend.y / grow, x: 0, xanchor: 'left' });
+    }
+    return data;
   }
 
-  root.LLMViewerPhone = { wrappedTitle, wrappedLegend, fitLine, stacked };
+  /* The right panel below the left one, on rows of its own (yaxis2, a copy of the shared rows): its traces, notes and
+   * the lines drawn across both panels follow it; its title (on the page's top edge) moves to the top of its panel. */
+  const ROWS_TOP = [0.4, 1], ROWS_BOTTOM = [0, 0.32];
+  function rowsStacked(data, layout) {
+    if (!data.some((tr) => tr && tr.xaxis === 'x2' && (tr.yaxis || 'y') === 'y')) return data;
+    layout.xaxis = Object.assign({}, layout.xaxis, { domain: [0, 1] });
+    layout.xaxis2 = Object.assign({}, layout.xaxis2, { domain: [0, 1], anchor: 'y2' });
+    layout.yaxis = Object.assign({}, layout.yaxis, { domain: ROWS_TOP });
+    layout.yaxis2 = Object.assign({}, layout.yaxis, { domain: ROWS_BOTTOM, anchor: 'x2' });
+    const right = (n) => n.xref === 'x2' || n.xref === 'x2 domain';
+    layout.annotations = (layout.annotations || []).map((n) => (!right(n) ? n
+      : n.yref === 'y' ? Object.assign({}, n, { yref: 'y2' })
+        : n.yref === 'paper' && n.y >= 1 ? Object.assign({}, n, { y: ROWS_BOTTOM[1] + (n.y - 1) }) : n));
+    layout.shapes = (layout.shapes || []).flatMap((s) => (s.xref === 'paper' && s.yref === 'y' // (a line across both panels)
+      ? [Object.assign({}, s, { xref: 'x domain' }), Object.assign({}, s, { xref: 'x2 domain', yref: 'y2' })] : [s]));
+    layout.height = Math.round((layout.height || 400) * 1.6);
+    return data.map((tr) => (tr && tr.xaxis === 'x2' ? Object.assign({}, tr, { yaxis: 'y2' }) : tr));
+  }
+
+  /* A note written for one panel (xref "x2 domain": the KV figure's timing, the logit lens's "prediction forms
+   * here") in lines as wide as that panel: on a phone it ran over the other panel's cells and the axis's numbers. A
+   * note placed on the page (xref "paper": RoPE's fastest and slowest pair) in lines that end before the figure's edge. */
+  function plotWidth(layout, width, axis) { // ('x_paper': the whole plot area)
+    const ax = axis === 'x_paper' ? {} : layout[axis && axis !== 'x' ? 'xaxis' + axis.slice(1) : 'xaxis'] || {};
+    const d = ax.domain || [0, 1], m = layout.margin || {};
+    return (width - (m.l ?? 80) - (m.r ?? 80)) * (d[1] - d[0]);
+  }
+  function room(layout, width, n) { // (the width a note has: its panel's, or on the page, from where it is to the edge)
+    const m = /^(x\d*) domain$/.exec(n.xref || '');
+    if (m) return plotWidth(layout, width, m[1]);
+    if (n.xref !== 'paper' || typeof n.x !== 'number') return null;
+    const at = ((layout.margin || {}).l ?? 80) + n.x * plotWidth(layout, width, 'x_paper');
+    return n.xanchor === 'left' ? width - at - 4 : n.xanchor === 'right' ? at - 4 : 2 * Math.min(at, width - at) - 8;
+  }
+  function notesFitted(layout, width) {
+    let below = 0;
+    layout.annotations = (layout.annotations || []).map((n) => {
+      const px = room(layout, width, n), was = typeof n.text === 'string' ? n.text.split('<br>') : [];
+      const parts = was.map((line) => /^(<(b|i|sup|sub)>)?([^<>]*)(<\/\2>)?$/.exec(line)); // (plain, or one tag around plain)
+      if (!px || !was.length || parts.some((m) => !m || Boolean(m[1]) !== Boolean(m[4]))) return n;
+      const size = (n.font && n.font.size) || 12, per = Math.max(8, Math.floor(px / (size * 0.6)));
+      const lines = parts.flatMap((m) => fitLine(m[3], per).map((x) => `${m[1] || ''}${x}${m[4] || ''}`));
+      if (n.yref === 'paper' && n.y <= 0 && n.yanchor === 'top') below = Math.max(below, (lines.length - was.length) * size * 1.3);
+      return lines.length > was.length ? Object.assign({}, n, { text: lines.join('<br>') }) : n;
+    });
+    if (below) { // (a note under the plot grew downwards: the figure grows as much, below)
+      layout.margin = Object.assign({}, layout.margin, { b: ((layout.margin && layout.margin.b) ?? 80) + Math.ceil(below) });
+      if (layout.height) layout.height += Math.ceil(below);
+    }
+  }
+
+  /* A table's words (a heatmap's text) cut to its cells' width on a phone, with "…" (the whole word is in the hover):
+   * longer ones ran over their neighbours. */
+  const ESC = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#x27;': "'", '&#39;': "'" };
+  const unescaped = (s) => s.replace(/&(amp|lt|gt|quot|#x27|#39);/g, (m) => ESC[m]);
+  const escaped = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  function cutToCell(text, per) {
+    const m = /^(<b>)?(.*?)(<\/b>)?$/.exec(text), word = unescaped(m[2]);
+    const chars = Array.from(word), wide = (c) => (CJK.test(c) ? 2 : 1); // (by characters, not UTF-16 halves; CJK's twice as wide)
+    if (/<|>/.test(m[2]) || chars.reduce((n, c) => n + wide(c), 0) <= per) return text;
+    let kept = '', n = 0;
+    for (const c of chars) { if (n + wide(c) > Math.max(1, per - 1)) break; kept += c; n += wide(c); }
+    return `${m[1] || ''}${escaped(kept || chars[0])}…${m[3] || ''}`;
+  }
+  function cellsFitted(data, layout, width) {
+    return data.map((tr) => {
+      if (!tr || tr.type !== 'heatmap' || !Array.isArray(tr.text) || !Array.isArray(tr.x) || !tr.x.length) return tr;
+      const size = (tr.textfont && tr.textfont.size) || 12, cell = plotWidth(layout, width, tr.xaxis) / tr.x.length;
+      const per = Math.max(2, Math.floor(cell / (size * 0.62)));
+      let cut = false;
+      const text = tr.text.map((row) => (Array.isArray(row) ? row.map((c) => {
+        const x = typeof c === 'string' ? cutToCell(c, per) : c;
+        cut = cut || x !== c;
+        return x;
+      }) : row));
+      return cut ? Object.assign({}, tr, { text }) : tr; // (the same trace when no word was cut)
+    });
+  }
+
+  /* The figures Gradio draws itself (gr.Plot: the "Inside the model" tab's, with Gradio's own Plotly.js, root.Plotly)
+   * fitted as the viewer's are (panels, title, legend, notes, a table's words) when narrower than STACK_BELOW: looked at twice a second, and drawn again once where that
+   * changes them (each layout Gradio draws is a new object: el._phoneSeen is the last one looked at). The viewer's
+   * own figures (assets/viewer_plot.js, el._themed) are fitted as it draws them. */
+  const STACK_BELOW = 560, FIGURE_AT_LEAST = 200; // (narrower: not a figure on a phone, but Gradio's empty plot beside the viewer's)
+  function fitGradioFigures() {
+    setInterval(() => document.querySelectorAll('.js-plotly-plot').forEach((el) => {
+      const w = el.clientWidth, P = root.Plotly, layout = el.layout;
+      if (el._themed || w < FIGURE_AT_LEAST || w >= STACK_BELOW || !P || !P.react || !layout || el._phoneSeen === layout
+          || !Array.isArray(el.data) || !el.data.length || !el.data.every(Boolean)) return;
+      el._phoneSeen = layout;
+      const fitted = JSON.parse(JSON.stringify(layout));
+      if (!fitted.height && el._fullLayout) fitted.height = el._fullLayout.height; // (as drawn, when the layout names none)
+      const moved = stacked(el.data.slice(), fitted);
+      wrappedTitle(fitted, w); notesFitted(fitted, w);
+      const data = cellsFitted(wrappedLegend(moved, fitted, w), fitted, w);
+      if (data.every((tr, i) => tr === el.data[i]) && JSON.stringify(fitted) === JSON.stringify(layout)) return;
+      el._phoneSeen = fitted; // (Plotly.react keeps the layout it is given)
+      Promise.resolve().then(() => P.react(el, data, fitted)).catch(() => {}); // (drawn as Gradio drew it, if Plotly will not)
+    }), 500);
+  }
+  if (root.document && root.setInterval) fitGradioFigures();
+
+  root.LLMViewerPhone = { wrappedTitle, wrappedLegend, fitLine, stacked, cellsFitted, notesFitted, STACK_BELOW };
 })(typeof window !== 'undefined' ? window : globalThis);

@@ -323,7 +323,7 @@
    * the template, compared by identity (the panel's own object is given each time, not a copy), and
    * layout.meta (a change of it redraws everything), written on the plot once it is drawn. A step that
    * changes only shapes (the KV panel's ring and bar outline) redraws only those. */
-  const STACK_BELOW = 560; // (a figure narrower than this draws two panels one over the other)
+  const STACK_BELOW = root.LLMViewerPhone.STACK_BELOW; // (a figure narrower draws two panels one over the other)
   function react(el, fig) {
     const { meta, template: own, ...rest } = fig.layout;
     const th = el._theme || (el._theme = theme(el)); // (measured once: a style read per step would cost a layout)
@@ -332,9 +332,9 @@
     if (th.phone && el.closest && el.closest('#dist-plot')) narrowed(t.data, t.layout);
     if (th.narrow) { // (the width measured once, as the theme is)
       const w = el._width || (el._width = el.clientWidth);
-      if (w && w < STACK_BELOW) root.LLMViewerPhone.stacked(t.layout); // (side by side, one over the other: assets/viewer_phone.js)
-      root.LLMViewerPhone.wrappedTitle(t.layout, w); // (assets/viewer_phone.js)
-      t.data = root.LLMViewerPhone.wrappedLegend(t.data, t.layout, w);
+      if (w && w < STACK_BELOW) t.data = root.LLMViewerPhone.stacked(t.data, t.layout); // (side by side, one over the other)
+      root.LLMViewerPhone.wrappedTitle(t.layout, w); root.LLMViewerPhone.notesFitted(t.layout, w); // (assets/viewer_phone.js)
+      t.data = root.LLMViewerPhone.cellsFitted(root.LLMViewerPhone.wrappedLegend(t.data, t.layout, w), t.layout, w);
     }
     const layout = Object.assign(t.layout, template ? { template } : {});
     el._whole = { data: fig.data, layout: rest, template: own }; // (what the camera saves)

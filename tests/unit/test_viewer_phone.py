@@ -24,3 +24,48 @@ def test_each_line_of_the_distributions_title_fits_320_px():
     assert all(len(p) <= 34 for p in plain), plain  # (13 px type: about 30 characters in 220 px)
     words = lambda s: " ".join(x.split(">", 1)[-1].split("<", 1)[0] if x.startswith("<") else x for x in s.split("<br>")).split()  # noqa: E731
     assert words(text) == words(title)  # nothing dropped, nothing added
+
+
+# -- a figure of two panels on a phone (stacked, rowsStacked, cellsFitted, notesFitted) -------------------------------
+FIT = """function run(job) { const fig = JSON.parse(job.fig), P = LLMViewerPhone;
+  const data = P.cellsFitted(P.stacked(fig.data, fig.layout), fig.layout, job.width); P.notesFitted(fig.layout, job.width);
+  return {data, layout: fig.layout, same: data.map((t, i) => t === fig.data[i])}; }"""
+
+
+def _fit(fig, width=310):
+    return run_js([(ROOT / "assets" / "viewer_phone.js").read_text(encoding="utf-8")], FIT, {"fig": fig.to_json(), "width": width})
+
+
+def test_the_logit_lens_on_a_phone_puts_its_probability_below_the_table_on_rows_of_its_own():
+    from tests.unit.test_viz_inside_model import make_lens
+    from viz.inside.lens import logit_lens_figure
+
+    fig = logit_lens_figure(make_lens(piece=" a long word here"), 5)
+    got = _fit(fig)
+    lay, (heat, line) = got["layout"], got["data"]
+    assert lay["xaxis"]["domain"] == lay["xaxis2"]["domain"] == [0, 1]  # (each panel the whole width)
+    assert lay["yaxis2"]["domain"][1] < lay["yaxis"]["domain"][0] and lay["xaxis2"]["anchor"] == "y2"
+    assert lay["yaxis2"]["type"] == "category" and lay["yaxis2"]["autorange"] == "reversed"  # (the same rows, in order)
+    assert line["yaxis"] == "y2" and list(line["y"]) == list(fig.data[1].y) and heat.get("yaxis", "y") == "y"
+    forms = [s for s in lay["shapes"] if s.get("name") == "forms"]
+    assert sorted((s["xref"], s["yref"]) for s in forms) == [("x domain", "y"), ("x2 domain", "y2")]  # (across both panels)
+    note = next(a for a in lay["annotations"] if a.get("name") == "forms")
+    assert note["yref"] == "y2"
+    title = next(a for a in lay["annotations"] if a["text"].startswith("p("))
+    assert title["y"] == lay["yaxis2"]["domain"][1]  # (the lower panel's title on its top)
+    assert lay["height"] > fig.layout.height
+
+
+def test_a_tables_words_are_cut_to_their_cell_and_a_note_wrapped_to_its_panel():
+    import plotly.graph_objects as go
+
+    words = [["<b>·different</b>", "&lt;|im_end|&gt;", "ab"], ["·été", "日本語の文章", "x"]]
+    fig = go.Figure([go.Heatmap(z=[[0, 1, 0], [1, 0, 1]], x=["#1", "#2", "#3"], text=words, texttemplate="%{text}", textfont=dict(size=11))],
+                    layout=dict(margin=dict(l=40, r=20), xaxis=dict(domain=[0, 0.5]), xaxis2=dict(domain=[0.6, 1]), annotations=[
+                        dict(xref="x2 domain", yref="paper", x=1, y=1, text="Decode: Median 420,9 ms/Token = 2,4 Tokens/s", font=dict(size=11))]))
+    got = _fit(fig, width=250)  # (each cell 31 px: four characters of 11 px type)
+    assert got["data"][0]["text"] == [["<b>·di…</b>", "&lt;|i…", "ab"], ["·été", "日…", "x"]]  # (a Chinese character: two wide)
+    note = got["layout"]["annotations"][0]["text"]
+    assert note.count("<br>") >= 2 and note.replace("<br>", " ") == "Decode: Median 420,9 ms/Token = 2,4 Tokens/s"
+    wide = _fit(fig, width=2000)  # (a wide figure: nothing cut, the same trace, the note on one line)
+    assert wide["same"] == [True] and "<br>" not in wide["layout"]["annotations"][0]["text"]
