@@ -165,19 +165,21 @@
   }
 
   /* The figures Gradio draws itself (gr.Plot: the "Inside the model" tab's, with Gradio's own Plotly.js, root.Plotly)
-   * fitted as the viewer's are (panels, title, legend, notes, a table's words) when narrower than STACK_BELOW: looked at twice a second, and drawn again once where that
-   * changes them (each layout Gradio draws is a new object: el._phoneSeen is the last one looked at). The viewer's
-   * own figures (assets/viewer_plot.js, el._themed) are fitted as it draws them. */
+   * fitted as the viewer's are in a narrow window (title, legend, notes, a table's words; in a figure narrower than
+   * STACK_BELOW, its panels): looked at twice a second, and drawn again once where that changes them (each layout
+   * Gradio draws is a new object: el._phoneSeen is the last one looked at). The viewer's own figures
+   * (assets/viewer_plot.js, el._themed) are fitted as it draws them. */
   const STACK_BELOW = 560, FIGURE_AT_LEAST = 200; // (narrower: not a figure on a phone, but Gradio's empty plot beside the viewer's)
+  const NARROW_WINDOW = 1000; // (a window narrower, or a page zoomed to 200%: words fitted, as assets/viewer_plot.js's NARROW)
   function fitGradioFigures() {
     setInterval(() => document.querySelectorAll('.js-plotly-plot').forEach((el) => {
       const w = el.clientWidth, P = root.Plotly, layout = el.layout;
-      if (el._themed || w < FIGURE_AT_LEAST || w >= STACK_BELOW || !P || !P.react || !layout || el._phoneSeen === layout
+      if (el._themed || w < FIGURE_AT_LEAST || !(w < STACK_BELOW || root.innerWidth < NARROW_WINDOW) || !P || !P.react || !layout || el._phoneSeen === layout
           || !Array.isArray(el.data) || !el.data.length || !el.data.every(Boolean)) return;
       el._phoneSeen = layout;
       const fitted = JSON.parse(JSON.stringify(layout));
       if (!fitted.height && el._fullLayout) fitted.height = el._fullLayout.height; // (as drawn, when the layout names none)
-      const moved = stacked(el.data.slice(), fitted);
+      const moved = w < STACK_BELOW ? stacked(el.data.slice(), fitted) : el.data.slice();
       wrappedTitle(fitted, w); notesFitted(fitted, w);
       const data = cellsFitted(wrappedLegend(moved, fitted, w), fitted, w);
       if (data.every((tr, i) => tr === el.data[i]) && JSON.stringify(fitted) === JSON.stringify(layout)) return;
