@@ -66,7 +66,7 @@
     if (xs.some((k) => !layout[`yaxis${k}`])) return data;
     const to = bands(xs.length), grow = xs.length === 2 ? 1.8 : 0.9 * xs.length;
     const spot = (x, y) => { // (a point on the page, in its panel's share, where it now is)
-      const i = Math.max(0, doms.findIndex((d) => x <= d[1] + 1e-6)), d = doms[i < 0 ? doms.length - 1 : i], b = to[i];
+      const at = doms.findIndex((d) => x <= d[1] + 1e-6), i = at < 0 ? doms.length - 1 : at, d = doms[i], b = to[i]; // (past the last: the last)
       return [(x - d[0]) / (d[1] - d[0] || 1), b[0] + y * (b[1] - b[0])];
     };
     xs.forEach((k, i) => {
@@ -107,16 +107,16 @@
   /* A note written for one panel (xref "x2 domain": the KV figure's timing, the logit lens's "prediction forms
    * here") in lines as wide as that panel: on a phone it ran over the other panel's cells and the axis's numbers. A
    * note placed on the page (xref "paper": RoPE's fastest and slowest pair) in lines that end before the figure's edge. */
-  function plotWidth(layout, width, axis) { // ('x_paper': the whole plot area)
-    const ax = axis === 'x_paper' ? {} : layout[axis && axis !== 'x' ? 'xaxis' + axis.slice(1) : 'xaxis'] || {};
-    const d = ax.domain || [0, 1], m = layout.margin || {};
-    return (width - (m.l ?? 80) - (m.r ?? 80)) * (d[1] - d[0]);
+  const plotArea = (layout, width) => width - ((layout.margin || {}).l ?? 80) - ((layout.margin || {}).r ?? 80);
+  function plotWidth(layout, width, axis) { // (the px of axis 'x', 'x2', ...)
+    const d = (layout[axis && axis !== 'x' ? 'xaxis' + axis.slice(1) : 'xaxis'] || {}).domain || [0, 1];
+    return plotArea(layout, width) * (d[1] - d[0]);
   }
   function room(layout, width, n) { // (the width a note has: its panel's, or on the page, from where it is to the edge)
     const m = /^(x\d*) domain$/.exec(n.xref || '');
     if (m) return plotWidth(layout, width, m[1]);
     if (n.xref !== 'paper' || typeof n.x !== 'number') return null;
-    const at = ((layout.margin || {}).l ?? 80) + n.x * plotWidth(layout, width, 'x_paper');
+    const at = ((layout.margin || {}).l ?? 80) + n.x * plotArea(layout, width);
     return n.xanchor === 'left' ? width - at - 4 : n.xanchor === 'right' ? at - 4 : 2 * Math.min(at, width - at) - 8;
   }
   function notesFitted(layout, width) {
@@ -165,17 +165,19 @@
   }
 
   /* The figures Gradio draws itself (gr.Plot: the "Inside the model" tab's, with Gradio's own Plotly.js, root.Plotly)
-   * fitted as the viewer's are in a narrow window (title, legend, notes, a table's words; in a figure narrower than
-   * STACK_BELOW, its panels): looked at twice a second, and drawn again once where that changes them (each layout
+   * fitted as the viewer's are, in a window narrower than NARROW_WINDOW only (title, legend, notes, a table's words;
+   * in a figure narrower than STACK_BELOW, its panels): looked at twice a second, and drawn again once where that changes them (each layout
    * Gradio draws is a new object: el._phoneSeen is the last one looked at). The viewer's own figures
    * (assets/viewer_plot.js, el._themed) are fitted as it draws them. */
   const STACK_BELOW = 560, FIGURE_AT_LEAST = 200; // (narrower: not a figure on a phone, but Gradio's empty plot beside the viewer's)
   const NARROW_WINDOW = 1000; // (a window narrower, or a page zoomed to 200%: words fitted, as assets/viewer_plot.js's NARROW)
   function fitGradioFigures() {
-    setInterval(() => document.querySelectorAll('.js-plotly-plot').forEach((el) => {
-      const w = el.clientWidth, P = root.Plotly, layout = el.layout;
-      if (el._themed || w < FIGURE_AT_LEAST || !(w < STACK_BELOW || root.innerWidth < NARROW_WINDOW) || !P || !P.react || !layout || el._phoneSeen === layout
-          || !Array.isArray(el.data) || !el.data.length || !el.data.every(Boolean)) return;
+    setInterval(() => root.innerWidth < NARROW_WINDOW && document.querySelectorAll('.js-plotly-plot').forEach((el) => {
+      const P = root.Plotly, layout = el.layout; // (the cheap checks first: a width read may cost the page a layout)
+      if (el._themed || !P || !P.react || !layout || el._phoneSeen === layout || !Array.isArray(el.data) || !el.data.length
+          || !el.data.every(Boolean)) return;
+      const w = el.clientWidth;
+      if (w < FIGURE_AT_LEAST) return; // (looked at again when Gradio draws it anew)
       el._phoneSeen = layout;
       const fitted = JSON.parse(JSON.stringify(layout));
       if (!fitted.height && el._fullLayout) fitted.height = el._fullLayout.height; // (as drawn, when the layout names none)
