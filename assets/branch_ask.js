@@ -8,6 +8,20 @@
 
   const branch = (rank) => root.LLMBridge.send('branch', { rank: Number(rank) });
 
+  // The focus goes back where it was when a dialog opened (the list's button, or the control that had it when a bar
+  // was clicked): a closed dialog's button is hidden, and a focus left there falls to the page's body.
+  let opener = null;
+  function remember() {
+    const a = document.activeElement;
+    if (!a || !a.closest('#branch-choose, #branch-confirm')) opener = a && a !== document.body ? a : null;
+  }
+  function close(box) {
+    const inside = box.contains(document.activeElement);
+    box.hidden = true;
+    if (opener && opener.isConnected && opener.checkVisibility()) opener.focus();
+    else if (inside) document.activeElement.blur();
+  }
+
   function dialog() {
     let q = document.getElementById('branch-confirm');
     if (q) return q;
@@ -18,12 +32,14 @@
     q.querySelector('#branch-confirm-yes').textContent = root.LLMText.t('button.branch_yes');
     q.querySelector('#branch-confirm-no').textContent = root.LLMText.t('button.branch_no');
     document.body.appendChild(q);
-    q.querySelector('#branch-confirm-no').addEventListener('click', () => { q.hidden = true; });
-    q.querySelector('#branch-confirm-yes').addEventListener('click', () => { q.hidden = true; branch(q.dataset.rank); });
+    q.querySelector('#branch-confirm-no').addEventListener('click', () => close(q));
+    q.querySelector('#branch-confirm-yes').addEventListener('click', () => { close(q); branch(q.dataset.rank); });
+    q.addEventListener('keydown', (e) => { if (e.key === 'Escape') close(q); });
     return q;
   }
 
   function ask(rank, label, own) {
+    remember();
     const q = dialog(), step = root.LLMValues.step();
     q.dataset.rank = rank;
     q.querySelector('p').textContent = root.LLMText.t(own ? 'branch.own' : 'branch.other', { token: label, step });
@@ -63,9 +79,10 @@
       box = document.createElement('div');
       box.id = 'branch-choose';
       box.setAttribute('role', 'dialog');
-      box.addEventListener('keydown', (e) => { if (e.key === 'Escape') { box.hidden = true; document.getElementById('branch-keys')?.focus(); } });
+      box.addEventListener('keydown', (e) => { if (e.key === 'Escape') close(box); });
       document.body.appendChild(box);
     }
+    remember();
     box.replaceChildren();
     const head = document.createElement('p');
     head.id = 'branch-choose-head';
@@ -83,7 +100,7 @@
     const no = document.createElement('button');
     no.type = 'button';
     no.textContent = root.LLMText.t('button.branch_no');
-    no.addEventListener('click', () => { box.hidden = true; });
+    no.addEventListener('click', () => close(box));
     box.appendChild(no);
     box.hidden = false;
     box.querySelector('button').focus();

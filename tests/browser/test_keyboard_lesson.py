@@ -63,7 +63,8 @@ def guess(page, stops):
 
 
 def branch(page, stops):
-    """What a click on a bar does: the list of candidates, the third, "Branch here": the model writes on from it."""
+    """What a click on a bar does: the list of candidates, the third, "Branch here": the model writes on from it, the focus
+    back on the list's button."""
     before = page.inner_text("#output")
     stops += tab_to(page, "#branch-keys")
     page.keyboard.press("Enter")
@@ -78,6 +79,9 @@ def branch(page, stops):
     assert "rank 3" in page.inner_text("#branch-confirm p"), third
     stops.append(stop(page))
     page.keyboard.press("Enter")
+    # the focus back on the list's button (the dialog's button is hidden: a focus left there falls to the page's body)
+    assert state(page, "document.activeElement.id") == "branch-keys"
+    stops.append(stop(page))
     page.wait_for_function("(t) => { const o = document.querySelector('#output').innerText; return o && o !== t; }", arg=before,
                            timeout=120_000)
 
