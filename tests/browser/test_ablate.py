@@ -107,6 +107,7 @@ def test_switch_a_head_off_then_the_mlp_then_map_one_block(browser, app_url, sho
     assert not page.errors
 
 
+@pytest.mark.walk
 def test_every_block_streams_its_progress_and_follows_the_step(browser, app_url, shots, smol, example):
     from pipeline.inside import ablate
 

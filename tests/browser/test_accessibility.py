@@ -58,6 +58,7 @@ def test_no_serious_violation_on_the_page(browser, app_url, view):
     assert serious(page) == []
 
 
+@pytest.mark.walk
 def test_no_serious_violation_in_any_language(browser, app_url):
     found = {}
     for lang in LANGUAGES:

@@ -33,6 +33,7 @@ def send(page, text):
     page.wait_for_function("() => /Sent|guess/.test(document.querySelector('#room-bar .room-note')?.textContent || '')", timeout=10_000)
 
 
+@pytest.mark.walk
 def test_a_class_guesses_sees_the_reveal_and_moves_on(browser, app_url):
     teacher = new_page(browser, width=1920, height=960, record_toasts=False)
     teacher.goto(app_url)
@@ -114,6 +115,7 @@ def lesson_on(page, example_steps, step, timeout=60_000):
                            arg=[example_steps, step], timeout=timeout)
 
 
+@pytest.mark.walk
 def test_the_lesson_opens_on_every_screen_and_a_reloaded_teacher_keeps_the_room(browser, app_url):
     from pipeline import gallery
 

@@ -62,6 +62,7 @@ def test_plus_one_token_n_times_writes_what_generate_writes_greedy_across_split_
     assert "\ufffd" not in stepped[0]  # no stray replacement character where a click ended mid-character
 
 
+@pytest.mark.walk
 def test_plus_one_token_n_times_writes_what_generate_writes_seeded_at_temperature_1(browser, app_url):
     n = 8
     once, stepped = _generate_once_and_step_n_times(browser, app_url, n, prompt="Once upon a time", mode="Raw text", temperature=1.0,

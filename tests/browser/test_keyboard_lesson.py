@@ -9,6 +9,8 @@ behind it; never the page's body).
   round's summary -> Next; the student's verdict a polite status."""
 from __future__ import annotations
 
+import pytest
+
 
 from .harness import new_page, wait_model_loaded
 from .keys import stop, tab_to, unseen
@@ -125,6 +127,7 @@ def test_the_lesson_alone_from_the_keyboard(browser, app_url):
     assert len(stops) > 40 and page.errors == []
 
 
+@pytest.mark.walk
 def test_a_class_round_from_the_keyboard(browser, app_url):
     """The teacher (projector's presenter view, dark): Start a class, the lesson's Next; a student (laptop, light): the
     join box, a guess, Enter sends it; the teacher: Reveal, Next, the round's summary. Keys only, a ring at every stop."""

@@ -133,6 +133,7 @@ def _words_before(key: str, lang: str) -> str:
     return re.split(r"\{\w+\}", catalogue(lang)[key])[0].strip()
 
 
+@pytest.mark.walk
 def test_a_class_with_a_french_teacher_and_spanish_and_chinese_students(browser, app_url, shots):
     """The teacher's page in French; the join link carries it as a hint (a Korean phone opens French); an English phone
     opens English and switches to Spanish by the picker; a Chinese phone opens Chinese; each screen in its own language

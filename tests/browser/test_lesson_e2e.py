@@ -39,6 +39,7 @@ def typed_join(browser, app_url, code):
     return page
 
 
+@pytest.mark.walk
 def test_a_lesson_played_end_to_end_gives_no_answer_away(browser, app_url, shots):
     folder = shots / "lesson"
     folder.mkdir(exist_ok=True)

@@ -25,6 +25,7 @@ def at_step(page, step):
                            " && document.body.classList.contains('guess-hidden')", arg=step, timeout=30_000)
 
 
+@pytest.mark.walk
 def test_a_guess_stays_with_its_step_and_the_box_says_one_thing(browser, app_url):
     teacher, code = teacher_page(browser, app_url, present=False, size=(1366, 768))
     teacher.locator("#class-lesson .lesson-open").first.click()  # (a step with a next one)

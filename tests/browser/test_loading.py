@@ -142,6 +142,7 @@ def _cold_start(browser, tmp_path, i: int) -> dict:
     return took
 
 
+@pytest.mark.walk
 def test_ten_cold_starts_every_click_after_loading_is_answered(browser, tmp_path):
     """Issue 23: fresh starts in a row, each with clicks while the model loads, then Generate the moment
     the model line says "Model:", then again the moment that run ended: both must write their answer.

@@ -74,6 +74,7 @@ def summary(app_url, code):
         return json.loads(r.read())
 
 
+@pytest.mark.walk
 def test_a_class_plays_five_steps_of_real_text_to_the_summary(browser, app_url, shots):
     lm, ids = _smol_ids()
     assert len(ids) == N_STEPS

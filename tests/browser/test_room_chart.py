@@ -94,6 +94,7 @@ def test_emoji_are_two_answers_rated_with_their_space_and_a_tie_is_a_tie(browser
     teacher.click("#class-close")
 
 
+@pytest.mark.walk
 def test_the_models_bars_are_on_an_absolute_scale(browser, app_url, shots):
     """The flat step: the model's most likely token has 2.1%; its bar is 2.1% of the track, not a full one (and at
     the confident step, Paris's 95% fills 95%): each bar its probability, the room's each its share of the guesses."""

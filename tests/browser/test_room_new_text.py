@@ -21,6 +21,7 @@ def in_view(page, sel) -> bool:
       const b = e.getBoundingClientRect(); return b.top >= 0 && b.bottom <= innerHeight && b.left >= 0 && b.right <= innerWidth; }""", sel)
 
 
+@pytest.mark.walk
 def test_a_new_text_keeps_the_last_ones_results_and_says_so(browser, app_url, shots):
     teacher, code = teacher_on(browser, app_url)
     laptop, phone = student(browser, app_url, code), student(browser, app_url, code, phone=True)

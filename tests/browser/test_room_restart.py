@@ -105,6 +105,7 @@ def on_disk(db, code) -> int:
         return -1
 
 
+@pytest.mark.walk
 def test_a_class_comes_back_after_the_server_is_killed_and_restarted(browser, server, shots):
     url, start, kill, db = server
     teacher = page_of(browser, 1366, 768)

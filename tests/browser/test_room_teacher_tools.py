@@ -118,6 +118,7 @@ def small_text(page, sel):
       .filter(([, px]) => px < 24)""", sel)
 
 
+@pytest.mark.walk
 def test_a_round_with_the_teachers_tools_ends_on_the_summary_card(browser, app_url, shots, tmp_path):
     tr = gallery.load(EXAMPLE)
     s1, s2 = tr.steps[FIRST], tr.steps[FIRST + 1]

@@ -60,6 +60,16 @@ def test_the_quick_loop_selects_every_unit_test_and_nothing_else(tmp_path):
         assert folder_mark(ROOT / node.split("::")[0]) in marks, (node, marks)
 
 
+def test_the_long_walks_are_browser_tests_the_default_run_keeps_and_not_walk_skips(tmp_path):
+    walks, others = collect(tmp_path, "-m", "walk")
+    everything, _ = collect(tmp_path)
+    assert 10 <= len(walks) <= 30, sorted(walks)  # (a few long walks, not a second suite)
+    assert all("browser" in marks and "walk" in marks for marks in walks.values()), walks
+    assert set(walks) <= set(everything) and set(others) | set(walks) == set(everything)
+    skipped, _ = collect(tmp_path, "-m", "browser and not walk")
+    assert not set(skipped) & set(walks) and len(skipped) > 150
+
+
 def test_a_new_file_that_forgets_its_mark_gets_it_from_its_folder(tmp_path):
     tree = tmp_path / "project"
     (tree / "tests").mkdir(parents=True)
