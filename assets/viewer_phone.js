@@ -10,9 +10,26 @@
    * is wrapped when it is plain text or one tag around plain text (<sup>…</sup>, <span style='font-size:13px'>…</span>: in
    * its smaller type). */
   const CJK = /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]/;
+  // a language written without spaces: by characters (each twice as wide), a Latin word among them kept whole, and no
+  // line begun by a closing mark ("：", "，", "）"...: it stays at the end of the line before, as Chinese typesetting does)
+  const UNITS = /[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]|[^\s\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]+|\s+/g;
+  const CLOSING = /^[、。，．：；！？）」』】》〉〕｝”’…·%)\]}.,:;!?]/;
+  function fitWide(text, per) {
+    const out = [];
+    let line = '', w = 0;
+    for (const u of text.match(UNITS)) {
+      const uw = CJK.test(u) ? 2 : u.length;
+      if (line && w + uw > per && !CLOSING.test(u) && u.trim()) { out.push(line.trimEnd()); line = ''; w = 0; }
+      if (!line && !u.trim()) continue;
+      line += u;
+      w += uw;
+    }
+    if (line) out.push(line.trimEnd());
+    return out;
+  }
   function fitLine(text, per) {
+    if (CJK.test(text)) return fitWide(text, per);
     if (text.length <= per) return [text];
-    if (CJK.test(text)) { const n = Math.max(4, Math.floor(per / 2)), out = []; for (let i = 0; i < text.length; i += n) out.push(text.slice(i, i + n)); return out; }
     const out = [];
     let line = '';
     for (const w of text.split(' ')) {
@@ -21,22 +38,42 @@
     if (line) out.push(line);
     return out;
   }
+  const LINE = /^(<(sup|sub|b|i|span)(?: style='font-size:(\d+)px')?>)?([^<>]*)(<\/\2>)?$/; // (plain text, or one tag around it)
+  const wideLen = (s) => Array.from(s).reduce((n, c) => n + (CJK.test(c) ? 2 : 1), 0);
+
+  /* Python wraps a sentence of a language written without spaces in lines (viz.style.plot_lines) that a phone may find
+   * too wide: such a run of lines in one type is joined and wrapped anew as a whole (line by line left a character or
+   * two alone on a line). Returns the lines and how many fewer there are. */
+  function rejoined(lines, perOf) {
+    const out = [];
+    let fewer = 0;
+    for (const line of lines) {
+      const m = LINE.exec(line), prev = out.length ? LINE.exec(out[out.length - 1]) : null;
+      if (m && prev && (m[1] || '') === (prev[1] || '') && CJK.test(m[4]) && CJK.test(prev[4]) && wideLen(prev[4]) > perOf(prev)) {
+        out[out.length - 1] = `${prev[1] || ''}${prev[4]}${m[4]}${prev[5] || ''}`;
+        fewer += 1;
+      } else out.push(line);
+    }
+    return { lines: out, fewer };
+  }
   function wrappedTitle(layout, width) {
     const title = layout.title, text = title && (typeof title === 'string' ? title : title.text);
     if (!text || !width) return;
     const size = (title.font && title.font.size) || 17;
-    let added = 0;
-    const lines = text.split('<br>').flatMap((line) => {
-      const m = /^(<(sup|sub|b|i|span)(?: style='font-size:(\d+)px')?>)?([^<>]*)(<\/\2>)?$/.exec(line);
+    const scale = (m) => (m[3] ? Number(m[3]) / size : m[2] === 'sup' || m[2] === 'sub' ? 0.7 : 1);
+    const perOf = (m) => Math.max(12, Math.floor((width - 20) / (size * scale(m) * 0.56)));
+    const run = rejoined(text.split('<br>'), perOf);
+    let added = -run.fewer * size * 1.3;
+    const lines = run.lines.flatMap((line) => {
+      const m = LINE.exec(line);
       if (!m || Boolean(m[1]) !== Boolean(m[5])) return [line];
-      const k = m[3] ? Number(m[3]) / size : m[2] === 'sup' || m[2] === 'sub' ? 0.7 : 1, per = Math.max(12, Math.floor((width - 20) / (size * k * 0.56)));
-      const parts = fitLine(m[4].replace(/&amp;/g, '&'), per).map((x) => `${m[1] || ''}${x.replace(/&/g, '&amp;')}${m[5] || ''}`);
-      added += (parts.length - 1) * size * k * 1.3;
+      const parts = fitLine(m[4].replace(/&amp;/g, '&'), perOf(m)).map((x) => `${m[1] || ''}${x.replace(/&/g, '&amp;')}${m[5] || ''}`);
+      added += (parts.length - 1) * size * scale(m) * 1.3;
       return parts;
     });
-    if (!added) return;
+    if (lines.join('<br>') === text) return;
     layout.title = Object.assign({}, typeof title === 'string' ? { text: title } : title, { text: lines.join('<br>') });
-    layout.margin = Object.assign({}, layout.margin, { t: ((layout.margin && layout.margin.t) || 80) + Math.ceil(added) });
+    layout.margin = Object.assign({}, layout.margin, { t: ((layout.margin && layout.margin.t) || 80) + Math.max(0, Math.ceil(added)) });
   }
 
   // and each trace's legend entry: Plotly wraps none, and a language's longer words ran past a phone's edge

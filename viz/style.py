@@ -75,13 +75,32 @@ def plot_text(s: str) -> str:
 _CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 
+# A language written without spaces: a character is twice as wide; a Latin word among them is kept whole; a closing
+# mark never begins a line (it stays at the end of the line before, as Chinese typesetting does). The same rule as
+# assets/viewer_phone.js's fitWide, which wraps on the page what a phone draws narrower.
+_UNITS = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]|[^\s\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]+|\s+")
+CLOSING_MARKS = "、。，．：；！？）」』】》〉〕｝”’…·%)]}.,:;!?"
+
+
+def wide_lines(sentence: str, width: int) -> list[str]:
+    lines, line, w = [], "", 0
+    for u in _UNITS.findall(sentence):
+        uw = 2 if _CJK.match(u) else len(u)
+        if line and w + uw > width and u[0] not in CLOSING_MARKS and u.strip():
+            lines.append(line.rstrip())
+            line, w = "", 0
+        if not line and not u.strip():
+            continue
+        line, w = line + u, w + uw
+    return lines + [line.rstrip()] if line else lines
+
+
 def plot_lines(sentence: str, width: int = 60) -> str:
     """A plain sentence, escaped, in lines of about `width` characters joined by <br> (plotly's titles and annotations
-    do not wrap, and a phone cuts a long line at both ends): at spaces, or every width / 2 characters in a language
-    written without them (twice as wide)."""
+    do not wrap, and a phone cuts a long line at both ends): at spaces, or in a language written without them by
+    characters (twice as wide: wide_lines)."""
     if _CJK.search(sentence):
-        n = width // 2
-        lines = [sentence[i:i + n] for i in range(0, len(sentence), n)]
+        lines = wide_lines(sentence, width)
     else:
         lines = textwrap.wrap(sentence, width, break_long_words=False, break_on_hyphens=False)
     return "<br>".join(html.escape(line, quote=False) for line in lines)

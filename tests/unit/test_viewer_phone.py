@@ -69,3 +69,47 @@ def test_a_tables_words_are_cut_to_their_cell_and_a_note_wrapped_to_its_panel():
     assert note.count("<br>") >= 2 and note.replace("<br>", " ") == "Decode: Median 420,9 ms/Token = 2,4 Tokens/s"
     wide = _fit(fig, width=2000)  # (a wide figure: nothing cut, the same trace, the note on one line)
     assert wide["same"] == [True] and "<br>" not in wide["layout"]["annotations"][0]["text"]
+
+
+# -- a language written without spaces ---------------------------------------------------------------------------
+WIDE = """function run(job) { return job.texts.map((t) => LLMViewerPhone.fitLine(t, job.per)); }"""
+CLOSING = "、。，．：；！？）」』】》〉〕｝”’…·%)]}.,:;!?"  # (as assets/viewer_phone.js: they hang at a line's end)
+
+
+def test_chinese_lines_fit_begin_with_no_closing_mark_and_keep_latin_words_whole():
+    """Every long string of the Chinese page, wrapped to 30 half-widths (a phone's title): no line wider (a closing
+    mark may hang at a line's end), none begun by "：" or "，", no Latin word cut, nothing dropped."""
+    import json
+    import re
+
+    texts = [v for v in _strings(json.loads((ROOT / "locales" / "zh-CN.json").read_text(encoding="utf-8")))
+             if len(v) > 40 and "<" not in v]
+    assert len(texts) > 100
+    out = run_js([(ROOT / "assets" / "viewer_phone.js").read_text(encoding="utf-8")], WIDE, {"texts": texts, "per": 30})
+    wide = lambda s: sum(2 if re.match(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]", c) else 1 for c in s)  # noqa: E731
+    for text, lines in zip(texts, out):
+        assert "".join(lines).replace(" ", "") == text.replace(" ", ""), (text, lines)  # nothing dropped
+        for line in lines:
+            assert line and line[0] not in CLOSING and wide(line.rstrip(CLOSING + " ")) <= 30, (line, lines)
+        words = re.findall(r"[A-Za-z]{2,}", text)
+        assert all(w in "\n".join(lines) for w in words if len(w) <= 30), (words, lines)  # (no word cut at a break)
+
+
+def test_python_wraps_a_chinese_title_as_the_page_does():
+    """viz.style.wide_lines (the titles Python writes) and the page's fitLine (what a phone draws narrower): one rule."""
+    import json
+
+    from viz.style import wide_lines
+
+    texts = [v for v in _strings(json.loads((ROOT / "locales" / "zh-CN.json").read_text(encoding="utf-8"))) if len(v) > 20]
+    for per in (20, 34, 48):
+        page = run_js([(ROOT / "assets" / "viewer_phone.js").read_text(encoding="utf-8")], WIDE, {"texts": texts, "per": per})
+        assert [wide_lines(x, per) for x in texts] == page
+
+
+def _strings(tree):
+    if isinstance(tree, dict):
+        for v in tree.values():
+            yield from _strings(v)
+    elif isinstance(tree, str):
+        yield tree
