@@ -112,7 +112,8 @@ def test_residual_path_points_arrows_and_hover():
     np.testing.assert_array_equal(np.asarray(path.x), xy[:, 0])
     np.testing.assert_array_equal(np.asarray(path.y), xy[:, 1])
     np.testing.assert_array_equal(np.asarray(path.marker.color), np.arange(L + 1))  # coloured by depth
-    assert list(ends.x) == [0, 5] and ends.text[0].startswith("start: embedding") and ends.text[1].startswith("end: after block 3 (the last)")
+    assert list(ends.x) == [0, 5] and ends.text[0] == "start: <br>embedding" and ends.text[1] == "end: <br>after block 3"
+    assert list(ends.textposition) == ["bottom right", "top left"]  # (each towards the middle: not cut at an edge)
     arrows = [a for a in fig.layout.annotations if a.showarrow]
     assert len(arrows) == L
     assert [(a.ax, a.ay, a.x, a.y) for a in arrows] == [(*xy[k - 1], *xy[k]) for k in range(1, L + 1)]

@@ -62,7 +62,8 @@ def residual_path_figure(resid_2d, resid_norm=None, update_norm=None, *, piece: 
     ends = go.Scatter(
         x=[xy[0, 0], xy[-1, 0]], y=[xy[0, 1], xy[-1, 1]], mode="markers+text", name=t("residual.ends"),
         marker=dict(size=15, symbol=["circle-open", "star"], color=[PROMPT_COLOR, NEW_COLOR], line=dict(width=2.5)),
-        text=[t("residual.start", label=plot_text(labels[0])), t("residual.end", label=plot_text(labels[-1]))], textposition=["bottom center", "top center"],
+        text=_end_labels(labels, layer_labels is None),
+        textposition=[f"bottom {_inward(xy, 0)}", f"top {_inward(xy, -1)}"],
         textfont=dict(size=12, color=[PROMPT_COLOR, NEW_COLOR]), hoverinfo="skip",
     )
     # one arrow per layer: from the stream before it to the stream after it
@@ -74,6 +75,21 @@ def residual_path_figure(resid_2d, resid_norm=None, update_norm=None, *, piece: 
                          xaxis=dict(title=dict(text=t("residual.direction_1")), zeroline=False),
                          yaxis=dict(title=dict(text=t("residual.direction_2")), zeroline=False))
     return go.Figure(data=[path, ends], layout=layout)
+
+
+def _end_labels(labels: list, own: bool) -> list[str]:
+    """The path's two ends named, each in two short lines ("end:" over "after block 29"): one line centred on its point
+    ran past the drawing's edges on a phone, in every language. (The end is the last block: "(the last)" is not said
+    twice.)"""
+    last = depth_label(len(labels) - 1) if own else labels[-1]
+    return [t("residual.start", label="<br>" + plot_text(labels[0])), t("residual.end", label="<br>" + plot_text(last))]
+
+
+def _inward(xy: np.ndarray, k: int) -> str:
+    """Which side of point k its label goes: towards the middle of the drawing (a label centred on a point near an edge
+    was cut there, "end: after block 29 (" on a phone)."""
+    xs = xy[np.isfinite(xy[:, 0]), 0]
+    return "right" if xs.size and np.isfinite(xy[k, 0]) and xy[k, 0] < (xs.min() + xs.max()) / 2 else "left"
 
 
 def contributions_figure(attn_out_norm, mlp_out_norm, resid_norm=None, update_norm=None, *, piece: str = "",
