@@ -156,6 +156,17 @@
     const at = ((layout.margin || {}).l ?? 80) + n.x * plotArea(layout, width);
     return n.xanchor === 'left' ? width - at - 4 : n.xanchor === 'right' ? at - 4 : 2 * Math.min(at, width - at) - 8;
   }
+  /* A note in a panel's top corner (yref "y2 domain": the timing's figures) over the panel's tallest bars, Python left
+   * room for its lines (viz/kv.py _headroom): wrapped in more lines, the axis's top is raised as much. */
+  function raised(layout, n, was, now, size) {
+    const m = /^y(\d*) domain$/.exec(n.yref || ''), key = m && `yaxis${m[1]}`, ax = key && layout[key];
+    if (!ax || n.yanchor !== 'top' || !Array.isArray(ax.range) || ax.autorange || ax.type === 'log') return;
+    const mg = layout.margin || {}, d = ax.domain || [0, 1];
+    const panel = ((layout.height || 400) - (mg.t ?? 100) - (mg.b ?? 80)) * (d[1] - d[0]), need = (k) => k * size * 1.35 + 16;
+    if (panel - need(now) < 40) return;
+    const [lo, hi] = ax.range;
+    layout[key] = Object.assign({}, ax, { range: [lo, lo + (hi - lo) * (panel - need(was)) / (panel - need(now))] });
+  }
   function notesFitted(layout, width) {
     let below = 0;
     layout.annotations = (layout.annotations || []).map((n) => {
@@ -165,6 +176,7 @@
       const size = (n.font && n.font.size) || 12, per = Math.max(8, Math.floor(px / (size * 0.6)));
       const lines = parts.flatMap((m) => fitLine(m[3], per).map((x) => `${m[1] || ''}${x}${m[4] || ''}`));
       if (n.yref === 'paper' && n.y <= 0 && n.yanchor === 'top') below = Math.max(below, (lines.length - was.length) * size * 1.3);
+      if (lines.length > was.length) raised(layout, n, was.length, lines.length, size);
       return lines.length > was.length ? Object.assign({}, n, { text: lines.join('<br>') }) : n;
     });
     if (below) { // (a note under the plot grew downwards: the figure grows as much, below)

@@ -114,6 +114,17 @@ def _step_timing(steps: list[StepRecord], cur: StepRecord) -> tuple[list, list, 
     return [bar], notes, outline
 
 
+NOTE_LINE_PX, TIME_PANEL_PX = 16, 200  # (a note's line of 12 px type; the timing panel's plot height, 220 px as drawn, less for
+# the presenter view's larger type: assets/viewer_plot.js enlarged)
+
+
+def _headroom(notes: list[str]) -> float:
+    """The timing axis's top as a multiple of the tallest bar: room above the bars for the notes in the panel's corner
+    (they lay over the tallest bars). A phone that wraps them in more lines raises it as much (assets/viewer_phone.js)."""
+    need = NOTE_LINE_PX * len(notes) + 16 if notes else 0
+    return max(1.12, TIME_PANEL_PX / (TIME_PANEL_PX - need))
+
+
 def _annotations(time_title: str, notes: list[str]) -> list[dict]:
     """Both panels' titles, and the timing's figures in words in the timing panel's corner."""
     sub = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=13))
@@ -149,7 +160,7 @@ def kv_timing_figure_dict(*, steps: Sequence[StepRecord], step: int, model: Mode
         legend=dict(orientation="h", x=0, y=-0.22), annotations=_annotations(time_title, notes), shapes=shapes,
         xaxis=dict(xa, domain=[0.0, 0.44], anchor="y"), xaxis2=dict(xa2, domain=[0.56, 1.0], anchor="y2"),
         yaxis=dict(range=[0, ymax * 1.08], autorange=False, tickformat="~s", title=dict(text=t("kv.bytes")), anchor="x"),
-        yaxis2=dict(range=[0, tmax * 1.12], autorange=False, title=dict(text=t("kv.milliseconds")), anchor="x2"),
+        yaxis2=dict(range=[0, tmax * _headroom(notes)], autorange=False, title=dict(text=t("kv.milliseconds")), anchor="x2"),
     )
     return {"data": _cache_traces(steps, model, rounds) + bars, "layout": layout}
 
