@@ -39,7 +39,7 @@
     return out;
   }
   const LINE = /^(<(sup|sub|b|i|span)(?: style='font-size:(\d+)px')?>)?([^<>]*)(<\/\2>)?$/; // (plain text, or one tag around it)
-  const wideLen = (s) => Array.from(s).reduce((n, c) => n + (CJK.test(c) ? 2 : 1), 0);
+  const wideLen = (s) => Array.from(s).reduce((n, c) => n + (CJK.test(c) ? 2 : 1), 0); // (its width in half-widths)
 
   /* Python wraps a sentence of a language written without spaces in lines (viz.style.plot_lines) that a phone may find
    * too wide: such a run of lines in one type is joined and wrapped anew as a whole (line by line left a character or
@@ -193,7 +193,7 @@
   function cutToCell(text, per) {
     const m = /^(<b>)?(.*?)(<\/b>)?$/.exec(text), word = unescaped(m[2]);
     const chars = Array.from(word), wide = (c) => (CJK.test(c) ? 2 : 1); // (by characters, not UTF-16 halves; CJK's twice as wide)
-    if (/<|>/.test(m[2]) || chars.reduce((n, c) => n + wide(c), 0) <= per) return text;
+    if (/<|>/.test(m[2]) || wideLen(word) <= per) return text;
     let kept = '', n = 0;
     for (const c of chars) { if (n + wide(c) > Math.max(1, per - 1)) break; kept += c; n += wide(c); }
     return `${m[1] || ''}${escaped(kept || chars[0])}…${m[3] || ''}`;

@@ -114,8 +114,8 @@ def _step_timing(steps: list[StepRecord], cur: StepRecord) -> tuple[list, list, 
     return [bar], notes, outline
 
 
-NOTE_LINE_PX, TIME_PANEL_PX = 16, 200  # (a note's line of 12 px type; the timing panel's plot height, 220 px as drawn, less for
-# the presenter view's larger type: assets/viewer_plot.js enlarged)
+NOTE_LINE_PX, TIME_PANEL_PX = 16, 200  # (a note's line of 12 px type; the timing panel's plot height: 220 px as drawn on a
+# laptop, taken a little smaller so the notes' last line keeps clear of the tallest bar)
 
 
 def _headroom(notes: list[str]) -> float:

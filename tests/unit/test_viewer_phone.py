@@ -8,6 +8,7 @@ from pathlib import Path
 from pipeline import gallery
 from tests.js_run import run_js
 from viz.distribution import distribution_figure_dict
+from viz.style import CLOSING_MARKS as CLOSING  # (as assets/viewer_phone.js: they hang at a line's end)
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = """function run(job) { const layout = {title: {text: job.title, font: {size: 17}}, margin: {t: 80}};
@@ -73,7 +74,6 @@ def test_a_tables_words_are_cut_to_their_cell_and_a_note_wrapped_to_its_panel():
 
 # -- a language written without spaces ---------------------------------------------------------------------------
 WIDE = """function run(job) { return job.texts.map((t) => LLMViewerPhone.fitLine(t, job.per)); }"""
-CLOSING = "、。，．：；！？）」』】》〉〕｝”’…·%)]}.,:;!?"  # (as assets/viewer_phone.js: they hang at a line's end)
 
 
 def test_chinese_lines_fit_begin_with_no_closing_mark_and_keep_latin_words_whole():
