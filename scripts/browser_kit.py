@@ -97,6 +97,12 @@ new MutationObserver(() => {
 """
 
 
+def thrown(error) -> str:
+    """A script error as a failing test prints it: its message and the line that threw (its stack's first frame)."""
+    frames = [ln.strip() for ln in (getattr(error, "stack", "") or "").splitlines() if ln.strip().startswith("at ")]
+    return f"{error} ({frames[0]})" if frames else str(error)
+
+
 def new_page(browser, *, width: int = 1400, height: int = 1000, record_toasts: bool = True, locale: str | None = None,
              phone: bool = False):
     """A page that records its script errors, dialogs and console errors in `page.errors`, and its
@@ -108,7 +114,7 @@ def new_page(browser, *, width: int = 1400, height: int = 1000, record_toasts: b
         extra |= {"is_mobile": True, "has_touch": True, "device_scale_factor": 2}
     page = browser.new_page(viewport={"width": width, "height": height}, **extra)
     page.errors = []  # type: ignore[attr-defined]
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("pageerror", lambda e: page.errors.append(thrown(e)))
     page.on("dialog", lambda d: (page.errors.append(f"dialog: {d.message}"), d.dismiss()))
     if record_toasts:
         page.add_init_script(RECORD_ERROR_TOASTS)

@@ -48,7 +48,11 @@ from ui.views import Components
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
-SCRIPTS = (PLOTLY_JS, ASSETS / "link_actions.js", ASSETS / "branch_ask.js", ASSETS / "page_view.js", *(ASSETS / f for f in VIEWER_SCRIPTS), ASSETS / "app_viewer.js", ASSETS / "guess.js", ASSETS / "room_tools.js", ASSETS / "room_teacher.js", ASSETS / "room.js")
+# In this order, each after Plotly.js (Gradio runs them in turn, but the page's DOM is built meanwhile: a script's
+# observer may fire before the next script has run). The viewer's scripts first, text.js first of all: every
+# script that writes a word calls its LLMText (tests/unit/test_script_order.py).
+SCRIPTS = (PLOTLY_JS, *(ASSETS / f for f in VIEWER_SCRIPTS), ASSETS / "link_actions.js", ASSETS / "branch_ask.js", ASSETS / "page_view.js",
+           ASSETS / "app_viewer.js", ASSETS / "guess.js", ASSETS / "room_tools.js", ASSETS / "room_teacher.js", ASSETS / "room.js")
 # drawn by the server for a whole trace, the page showing their steps; the panels the page draws from the
 # bundle (viz.panels: FIVE is an older name, from when there were five)
 LIGHT = panels.LIGHT_KEYS
