@@ -50,12 +50,15 @@
     for (const line of lines) {
       const m = LINE.exec(line), prev = out.length ? LINE.exec(out[out.length - 1]) : null;
       if (m && prev && (m[1] || '') === (prev[1] || '') && CJK.test(m[4]) && CJK.test(prev[4]) && wideLen(prev[4]) > perOf(prev)) {
-        out[out.length - 1] = `${prev[1] || ''}${prev[4]}${m[4]}${prev[5] || ''}`;
+        // (a space where Python's break took one, or a Latin word meets a character: "比特 top-p", as Python writes it)
+        const glue = (CJK.test(prev[4].slice(-1)) && CJK.test(m[4][0])) || CLOSING.test(m[4]) ? '' : ' ';
+        out[out.length - 1] = `${prev[1] || ''}${prev[4]}${glue}${m[4]}${prev[5] || ''}`;
         fewer += 1;
       } else out.push(line);
     }
     return { lines: out, fewer };
   }
+  const CAP_SHIFT = 0.7;
   function wrappedTitle(layout, width) {
     const title = layout.title, text = title && (typeof title === 'string' ? title : title.text);
     if (!text || !width) return;
@@ -72,8 +75,11 @@
       return parts;
     });
     if (lines.join('<br>') === text) return;
-    layout.title = Object.assign({}, typeof title === 'string' ? { text: title } : title, { text: lines.join('<br>') });
-    layout.margin = Object.assign({}, layout.margin, { t: ((layout.margin && layout.margin.t) || 80) + Math.max(0, Math.ceil(added)) });
+    // one line become several, or several one: the title's 0.7 em Plotly lifts a title of several lines by (viz/style.py CAP_SHIFT)
+    const shift = ((lines.length > 1) - text.includes('<br>')) * Math.round(CAP_SHIFT * size), was = typeof title === 'string' ? { text: title } : title;
+    const pad = Object.assign({}, was.pad, { t: ((was.pad && was.pad.t) || 0) + shift });
+    layout.title = Object.assign({}, was, { text: lines.join('<br>') }, shift ? { pad } : {});
+    layout.margin = Object.assign({}, layout.margin, { t: ((layout.margin && layout.margin.t) || 80) + Math.max(0, Math.ceil(added)) + shift });
   }
 
   // and each trace's legend entry: Plotly wraps none, and a language's longer words ran past a phone's edge

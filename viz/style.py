@@ -22,6 +22,11 @@ pio.templates.default = TEMPLATE
 
 FONT = dict(family="Inter, 'Segoe UI', Helvetica, Arial, sans-serif", size=14, color="#1a202c")
 TITLE_FONT = dict(size=17)
+TITLE_PAD = 12  # px from a figure's top to its title
+# Plotly lifts a title of several lines (yanchor "top") by 0.7 of its font size above where one line stands (its
+# cap-height shift is given to a single line only): 3 px past the figure's top, Chinese glyphs cut. Given back as
+# padding, and as margin, so the plot under it keeps its place (assets/viewer_phone.js does the same when it wraps).
+CAP_SHIFT = 0.7
 # Eight pastel chip colours, cycled by token position.
 PASTELS = ("#fde2e4", "#e2ece9", "#dfe7fd", "#fff1c1", "#e8dff5", "#d7f2f7", "#fce1cf", "#e4f4d7")
 PROMPT_COLOR = "#3b6fd8"  # prompt tokens (blue)
@@ -121,7 +126,7 @@ def base_layout(title: str, *, height: int = 420, **kw) -> dict:
     layout = dict(
         paper_bgcolor=CLEAR,
         plot_bgcolor=CLEAR,
-        title=dict(text=title, font=TITLE_FONT, x=0.01, xanchor="left", y=1.0, yref="container", yanchor="top", pad=dict(t=12)),
+        title=dict(text=title, font=TITLE_FONT, x=0.01, xanchor="left", y=1.0, yref="container", yanchor="top", pad=dict(t=TITLE_PAD)),
         font=FONT,
         height=height,
         margin=dict(l=60, r=20, t=60, b=50),
@@ -129,6 +134,11 @@ def base_layout(title: str, *, height: int = 420, **kw) -> dict:
         separators=plot_separators(),
     )
     layout.update(kw)
+    if "<br>" in title:  # (see CAP_SHIFT)
+        shift = round(CAP_SHIFT * TITLE_FONT["size"])
+        layout["title"]["pad"] = dict(t=TITLE_PAD + shift)
+        layout["margin"] = dict(layout["margin"], t=layout["margin"].get("t", 60) + shift)
+        layout["height"] += shift
     return layout
 
 

@@ -113,3 +113,17 @@ def _strings(tree):
             yield from _strings(v)
     elif isinstance(tree, str):
         yield tree
+
+
+def test_chinese_lines_joined_on_a_phone_keep_the_space_between_a_word_and_a_character():
+    """Two Chinese lines too wide for a phone are joined and wrapped anew: where a Latin word meets a character the
+    space Python writes stays ("比特 top-p"), between two characters none comes."""
+    from viz.text import speaking
+
+    step = gallery.load("chat").steps[3]
+    with speaking("zh-CN"):
+        title = distribution_figure_dict(step, temperature=0.7, top_p=0.9, n=20, vocab_size=49152)["layout"]["title"]["text"]
+    assert "比特</span><br><span style='font-size:13px'>top-p" in title  # (the two lines this is about)
+    text, _ = run_js([(ROOT / "assets" / "viewer_phone.js").read_text(encoding="utf-8")], JOB, {"title": title, "width": 240})
+    flat = "\n".join(line.split(">", 1)[-1].split("<", 1)[0] if line.startswith("<") else line for line in text.split("<br>"))
+    assert ("比特 top-p" in flat or "比特\ntop-p" in flat) and "比特top-p" not in flat, text
