@@ -35,3 +35,11 @@ def test_a_phone_that_wraps_one_line_into_several_gives_the_lift_back_once():
     assert "<br>" in again["text"] and again["pad"] == TITLE_PAD + SHIFT
     short = _wrap("Short", TITLE_PAD, width=600)
     assert short == {"text": "Short", "pad": TITLE_PAD, "top": 80}
+
+
+def test_the_page_lifts_by_pythons_measure():
+    """One measure in two languages: the page's CAP_SHIFT is viz/style.py's."""
+    import re
+
+    js = (ROOT / "assets" / "viewer_phone.js").read_text(encoding="utf-8")
+    assert [float(x) for x in re.findall(r"const CAP_SHIFT = ([\d.]+);", js)] == [CAP_SHIFT]
