@@ -70,6 +70,15 @@ def build(example: Trace | None) -> gr.Blocks:
     return language.speak_all(demo)  # every listener in its caller's language; /trace in English
 
 
+def queue(demo: gr.Blocks) -> gr.Blocks:
+    """`demo` with its event queue. Gradio summarises every event's timing in a pandas table after each event ends
+    (its /monitoring dashboard's numbers): 11-25 ms of CPU an event on the 2-core machine, ~0.4 s of a 24-token
+    Generate's server time, and more the more events a class has made. The app has no dashboard: the summary is
+    never made (a person who wants it sets GRADIO_ANALYTICS_CACHE_FREQUENCY, and launches with monitoring on)."""
+    os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", str(2**62))  # (read by the queue made here)
+    return demo.queue(default_concurrency_limit=8)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="LLM pipeline visualizer")
     ap.add_argument("--model", default=os.environ.get("LLM_VIZ_MODEL"), help="Hub id or local directory (default: embedded SmolLM2-135M-Instruct)")
@@ -83,11 +92,10 @@ def main(argv=None):
     room_filter.warm("ready")  # the answers' word lists built now (0.3 s), not at a class's first reveal
     network.SERVED_ON["host"] = a.host  # a class's join link: the network's address of this machine when it serves one
     example = example_trace()
-    demo = build(example)
-    demo.queue(default_concurrency_limit=8)
+    demo = queue(build(example))
     gr.set_static_paths(viewer.static_paths() + [str(gallery.GALLERY_DIR)])  # the page's scripts; the saved traces
     demo.launch(server_name=a.host, server_port=a.port, share=a.share, css=CSS, js=PAGE_JS, head=language.head_html() + bridge.head_html() + links.early_head() + viewer.head_html(example), theme=theme(),
-                show_error=True, max_file_size=trace_bounds.MAX_FILE_BYTES,  # a larger upload is refused as it streams in
+                show_error=True, enable_monitoring=False, max_file_size=trace_bounds.MAX_FILE_BYTES,  # a larger upload is refused as it streams in
                 max_threads=64,  # Gradio's 40 would be taken by the 32 generation slots (ui/api.py) and 8 other listeners
                 prevent_thread_lock=True)
     demo.app.include_router(rooms_api.router)  # the class rooms' JSON API, beside the page (ui/rooms/api.py)
