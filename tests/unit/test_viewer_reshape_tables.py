@@ -136,3 +136,21 @@ def test_the_min_p_count_past_the_head_is_the_bins_share_over_the_threshold():
         true = int(np.count_nonzero(q - q.max() >= math.log(mp)))
         assert true > S.q.size  # past the head
         assert abs(rest.min_p_count(S, mp) - true) <= max(3, 0.05 * true)
+
+
+@pytest.mark.parametrize("flat, start", [(0.2, 0), (3.0, 0), (3.0, 20_000), (8.0, 50_000)])
+def test_a_longer_prefix_goes_on_with_the_very_sums_of_one_cumsum(flat, start):
+    """viz.viewer.sampling._prefix grows its prefix (4 times, from `start`) as far as the largest nucleus reaches and
+    goes on from its last sum: every cumulative value is the one a single cumsum over the whole order gives, bit for bit
+    (TopP's own additions), and the prefix reaches the nucleus of 0.999 or the end of the vocabulary."""
+    from viz.viewer import sampling as tables
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(0, flat, 49_152)
+    e = np.exp(x - x.max())
+    order, z = np.argsort(-x, kind="stable"), e.sum()
+    es, cum = tables._prefix(e, order, z, 300, start)
+    whole = np.cumsum(e[order] / z)
+    assert np.array_equal(es, e[order[:es.size]]) and np.array_equal(cum, whole[:cum.size])
+    assert es.size >= max(tables.PREFIX, start) or es.size == x.size
+    assert cum[-1] >= tables.TAIL_PS[-1] - tables.TOP_P_EPS or es.size == x.size

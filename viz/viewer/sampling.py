@@ -105,18 +105,20 @@ def greedy_picks(x: np.ndarray, top: np.ndarray, corder: np.ndarray, r0: int, pe
     return out
 
 
-def _prefix(e: np.ndarray, order: np.ndarray, z: float, M: int):
+def _prefix(e: np.ndarray, order: np.ndarray, z: float, M: int, start: int = 0):
     """The sorted values of e, as far as the tail table's largest nucleus reaches (at least PREFIX tokens and the head),
     and their cumulative probability, as TopP's own cumsum adds them: a cumsum adds in order, so its first values are
-    the whole cumsum's."""
+    the whole cumsum's, and a longer one goes on from the last sum (the same additions). `start`: the length to try
+    first (the reach at a lower temperature: a nucleus only grows with the temperature)."""
     V, reach = e.size, TAIL_PS[-1] - TOP_P_EPS
-    L = min(V, max(PREFIX, M + GUARD))
-    while True:
-        es = e[order[:L]]
-        cum = np.cumsum(es / z)  # (not np.dot: it hands so small a sum to BLAS threads, whose start dwarfs it)
-        if L == V or cum[-1] >= reach:
-            return es, cum
-        L = min(V, 4 * L)
+    L = min(V, max(PREFIX, M + GUARD, start))
+    es = e[order[:L]]
+    cum = np.cumsum(es / z)  # (not np.dot: it hands so small a sum to BLAS threads, whose start dwarfs it)
+    while L < V and cum[-1] < reach:
+        more = e[order[L:min(V, 4 * L)]]
+        cum = np.concatenate([cum, np.cumsum(np.concatenate([cum[-1:], more / z]))[1:]])
+        es, L = np.concatenate([es, more]), L + more.size
+    return es, cum
 
 
 def _tail(es, ds, cum, Z: float, cpos: np.ndarray, rpos: np.ndarray, xo: np.ndarray, Mh: int) -> tuple[int, list]:
@@ -161,6 +163,7 @@ def _per_temperature(sp: dict, Mh: int) -> tuple[list, list, list, list]:
     """At each grid temperature: R's two sums in the frame of R's largest (`z`, `ed`), and the tail table's rows."""
     x0, order, corder, rorder = sp["x0"], sp["order"], sp["corder"], sp["rorder"]
     xo, z, ed, j0, tail = x0[order], [], [], [], [[], [], [], [], []]
+    reach = 0  # the prefix the last temperature's nuclei needed
     for t in TEMPERATURES:
         if t == 0:  # greedy needs no sums of its own
             z.append(0.0), ed.append(0.0), j0.append(len(TAIL_PS))
@@ -170,7 +173,8 @@ def _per_temperature(sp: dict, Mh: int) -> tuple[list, list, list, list]:
         d = q - m
         e = np.exp(d)
         Z = e.sum()
-        es, cum = _prefix(e, order, Z, Mh)
+        es, cum = _prefix(e, order, Z, Mh, reach)
+        reach = es.size
         j, rows = _tail(es, d[order[:es.size]], cum, Z, sp["c_at"], sp["r_at"], xo, Mh)
         j0.append(j)
         for col, vals in zip(tail, rows):
