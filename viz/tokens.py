@@ -14,10 +14,9 @@ from viz.char_parts import Part, chip_html, parts
 from viz.style import PASTELS, visible
 from viz.text import count, decimal, t, t_html
 
-_CHIP = ("display:inline-flex;flex-direction:column;align-items:center;margin:2px 1px;padding:1px 4px;"
-         "border-radius:4px;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:14px;line-height:1.25;"
-         "vertical-align:top;background:{bg};border:{border}")
-_ID = "<span style='font-size:10px;color:#718096'>{id}</span>"
+# A chip's look is assets/style.css's (`.tok`, `.tok.gen`, `.tok-id`); only its pastel is its own. (Inline, the look was
+# ~270 of a chip's ~460 characters, sent again for every chip with every streamed token: docs/benchmarks.md.)
+_ID = "<span class='tok-id'>{id}</span>"
 # (it scrolls: a keyboard reaches it, and a screen reader names it)
 _WRAP = "<div class='tok-box' tabindex='0' role='region' aria-label='{label}' style='line-height:1.2;max-height:420px;overflow-y:auto'>{chips}</div>"
 
@@ -30,9 +29,8 @@ def _chip(piece: list[str | Part], tid: int, pos: int, *, generated: bool, highl
           step: int | None = None, hidden: bool = False, first: int | None = None, now: int | None = None) -> str:
     """piece: its segments (char_parts.parts), so that a character cut across chips reads as its parts
     (first: the chip index of step 0; now: the step on screen; see char_parts.chip_html)."""
-    style = _CHIP.format(bg=PASTELS[pos % len(PASTELS)], border="2px solid #4a5568" if generated else "1px solid #e2e8f0")
     data = (f" data-step='{step}'" if step is not None else "") + (" hidden" if hidden else "")
-    return (f"<span class='tok{' gen' if generated else ''}{' hl' if highlight else ''}'{data} style=\"{style}\" "
+    return (f"<span class='tok{' gen' if generated else ''}{' hl' if highlight else ''}'{data} style=\"background:{PASTELS[pos % len(PASTELS)]}\" "
             f"title=\"{html.escape(title)}\"><span>{chip_html(piece, n, first_step=first, step=step, now=now)}</span>{_ID.format(id=int(tid))}</span>")
 
 

@@ -7,7 +7,7 @@ import pytest
 from pipeline.trace.files import load
 from viz.panels import STEP_IDS
 
-from .harness import drag_slider, error_toasts, new_page, set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step
+from .harness import ROOT, drag_slider, error_toasts, new_page, set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step
 from .viewer_js import N_SHOWN, TOL, reference
 
 pytestmark = pytest.mark.browser
@@ -239,6 +239,7 @@ def test_the_text_chips_and_kv_summary_of_a_step_read_as_the_server_draws_them(b
     page.goto(app_url)
     page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=300_000)
     ref = new_page(browser)
+    css = (ROOT / "assets" / "style.css").read_text(encoding="utf-8")  # (a chip's look is the page's stylesheet's)
     last = len(trace.steps) - 1
     steps = (3, 0, last, 17)
 
@@ -247,7 +248,7 @@ def test_the_text_chips_and_kv_summary_of_a_step_read_as_the_server_draws_them(b
             page.evaluate("(v) => { const r = document.querySelector('#step-slider input[type=range]'); r.value = v;"
                           " r.dispatchEvent(new Event('input', {bubbles: true})); return LLMApp.settled(); }", s)
             shown = page.evaluate(TEXT)
-            ref.set_content(f"<div id='output'>{page_viz.output_only(trace, step=s)}</div>"
+            ref.set_content(f"<style>{css}</style><div id='output'>{page_viz.output_only(trace, step=s)}</div>"
                             f"<div id='tokens-html'>{page_viz.tokens_only(trace, step=s)}</div>"
                             f"<div id='kv-summary'>{kv_summary_html(steps=trace.steps, step=s, model=trace.model)}</div>")
             want = ref.evaluate(TEXT)

@@ -94,3 +94,26 @@ def test_output_html_stop_reason_in_words():
         assert stop_words(reason) in output_html(steps, upto=None, stop_reason=reason)
     assert "end-of-sequence" in stop_words("eos") and "maximum number of new tokens" in stop_words("max_new_tokens")
     assert "context limit" in stop_words("context_limit") and stop_words("odd") == "stopped: odd"
+
+
+def test_a_chip_carries_its_pastel_only_and_the_page_styles_the_rest():
+    """A chip's look is assets/style.css's: its inline style is its background alone (the look inline was ~270 of a
+    chip's ~460 characters, sent again for every chip with every streamed token), and the page's stylesheet draws it
+    in both panels that show chips, with a dark rule of its own for each (one selector a rule: Gradio scopes a list's
+    later selectors wrongly)."""
+    from pathlib import Path
+
+    from viz.style import PASTELS
+
+    t = make_trace(n_steps=6)
+    out = tokens_html(t.prompt, t.steps, upto=5, highlight=5) + compare_tokenizers_html("a b", [("x", ["a", " b"], [1, 2])])
+    styles = re.findall(r"<span class='tok[^']*'[^>]* style=\"([^\"]*)\"", out)
+    assert len(styles) == len(t.prompt.token_ids) + 6 + 2
+    assert all(re.fullmatch("background:#[0-9a-f]{6}", s) and s[len("background:"):] in PASTELS for s in styles), set(styles)
+    assert "font-family" not in out and out.count("<span class='tok-id'>") == len(styles)
+    css = (Path(__file__).resolve().parents[2] / "assets" / "style.css").read_text(encoding="utf-8")
+    rule = re.search(r"#tokens-html \.tok, #tokenizer-compare \.tok \{([^}]*)\}", css)
+    assert rule and "display: inline-flex" in rule.group(1) and "font-family: ui-monospace" in rule.group(1)
+    for panel in ("#tokens-html", "#tokenizer-compare"):
+        for sel in (".tok", ".tok.gen", ".tok-id"):
+            assert re.search(rf"^\.dark {panel} {re.escape(sel)} \{{", css, re.M), (panel, sel)
