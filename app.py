@@ -74,7 +74,8 @@ def queue(demo: gr.Blocks) -> gr.Blocks:
     """`demo` with its event queue. Gradio summarises every event's timing in a pandas table after each event ends
     (its /monitoring dashboard's numbers): 11-25 ms of CPU an event on the 2-core machine, ~0.4 s of a 24-token
     Generate's server time, and more the more events a class has made. The app has no dashboard: the summary is
-    never made (a person who wants it sets GRADIO_ANALYTICS_CACHE_FREQUENCY, and launches with monitoring on)."""
+    never made, and `main` launches with monitoring off (to have both back: GRADIO_ANALYTICS_CACHE_FREQUENCY=1 in the
+    environment, and enable_monitoring=None in `main`'s launch)."""
     os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", str(2**62))  # (read by the queue made here)
     return demo.queue(default_concurrency_limit=8)
 
