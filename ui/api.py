@@ -12,7 +12,7 @@ downloads it and returns the local path).
 
     from gradio_client import Client
     path = Client("http://127.0.0.1:7860/").predict(prompt="Why is the sky blue?", temperature=0, api_name="/trace")
-    trace = trace_io.loads(open(path, "rb").read())  # from pipeline import trace_io
+    trace = trace_io.loads(open(path, "rb").read())  # from pipeline.trace import files as trace_io
 """
 # (No `from __future__ import annotations` here: gr.api reads the return annotation of /trace's
 # function as written, and only the class FileData itself, not its name, makes the result a file.)
@@ -67,10 +67,12 @@ def hide_internal(demo: gr.Blocks, keep: tuple[str, ...] = (API_NAME,)) -> list[
 
 
 def run_trace(start_run: Callable, folder: Path, prompt, mode, system_prompt, temperature, top_k, top_p, seed,
-              max_new_tokens, min_p=0.0, repetition_penalty=1.0) -> Path:
-    """One generation to its end, written as a trace file into `folder`; SettingsError (with the
-    reason) for bad input or a model not loaded. `start_run(prompt, settings, prev, cont, n_new,
-    spec)` is ui/model.py's start_run: the page's own checks and limits."""
+              max_new_tokens, min_p=0.0, repetition_penalty=1.0, lens=True) -> Path:
+    """One generation to its end, written as a trace file into `folder` (with the logit lens of every step
+    unless `lens` is false); SettingsError (with the reason) for bad input or a model not loaded.
+    `start_run(prompt, settings, prev, cont, n_new, spec)` is ui/model.py's start_run: the page's own checks and limits."""
+    if not isinstance(lens, bool):
+        raise SettingsError(f"lens must be true or false, not {lens!r}")
     page_mode = MODES.get(mode) if isinstance(mode, str) else None
     if page_mode is None:  # (the words of the gr.Dropdown /trace had before, which clients may look for)
         raise SettingsError(f"mode must be \"chat\" or \"raw\": {mode} is not in the list of choices: {list(MODES)}")
@@ -85,7 +87,7 @@ def run_trace(start_run: Callable, folder: Path, prompt, mode, system_prompt, te
     lm, gen = start_run(prompt, settings, None, None, settings.max_new_tokens, (False, 0, None))
     for _ in gen:
         pass
-    return downloads.write_download(lm, gen.trace(), folder)
+    return downloads.write_download(lm, gen.trace(), folder, lens=lens)
 
 
 def labels(max_new_tokens: int) -> dict[str, str]:
@@ -94,7 +96,8 @@ def labels(max_new_tokens: int) -> dict[str, str]:
             "system_prompt": "system_prompt (chat mode; empty: the template's own)",
             "temperature": "temperature (0 = greedy, up to 2)", "top_k": "top_k (0 = off)", "top_p": "top_p (1 = off)",
             "seed": "seed", "max_new_tokens": f"max_new_tokens (1 to {max_new_tokens})", "min_p": "min_p (0 = off, up to 1)",
-            "repetition_penalty": "repetition_penalty (1 = off)"}
+            "repetition_penalty": "repetition_penalty (1 = off)",
+            "lens": "lens (the logit lens of every step in the file; false: left out, a third less work)"}
 
 
 RETURN_LABEL = "trace file (.json.gz)"
@@ -121,16 +124,18 @@ def add_trace_endpoint(demo: gr.Blocks, start_run: Callable, folder: Path, max_n
 
     def trace(prompt: str, mode: Literal["chat", "raw"] = "chat", system_prompt: str = "", temperature: float = 0.7,
               top_k: int = 0, top_p: float = 0.9, seed: int = 0, max_new_tokens: int = 64, min_p: float = 0.0,
-              repetition_penalty: float = 1.0) -> FileData:
+              repetition_penalty: float = 1.0, lens: bool = True) -> FileData:
         """Generate text from `prompt` with the app's loaded model and return the trace file (.json.gz,
         format llm-pipeline-trace/2: every step's token, candidates, attention and inside-the-model data;
         read it with pipeline.trace.files.loads). mode: "chat" (the chat template, with system_prompt; empty: the
         template's own) or "raw" (the text as it is). temperature 0 is greedy; top_k 0, top_p 1, min_p 0 and
         repetition_penalty 1 are off (stages in transformers' order: repetition penalty, temperature, top-k, top-p,
-        min-p); seed fixes the sampling. Waits for a free generation slot, like the page's Generate."""
+        min-p); seed fixes the sampling. lens false leaves the logit lens out of the file (the read-out of every
+        layer at every step: a third of a 32-token call's work; the file cannot have it back, and the page's Inside
+        tab says so). Waits for a free generation slot, like the page's Generate."""
         try:
             path = run_trace(start_run, call_folder(folder / "api"), as_text(prompt), mode, as_text(system_prompt),
-                             temperature, as_whole(top_k), top_p, as_whole(seed), as_whole(max_new_tokens), min_p, repetition_penalty)
+                             temperature, as_whole(top_k), top_p, as_whole(seed), as_whole(max_new_tokens), min_p, repetition_penalty, lens)
         except SettingsError as e:
             raise gr.Error(messages.sentence(e)) from e
         return FileData(path=str(path), orig_name=path.name)  # (Gradio copies it to its cache and serves it)

@@ -1,7 +1,7 @@
 """Download trace: the trace file with what the inside-the-model views need, written into one browser session's
 folder (removed when its page closes).
 
-    path = write_download(lm, trace, folder)       # the trace file, lens of every step included
+    path = write_download(lm, trace, folder)       # the trace file, lens of every step included (lens=False: left out)
     folder = download_folder(root, session_hash)   # one browser session's downloads
     remove_download_folder(root, session_hash)     # its page has closed
 """
@@ -20,22 +20,24 @@ from ui.inside.lens_cache import LENS, LensCache
 from ui.model_match import same_model
 from viz.text import t
 
-DOWNLOAD_SUFFIX = ".json.gz"  # the trace format /2, gzip-compressed (pipeline/trace_io)
+DOWNLOAD_SUFFIX = ".json.gz"  # the trace format /2, gzip-compressed (pipeline/trace/files.py)
 
 
-def trace_for_download(lm, trace: Trace, cache: LensCache = LENS) -> Trace:
+def trace_for_download(lm, trace: Trace, cache: LensCache = LENS, *, lens: bool = True) -> Trace:
     """The trace with what the inside-the-model views need from the model (the logit lens of every
-    step, parameter counts, position scheme, this machine's limits), when `lm` made it; else as is."""
+    step, parameter counts, position scheme, this machine's limits), when `lm` made it; else as is.
+    `lens=False`: without the lens (a third of a 32-token /trace call's work, docs/benchmarks.md). A file keeps
+    no hidden states to compute it again from: opened on the page, its Inside tab says the lens is not there."""
     from pipeline.inside import analyses as inside
 
     lm = same_model(lm, trace)
     if lm is None:
         return trace
-    lens = tuple(r for r in cache.get_many(lm, trace, list(trace.steps)) if r is not None)
-    return inside.with_inside(lm, replace(trace, lens=lens), steps=())
+    records = tuple(r for r in cache.get_many(lm, trace, list(trace.steps)) if r is not None) if lens else ()
+    return inside.with_inside(lm, replace(trace, lens=records), steps=())
 
 
-def write_download(lm, trace: Trace, folder: Path, cache: LensCache = LENS) -> Path:
+def write_download(lm, trace: Trace, folder: Path, cache: LensCache = LENS, *, lens: bool = True) -> Path:
     """Write `trace` (with its inside-the-model data, see trace_for_download) as the one trace file
     in `folder`, replacing the one before; return its path. Called when someone downloads, never
     after every run: the lens of every step costs one pass of the norm and LM head per layer."""
@@ -46,7 +48,7 @@ def write_download(lm, trace: Trace, folder: Path, cache: LensCache = LENS) -> P
         old.unlink(missing_ok=True)
     from pipeline.trace import files as trace_io
 
-    full = trace_for_download(lm, trace, cache)
+    full = trace_for_download(lm, trace, cache, lens=lens)
     return trace_io.save(full, folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}{DOWNLOAD_SUFFIX}")
 
 

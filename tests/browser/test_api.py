@@ -16,7 +16,7 @@ from pipeline.trace import files as trace_io
 
 pytestmark = pytest.mark.browser
 
-PARAMS = ["prompt", "mode", "system_prompt", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "min_p", "repetition_penalty"]
+PARAMS = ["prompt", "mode", "system_prompt", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "min_p", "repetition_penalty", "lens"]
 PROMPT = "Name three colours."
 
 
@@ -68,11 +68,14 @@ def test_trace_returns_the_greedy_run_of_the_pipeline(client, tmp_path):
     assert len(got.steps) == len(want.steps) and (len(got.steps) == 6 or got.stop_reason == "eos")
     assert [st.token_id for st in got.steps] == [st.token_id for st in want.steps]
     assert got.text == want.text and got.text.strip()
+    assert [r.step for r in got.lens] == [st.index for st in got.steps]  # (the logit lens of every step, by default)
 
 
 def test_trace_raw_mode(client):
     got = trace_io.loads(Path(call_trace(client, prompt="The sky is", mode="raw", temperature=0, max_new_tokens=2)).read_bytes())
     assert got.settings.chat is False and got.settings.system_prompt is None and len(got.steps) <= 2
+    bare = trace_io.loads(Path(call_trace(client, prompt="The sky is", mode="raw", temperature=0, max_new_tokens=2, lens=False)).read_bytes())
+    assert bare.lens == () and len(got.lens) == len(got.steps) and bare.text == got.text
 
 
 @pytest.mark.parametrize("kw, says", [

@@ -14,8 +14,8 @@ from gradio_client import Client
 from pipeline.errors import SettingsError
 from ui import api, downloads
 
-PARAMS = ["prompt", "mode", "system_prompt", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "min_p", "repetition_penalty"]
-DEFAULTS = [None, "chat", "", 0.7, 0, 0.9, 0, 64, 0.0, 1.0]
+PARAMS = ["prompt", "mode", "system_prompt", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "min_p", "repetition_penalty", "lens"]
+DEFAULTS = [None, "chat", "", 0.7, 0, 0.9, 0, 64, 0.0, 1.0, True]
 LIMIT = 512  # (ui/model.py's MAX_NEW_TOKENS)
 
 
@@ -38,13 +38,13 @@ def fake_start_run(prompt, settings, prev, cont, n_new, spec):
     return None, Gen(prompt, settings)
 
 
-def fake_write_download(lm, gen, folder: Path) -> Path:
+def fake_write_download(lm, gen, folder: Path, *, lens: bool) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     s = gen.settings
     path = folder / "trace-test.json.gz"
     path.write_bytes(gzip.compress(json.dumps(dict(prompt=gen.prompt, chat=s.chat, system=s.system_prompt, seed=s.seed,
                                                    top_k=s.top_k, max_new_tokens=s.max_new_tokens, min_p=s.min_p,
-                                                   repetition_penalty=s.repetition_penalty)).encode()))
+                                                   repetition_penalty=s.repetition_penalty, lens=lens)).encode()))
     return path
 
 
@@ -66,8 +66,8 @@ def test_info_shows_only_trace_with_its_parameters_described(tmp_path):
     ps = ep["parameters"]
     assert [p["parameter_name"] for p in ps] == PARAMS
     assert [p["parameter_default"] for p in ps] == DEFAULTS
-    assert [p["parameter_has_default"] for p in ps] == [False] + [True] * 9
-    assert [p["python_type"]["type"] for p in ps] == ["str", "Literal['chat', 'raw']", "str", "float", "int", "float", "int", "int", "float", "float"]
+    assert [p["parameter_has_default"] for p in ps] == [False] + [True] * 10
+    assert [p["python_type"]["type"] for p in ps] == ["str", "Literal['chat', 'raw']", "str", "float", "int", "float", "int", "int", "float", "float", "bool"]
     assert ps[1]["type"]["enum"] == ["chat", "raw"]  # (scripts/classroom_load.py fill_args matches choices by it)
     assert [p["label"] for p in ps] == list(api.labels(LIMIT).values())
     assert ps[7]["label"] == f"max_new_tokens (1 to {LIMIT})"
@@ -106,11 +106,13 @@ def test_trace_returns_a_local_path_to_the_file(served):
     assert isinstance(path, str) and path.endswith(".json.gz") and Path(path).is_file()
     got = json.loads(gzip.decompress(Path(path).read_bytes()))
     assert got == dict(prompt="Hi", chat=True, system="Be brief.", seed=7, top_k=3, max_new_tokens=6, min_p=0.0,
-                       repetition_penalty=1.0)  # (whole numbers rounded, as gr.Number did)
+                       repetition_penalty=1.0, lens=True)  # (whole numbers rounded, as gr.Number did; the lens by default)
     samplers = json.loads(gzip.decompress(Path(served.predict(prompt="Hi", min_p=0.05, repetition_penalty=1.3, api_name="/trace")).read_bytes()))
     assert (samplers["min_p"], samplers["repetition_penalty"]) == (0.05, 1.3)
     raw = json.loads(gzip.decompress(Path(served.predict(prompt="Hi", mode="raw", api_name="/trace")).read_bytes()))
     assert (raw["chat"], raw["system"], raw["max_new_tokens"]) == (False, None, 64)
+    bare = json.loads(gzip.decompress(Path(served.predict(prompt="Hi", lens=False, api_name="/trace")).read_bytes()))
+    assert bare["lens"] is False
 
 
 @pytest.mark.parametrize("kw, says", [
@@ -124,6 +126,7 @@ def test_trace_returns_a_local_path_to_the_file(served):
     (dict(prompt="Hi", seed=-3), "the seed must be a whole number, 0 or more"),
     (dict(prompt="Hi", min_p=1.5), "min-p must be in [0, 1]"),
     (dict(prompt="Hi", repetition_penalty=0), "repetition penalty must be a positive number"),
+    (dict(prompt="Hi", lens="yes"), "lens must be true or false, not 'yes'"),
 ])
 def test_bad_input_comes_back_as_the_sentence(served, kw, says):
     with pytest.raises(Exception) as e:

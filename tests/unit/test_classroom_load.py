@@ -84,7 +84,7 @@ def test_fill_args_fits_the_apps_trace_endpoint():
     params = app.build(None).get_api_info()["named_endpoints"][cl.GENERATE_API]["parameters"]
     assert cl.GENERATE_API == "/trace"
     args = cl.fill_args(params, dict(prompt="Hi", mode="RAW", seed=3, max_new_tokens=2))
-    assert args == ["Hi", "raw", "", 0.7, 0, 0.9, 3, 2, 0.0, 1.0]
+    assert args == ["Hi", "raw", "", 0.7, 0, 0.9, 3, 2, 0.0, 1.0, True]
 
 
 def test_fetch_named_gets_the_files_viewer_messages_name():

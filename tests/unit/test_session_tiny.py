@@ -95,6 +95,17 @@ def test_the_download_carries_the_lens_of_every_step_and_replaces_the_last_file(
     assert cache.computed == len(trace.steps)  # the lens came from the cache the second time
 
 
+def test_a_download_without_the_lens_has_everything_else(lm, trace, tmp_path):
+    """/trace's lens=false: no lens computed, everything else kept; opened again, it has none to show (no hidden states)."""
+    cache = lens_cache.LensCache()
+    back = _read(downloads.write_download(lm, trace, tmp_path, cache, lens=False))
+    assert back.lens == () and cache.computed == 0
+    assert back.params is not None and back.machine is not None and back.text == trace.text
+    assert back.steps[-1].hidden is None and lens_cache.LensCache().get(lm, back, back.steps[-1]) is None  # (ui/inside/tabs.py: its note)
+    with_lens = _read(downloads.write_download(lm, trace, tmp_path, cache))
+    assert len(with_lens.lens) == len(trace.steps) and [s.token_id for s in back.steps] == [s.token_id for s in with_lens.steps]
+
+
 def test_a_trace_of_another_model_downloads_as_it_is(lm, trace, tmp_path):
     other = other_model(trace)
     back = _read(downloads.write_download(lm, other, tmp_path))

@@ -13,7 +13,7 @@ second, never one per guess, and no request waits for the disk. What is kept of 
 its key (never the key), its step, phase, version, hidden answers, options, the students' anonymous names, the
 revealed steps' scores, every step's guesses (each Guess's fields, whatever they are) and its trace: a gallery
 example by its name, any other trace (a generation, a passage: the one the guesses were made on) written whole with
-pipeline/trace_io, once per trace of the room. Not kept: who is present, the step's distribution (recomputed).
+pipeline/trace/files.py, once per trace of the room. Not kept: who is present, the step's distribution (recomputed).
 A room ended, or idle longer than rooms.IDLE_S, is not taken back; a damaged file is set aside (said in the log).
 """
 from __future__ import annotations
