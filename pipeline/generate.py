@@ -16,13 +16,12 @@ import numpy as np
 import torch
 
 from pipeline import batching
-from pipeline.sampling import rest
 from pipeline.sampling import stages as sampling
 from pipeline.formulas import kv_cache_bytes
 from pipeline.inside.analyses import trace_extras
 from pipeline.capture import block_names, captured_rows, kv_bytes, residual_stream
 from pipeline.loading import LoadedModel, rms_rows
-from pipeline.trace.records import PromptRecord, RestRecord, Segment, Settings, StageRecord, StepRecord, Trace
+from pipeline.trace.records import PromptRecord, Segment, Settings, StageRecord, StepRecord, Trace
 from pipeline.errors import SettingsError
 from pipeline.tokens import Detokenizer
 
@@ -335,15 +334,8 @@ def record_fields(
         **_inside_fields(lm, cap, row, phase, position),
         kv_cache_bytes=kv_bytes(cache) if kv_cache_bytes is None else kv_cache_bytes,
         kv_cache_bytes_formula=kv_formula(lm, position + 1),
-        logits=logits,
-        rest=_rest(logits, top, stages),
+        logits=logits,  # (the rest of the vocabulary is summarised from them when the step is written: rest.of_step)
     )
-
-
-def _rest(logits: np.ndarray, top: np.ndarray, stages) -> RestRecord:
-    """The vocabulary outside the top candidates, summarised after the step's repetition penalty (pipeline.sampling.rest)."""
-    rp = next((st for st in stages if isinstance(st, sampling.RepetitionPenalty)), None)
-    return rest.summarise(logits, top, penalty=rp.penalty if rp else 1.0, context_ids=rp.context_ids if rp else ())
 
 
 def _inside_fields(lm, cap, row: int, phase: str, position: int) -> dict:

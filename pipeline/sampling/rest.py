@@ -48,6 +48,17 @@ def summarise(logits: np.ndarray, top_ids: np.ndarray, *, penalty: float = 1.0, 
     return of_values(x[keep], penalty=penalty, floor=floor)
 
 
+def of_step(step: StepRecord) -> RestRecord | None:
+    """The step's RestRecord: its own, else summarised from its full logits after its own repetition penalty (its
+    stage's, over its context: what the generation applied), as pipeline.trace.files writes it; None without logits.
+    (A generated step keeps its logits in memory and its summary is made only when the step is written: a file holds
+    no logits. Made at every step, it was half of a decode step's record, ~1 ms a visitor a token on the loop's thread.)"""
+    if step.rest is not None or step.logits is None:
+        return step.rest
+    pen = next((float(st.param) for st in step.stages if st.name == "repetition_penalty"), 1.0)
+    return summarise(step.logits, step.top_ids, penalty=pen, context_ids=step.context_ids if pen != 1.0 else ())
+
+
 def of_values(v: np.ndarray, *, penalty: float = 1.0, floor: float = math.inf) -> RestRecord:
     """The RestRecord of the rest's logits `v` (any order); `floor`: the smallest candidate's (penalised)
     logit: the rest's logits at or above it are kept one by one (up to MAX_KEEP), so the histogram lies below."""

@@ -88,11 +88,11 @@ def _prompt(p: PromptRecord, sizes: dict) -> None:
 def _step(s: StepRecord, i: int, sizes: dict, where: str) -> None:
     if s.index != i or s.phase not in ("prefill", "decode") or s.position != len(s.context_ids) - 1:
         raise _bad(where, f"step {s.index} ({s.phase!r:.12}) at position {s.position} is out of order")
-    if len(s.context_pieces) != len(s.context_ids) or len(s.top_pieces) != s.top_ids.shape[0]:
+    n = s.top_ids.shape[0] if s.top_ids.ndim == 1 else -1  # (a file may say any shape: a single number has no length)
+    if len(s.context_pieces) != len(s.context_ids) or len(s.top_pieces) != n:
         raise _bad(where, "tokens and pieces differ in number")
     if s.stop_reason is not None and s.stop_reason not in STOP_REASONS:
         raise _bad(f"{where}.stop_reason", f"{s.stop_reason!r:.30} is not a reason to stop")
-    n = s.top_ids.shape[0] if s.top_ids.ndim == 1 else -1
     _record(s, {**sizes, "N": n, "P": s.position + 1}, where)
     for j, st in enumerate(s.stages):
         if st.probs.shape != (n,):

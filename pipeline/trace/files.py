@@ -100,8 +100,15 @@ def encode_record(rec: Any, *, full: bool = False, rebuilt: dict | None = None) 
 
 
 def _encode_steps(trace: Trace, full: bool) -> Iterator[dict]:
+    """Each step's record. A compact file (not `full`) holds no logits: a generated step's summary of the rest of its
+    vocabulary is made here from them (pipeline.sampling.rest.of_step: a generation keeps the logits in memory and does
+    not make it at every step). A full file holds the logits themselves."""
+    from pipeline.sampling.rest import of_step
+
     ids, pieces = list(trace.prompt.token_ids), list(trace.prompt.pieces)
     for s in trace.steps:
+        if not full and s.rest is None and s.logits is not None:
+            s = dataclasses.replace(s, rest=of_step(s))
         yield encode_record(s, full=full, rebuilt={"context_ids": tuple(ids), "context_pieces": tuple(pieces)})
         ids.append(s.token_id)
         pieces.append(s.piece)

@@ -198,7 +198,8 @@ class StepRecord:
     forced: bool = False  # True: a person chose this token (a branch); the model did not draw it
     wait_ms: float = 0.0  # time the step waited for the model's lock (another pass running): not in `ms`
     rng_state: str = ""  # the random stream's state after this step's draws (JSON; "" before it was recorded)
-    # the vocabulary outside top_ids, summarised (pipeline.sampling.rest): what reshapes a step saved without `logits`
+    # the vocabulary outside top_ids, summarised (pipeline.sampling.rest): what reshapes a step saved without `logits`;
+    # None on a generated step, which has its logits: made from them when it is written (pipeline.trace.files)
     rest: RestRecord | None = field(default=None, repr=False)
     batch_rows: int = 1  # how many generations (visitors) its forward pass ran for: `ms` is that pass's (pipeline.batching)
 

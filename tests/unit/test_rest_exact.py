@@ -210,3 +210,29 @@ def test_summarising_is_cheap_beside_a_decode_step():
 
 def test_the_grid_is_the_pages_slider():
     assert rest.GRID == tuple(t for t in TEMPERATURES if t) and TOP_PS[-1] == 1.0
+
+
+def test_a_generated_steps_summary_is_made_as_it_is_written_after_its_own_penalty():
+    """A generation keeps its logits and leaves the summary to the writer (rest.of_step); the file's summary then
+    reshapes each step at its own penalty, over its own context, within 1e-3 of the model's logits."""
+    from pipeline.generate import start
+    from pipeline.trace.records import Settings
+    from tests import tiny
+
+    gen = start(tiny.loaded("llama", ctx=128), "the cat the cat the", Settings(temperature=0.9, seed=5, max_new_tokens=6, repetition_penalty=1.3))
+    for _ in gen:
+        pass
+    trace = gen.trace()
+    assert all(s.rest is None and s.logits is not None for s in trace.steps)
+    back = trace_io.loads(trace_io.dumps(trace))
+    for s, b in zip(trace.steps, back.steps):
+        assert b.logits is None and rest.usable(b.rest, 1.3) and b.rest.penalty == 1.3
+        x = s.logits.copy()  # the penalty by hand, over the whole context
+        ids = np.unique(np.asarray(s.context_ids))
+        x[ids] = np.where(x[ids] < 0, x[ids] * np.float32(1.3), x[ids] / np.float32(1.3))
+        others = np.sort(np.delete(x, s.top_ids))[::-1]
+        assert np.array_equal(b.rest.top, others[: b.rest.top.size]) and int(b.rest.counts.sum()) == others.size - b.rest.top.size
+        for t, k, p in ((0.7, 0, 1.0), (1.2, 0, 0.9), (0.5, 40, 0.8)):
+            want = reshape(s, temperature=t, top_k=k, top_p=p, repetition_penalty=1.3, use_recorded=False)
+            got = reshape(b, temperature=t, top_k=k, top_p=p, repetition_penalty=1.3, use_recorded=False)
+            assert got.source == "rest" and np.abs(got.final_probs - want.final_probs).max() <= TOL, (s.index, t, k, p)
