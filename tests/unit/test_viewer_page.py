@@ -83,10 +83,13 @@ def test_the_settings_line_names_every_segments_settings_and_exactness(trace):
     assert "exact: the trace holds every step's full-vocabulary logits" in line
     from pipeline.sampling import rest
 
-    # a trace kept compact: each step's top candidates and the summary of the rest of its logits (as generate records it)
+    # a trace kept compact: each step's top candidates and the summary of the rest of its logits (as a file holds it)
     compact = dataclasses.replace(trace, steps=tuple(dataclasses.replace(s, logits=None, rest=rest.summarise(s.logits, s.top_ids))
                                                      for s in trace.steps))
     assert "within 1e-3 of the model" in settings_line(compact) and "approximate" not in settings_line(compact)
+    # a compact trace continued on the page: its new steps have their logits (and no summary until they are written)
+    continued = dataclasses.replace(trace, steps=compact.steps[:2] + trace.steps[2:])
+    assert all(s.rest is None for s in trace.steps[2:]) and "within 1e-3 of the model" in settings_line(continued)
     bare = dataclasses.replace(compact, steps=tuple(dataclasses.replace(s, rest=None) for s in compact.steps))
     assert "the range it must lie in" in html.unescape(settings_line(bare))
     penalised = dataclasses.replace(bare, settings=dataclasses.replace(bare.settings, repetition_penalty=1.3))

@@ -97,7 +97,7 @@ def settings_line(trace: Trace) -> str:
         text.append(t("viewer.penalty", p=short_number(trace.settings.repetition_penalty)))
     if all(s.logits is not None for s in trace.steps):
         text.append(t("viewer.exact"))
-    elif all(s.rest is not None for s in trace.steps):
+    elif all(s.logits is not None or s.rest is not None for s in trace.steps):  # (a step with logits is exact)
         text.append(t("viewer.within"))
     elif trace.settings.repetition_penalty != 1.0:
         text.append(t("viewer.approximate"))
