@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,11 @@ from ui.model_match import same_model
 from viz.text import t
 
 DOWNLOAD_SUFFIX = ".json.gz"  # the trace format /2, gzip-compressed (pipeline/trace/files.py)
+# One file made at a time, in the whole process: a 32-step file is ~80-120 ms of one core (each step's rest summary, the
+# JSON, gzip), and when a class's runs end at one tick, 13 threads making theirs at once took the cores from the decode
+# loop (its last one-row pass took 1.8 s, not 0.1) and every file came at the end of all of them. One at a time, the
+# first is served first (16 visitors through /trace: median call 9.7 -> 8.5 s, the last unchanged; docs/benchmarks.md).
+WRITING = threading.Lock()
 
 
 def trace_for_download(lm, trace: Trace, cache: LensCache = LENS, *, lens: bool = True) -> Trace:
@@ -43,13 +49,14 @@ def write_download(lm, trace: Trace, folder: Path, cache: LensCache = LENS, *, l
     after every run: the lens of every step costs one pass of the norm and LM head per layer."""
     if not trace.steps:
         raise SettingsError(t("warn.no_download"))
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in list(folder.glob("trace-*")):
-        old.unlink(missing_ok=True)
     from pipeline.trace import files as trace_io
 
-    full = trace_for_download(lm, trace, cache, lens=lens)
-    return trace_io.save(full, folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}{DOWNLOAD_SUFFIX}")
+    with WRITING:  # (see WRITING)
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in list(folder.glob("trace-*")):
+            old.unlink(missing_ok=True)
+        full = trace_for_download(lm, trace, cache, lens=lens)
+        return trace_io.save(full, folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}{DOWNLOAD_SUFFIX}")
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -106,6 +106,36 @@ def test_a_download_without_the_lens_has_everything_else(lm, trace, tmp_path):
     assert len(with_lens.lens) == len(trace.steps) and [s.token_id for s in back.steps] == [s.token_id for s in with_lens.steps]
 
 
+def test_files_written_at_once_are_made_one_at_a_time(lm, trace, tmp_path, monkeypatch):
+    """A class's runs end at one tick: their files are made one after another (downloads.WRITING), not all at once
+    (which took the cores from the decode loop); each still lands in its own folder."""
+    import threading
+    import time
+
+    inside_now, most = [0], [0]
+    save = trace_io.save
+
+    def counted(*a, **k):
+        inside_now[0] += 1
+        most[0] = max(most[0], inside_now[0])
+        time.sleep(0.05)  # (long enough for the other threads to arrive while this one writes)
+        try:
+            return save(*a, **k)
+        finally:
+            inside_now[0] -= 1
+
+    monkeypatch.setattr(trace_io, "save", counted)
+    paths = {}
+    threads = [threading.Thread(target=lambda i=i: paths.update({i: downloads.write_download(lm, trace, tmp_path / f"s{i}", lens=False)}))
+               for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert most[0] == 1 and sorted(paths) == [0, 1, 2, 3]
+    assert all(_read(p).text == trace.text and p.parent == tmp_path / f"s{i}" for i, p in paths.items())
+
+
 def test_a_trace_of_another_model_downloads_as_it_is(lm, trace, tmp_path):
     other = other_model(trace)
     back = _read(downloads.write_download(lm, other, tmp_path))
