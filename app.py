@@ -103,6 +103,7 @@ def main(argv=None):
     rooms_asgi.serve_first(demo.app, rooms_api.router, rooms_api.state_answer)  # ... before Gradio's middleware and routes
     demo.app.include_router(passages_api.router)  # the real-text passages a room can play (ui/rooms/passages.py)
     demo.app.include_router(language.router)  # each language's catalogue, for the page's script (ui/language.py)
+    model.settle_heap_once_loaded()  # what lives as long as the process, out of the garbage collector's walks
     demo.block_thread()
 
 
