@@ -159,8 +159,10 @@ class Generation:
                 if RUNS.superseded(key, n):  # a newer run of this page has begun, or Stop was clicked: the page is not this run's
                     return
                 trace = gen.trace()
-                RUNS.streamed(key, len(trace.steps) - 1)
                 yield self._streamed(trace, len(trace.steps) - 1, opts, live, clock)
+                # (after the yield: Gradio asks for the next update once this one went out; a Stop that cancels the run
+                # while it goes out leaves the page on the step before, which `finish` must still take for the last)
+                RUNS.streamed(key, len(trace.steps) - 1)
         finally:
             RUNS.end(key, n)
         if trace.speculative and trace.steps:
