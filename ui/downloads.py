@@ -51,11 +51,11 @@ def write_download(lm, trace: Trace, folder: Path, cache: LensCache = LENS, *, l
         raise SettingsError(t("warn.no_download"))
     from pipeline.trace import files as trace_io
 
+    full = trace_for_download(lm, trace, cache, lens=lens)  # (the lens runs on the model's thread: outside the lock)
     with WRITING:  # (see WRITING)
         folder.mkdir(parents=True, exist_ok=True)
         for old in list(folder.glob("trace-*")):
             old.unlink(missing_ok=True)
-        full = trace_for_download(lm, trace, cache, lens=lens)
         return trace_io.save(full, folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}{DOWNLOAD_SUFFIX}")
 
 
