@@ -19,7 +19,7 @@
   const SCALE_CONFIG = { staticPlot: true, displayModeBar: false, responsive: false };
   const SCALE_WIDTH = 80; // px of the plot's right margin that the colour scale takes
   const clone = (x) => JSON.parse(JSON.stringify(x)); // Plotly writes into the layout it is given
-  // The Plotly.js loaded just before this file (the plotly package's, the copy an exported page inlines),
+  // The Plotly.js loaded just before this file (assets/vendor's cartesian bundle, the copy an exported page inlines),
   // kept: in the app, Gradio later loads its own copy over window.Plotly, and a plot must be redrawn by
   // the Plotly that drew it.
   let pinned = root.Plotly;

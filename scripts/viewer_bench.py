@@ -63,9 +63,9 @@ def build(trace, a) -> dict:
     t = time.perf_counter()
     res["export_bytes"] = write_html(trace, a.out, layer=a.layer, head=a.head)
     res["export_build_s"] = time.perf_counter() - t
-    from plotly.offline import get_plotlyjs
+    from viz.viewer.page import plotly_js
 
-    res["plotly_js_bytes"] = len(get_plotlyjs().encode())
+    res["plotly_js_bytes"] = len(plotly_js()[0].encode())
     return res
 
 

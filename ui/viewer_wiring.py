@@ -35,19 +35,17 @@ from collections import OrderedDict
 from pathlib import Path
 
 import gradio as gr
-import plotly
 
 from pipeline.errors import SettingsError
 from pipeline.indices import clamp_index
 from pipeline.trace.records import Trace
 from viz import page, panels
 from viz.viewer.bundle import MAX_FRAMES, frame_steps, bundle_json, viewer_bundle
-from viz.viewer.page import VIEWER_SCRIPTS
+from viz.viewer.page import PLOTLY_JS, VIEWER_SCRIPTS
 from viz.text import language
 from ui.views import Components
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
-PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 # In this order, each after Plotly.js (Gradio runs them in turn, but the page's DOM is built meanwhile: a script's
 # observer may fire before the next script has run). The viewer's scripts first, text.js first of all: every
 # script that writes a word calls its LLMText (tests/unit/test_script_order.py).
@@ -67,7 +65,7 @@ def static_paths() -> list[str]:
 
 
 def head_html(example: Trace | None = None) -> str:
-    """Script tags for the page's <head>: Plotly.js as the plotly package ships it (Gradio's own copy is
+    """Script tags for the page's <head>: Plotly.js's cartesian bundle (viz/viewer/page.py; Gradio's own copy is
     private to its bundle), the viewer and its wiring; `?v=` makes a changed file load anew. With the
     example trace, its bundle's message is in the head too: the page fetches it while Gradio builds the
     page, not after the page-load event's round trip (the page opens with the example: ui/layout.py)."""

@@ -6,6 +6,7 @@ import pytest
 
 from pipeline.trace.files import load
 from viz.panels import STEP_IDS
+from viz.viewer.page import PLOTLY_JS
 
 from .harness import ROOT, drag_slider, error_toasts, new_page, set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step
 from .viewer_js import N_SHOWN, TOL, reference
@@ -130,8 +131,8 @@ def test_layer_and_head_ask_the_server_once_and_follow_the_step(browser, app_url
 
 def test_the_viewer_draws_with_the_plotly_js_of_the_exported_page(browser, app_url):
     """Gradio loads its own Plotly.js over window.Plotly once its plots show (here: the Inside tab, drawn once its
-    panel scrolls into view; the page opens with none of Gradio's plots); the viewer keeps drawing with the
-    plotly package's (the copy an exported page inlines), the one that drew its plots first."""
+    panel scrolls into view; the page opens with none of Gradio's plots); the viewer keeps drawing with its own
+    (assets/vendor/, the copy an exported page inlines: no gl3d traces), the one that drew its plots first."""
     from plotly.offline import get_plotlyjs_version
 
     page = new_page(browser)
@@ -143,6 +144,10 @@ def test_the_viewer_draws_with_the_plotly_js_of_the_exported_page(browser, app_u
     set_number(page, "step-slider", 9)
     page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === 9)", arg=list(PANELS), timeout=60_000)
     assert page.evaluate("() => LLMViewer.plotly().version") == ours
+    traces = "(p) => Object.keys(p.PlotSchema.get().traces)"
+    assert "scatter3d" in page.evaluate(f"() => ({traces})(window.Plotly)")  # (Gradio's: every trace type)
+    assert "scattergl" in page.evaluate(f"() => ({traces})(LLMViewer.plotly())")
+    assert "scatter3d" not in page.evaluate(f"() => ({traces})(LLMViewer.plotly())")
     assert not page.errors and not error_toasts(page)
 
 
@@ -284,7 +289,8 @@ def test_download_as_web_page_gives_the_same_viewer_offline(browser, app_url, tm
         page.click("#download-page")
     path = tmp_path / dl.value.suggested_filename
     dl.value.save_as(path)
-    assert path.suffix == ".html" and 4_000_000 < path.stat().st_size < 20_000_000
+    plotly_bytes = PLOTLY_JS.stat().st_size  # (the page's Plotly.js inlined, the trace's bundle beside it)
+    assert path.suffix == ".html" and plotly_bytes + 1_000_000 < path.stat().st_size < 20_000_000
     assert page.locator("#download-page").inner_text() == "Download as web page"
     view = open_viewer(browser, path)
     n = len(load("assets/example_trace.json.gz").steps)

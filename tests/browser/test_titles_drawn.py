@@ -4,16 +4,12 @@ two lines stood 3 px above it, its Chinese glyphs cut)."""
 import json
 
 import pytest
-import plotly
-
-from pathlib import Path
-
 from viz.style import base_layout
+from viz.viewer.page import PLOTLY_JS
 
 from .harness import ROOT
 
 pytestmark = pytest.mark.browser
-PLOTLY = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 DRAW = """async ([layouts, width, wrap]) => { const out = [];
   for (const layout of layouts) {
     const d = document.createElement('div'); d.style.width = width + 'px'; document.body.appendChild(d);
@@ -32,7 +28,7 @@ LINES = ["注意力：第 3 层第 2 个头", "The attention of layer 3, head 2"
 def page(browser):  # (one a test: the suite closes every page after each)
     page = browser.new_page(viewport={"width": 1000, "height": 800})
     page.set_content("<!doctype html><meta charset='utf-8'><body></body>")
-    page.add_script_tag(path=str(PLOTLY))
+    page.add_script_tag(path=str(PLOTLY_JS))  # (the page's own Plotly.js)
     page.add_script_tag(path=str(ROOT / "assets" / "viewer_phone.js"))
     yield page
     page.close()

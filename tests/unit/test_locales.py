@@ -106,9 +106,9 @@ def test_the_offline_page_speaks_the_language_asked(tmp_path):
     assert r.returncode == 0, r.stderr
     page = (tmp_path / "t.html").read_text(encoding="utf-8")
     assert '<html lang="fr">' in page and json.dumps(t("caption.output", "fr"), ensure_ascii=False)[1:30] in page
-    from plotly.offline import get_plotlyjs
+    from viz.viewer.page import plotly_js
 
-    ours = page.replace(get_plotlyjs(), "")
+    ours = page.replace(plotly_js()[0], "")
     assert '"separators":",\u202f"' in ours  # the figures' axes: 0,5 and 1 234
     en, fr = own(DEFAULT), own("fr")
     left = {run.strip() for k, s in en.items() if fr[k] != s for run in PLACEHOLDER.split(s)[::2] if len(run.strip()) >= 24}

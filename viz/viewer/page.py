@@ -22,6 +22,12 @@ from viz.viewer.guess import guess_json
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 TEMPLATE = ASSETS / "viewer.html"
+# The page's Plotly.js: plotly.js's cartesian bundle and scattergl (the trace types the figures use), built by
+# scripts/plotly_bundle/ from the plotly.js of the plotly package's own full bundle (tests/unit/test_plotly_bundle.py).
+# 1.8 MB to load and run at each page open and to carry in each exported page, against 4.8 MB: ~0.35-0.47 s against
+# ~1.0-1.1 s in Chromium here (docs/benchmarks.md). The app's <head> loads it by URL (ui/viewer_wiring.py); an exported
+# page inlines it (render_html).
+PLOTLY_JS = ASSETS / "vendor" / "plotly-cartesian-gl.min.js"
 SLOT = re.compile(r"\{\{([A-Z_]+|T:[a-z_.]+|CSS:[a-z_.]+)\}\}")  # a value; T:key the catalogue's words; CSS:key as a CSS string
 # the viewer's scripts in assets/, in the order they load, after Plotly.js and the text catalogue (viz.text.head_script;
 # each needs those before it): text.js (the page's words and numbers) first; the offline page inlines them, the app
@@ -46,13 +52,11 @@ def sampling_controls() -> str:
             + "  </div>\n")
 
 
-def _plotly() -> tuple[str, str]:
-    """(plotly.min.js as shipped by the plotly package, its version)."""
-    from plotly.offline import get_plotlyjs
-
-    js = get_plotlyjs()
-    m = re.search(r"plotly\.js v([0-9][0-9.]*)", js[:400])
-    assert "</script" not in js.lower(), "plotly.min.js would end its <script> element early"
+def plotly_js() -> tuple[str, str]:
+    """(the text of PLOTLY_JS, its plotly.js version)."""
+    js = PLOTLY_JS.read_text(encoding="utf-8")
+    m = re.search(r"plotly\.js(?: \([a-z -]+\))? v([0-9][0-9.]*)", js[:400])
+    assert "</script" not in js.lower(), "plotly.js would end its <script> element early"
     return js, m.group(1) if m else "?"
 
 
@@ -153,7 +157,7 @@ def render_html(trace: Trace, *, layer: int = 0, head: int | None = 0, max_frame
     has the one its page shows); else made here for `layer`, `head` (None: every head) and `max_frames`."""
     bundle = bundle or viewer_bundle(trace, layer=layer, head=head, max_frames=max_frames)
     n = bundle["n_steps"]
-    js, version = _plotly()
+    js, version = plotly_js()
     note = "" if n == len(trace.steps) else f"<p class='note'>{html.escape(t('viewer.truncated', n=thousands(len(trace.steps)), shown=thousands(n)))}</p>"
     slots = {
         "LANG": language(),
