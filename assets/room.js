@@ -208,8 +208,9 @@
   if (code) document.documentElement.classList.add('room-joining');
   const S = { joined: null, following: true, etag: null, state: null, revealed: null, ended: false, asked: 0, drawn: null,
     want: null, at: null, refusal: null, news: null, newsStep: null };
-  const mine = (step) => { try { return localStorage.getItem(`llmviz-guess-${code}-${S.joined}-${step}`); } catch (err) { return null; } };
-  const keep = (step, text) => { try { localStorage.setItem(`llmviz-guess-${code}-${S.joined}-${step}`, text); } catch (err) { /* private mode */ } };
+  // a guess kept by the room's text and step as its state named them at the send (not S.joined, which lags a new text: lost on a reload)
+  const mine = (trace, step) => { try { return localStorage.getItem(`llmviz-guess-${code}-${trace}-${step}`); } catch (err) { return null; } };
+  const keep = (trace, step, text) => { try { localStorage.setItem(`llmviz-guess-${code}-${trace}-${step}`, text); } catch (err) { /* private mode */ } };
   const guessBox = () => root.LLMValues.box('guess-input');
 
   function bar() {
@@ -329,7 +330,7 @@
     news(s);
     words(s.phase === 'guessing' ? 'send' : 'rate');
     fresh(s);
-    const at = `${s.trace}|${s.step}`, was = mine(s.step), box = guessBox();
+    const at = `${s.trace}|${s.step}`, was = mine(s.trace, s.step), box = guessBox();
     if (s.phase === 'revealed' && a.state.step === s.step && S.revealed !== at) {
       S.revealed = at;
       root.LLMGuess.reveal(s.step);
@@ -338,7 +339,7 @@
     }
     if (S.drawn !== s.version) {
       S.drawn = s.version; drawChart(document.getElementById('room-chart'), s, null);
-      if (root.LLMRoomTools) root.LLMRoomTools.student(bar(), `${code}-${S.joined}`, s, mine(s.step)); // right or not; "You: 3 of 5 right"
+      if (root.LLMRoomTools) root.LLMRoomTools.student(bar(), `${code}-${s.trace}`, s, mine(s.trace, s.step)); // right or not; "You: 3 of 5 right"
     }
   }
   // the focus in the guess box as the room's first step shows, if nothing has it (once: not on a touch screen, it opens the keyboard)
@@ -346,7 +347,7 @@
   function fresh(s) { // a new step: an empty box and no note; a step this student guessed (a reload): the guess, said sent
     const at = `${s.trace}|${s.step}|${s.phase}`, box = guessBox();
     if (S.at === at || !box) return;
-    const was = mine(s.step), moved = !S.at || !S.at.startsWith(`${s.trace}|${s.step}|`);
+    const was = mine(s.trace, s.step), moved = !S.at || !S.at.startsWith(`${s.trace}|${s.step}|`);
     S.at = at;
     if (moved) { box.value = s.phase === 'guessing' ? was || '' : ''; box.dispatchEvent(new Event('input', { bubbles: true })); }
     note(was ? sentNote(was, s.phase) : '');
@@ -356,12 +357,11 @@
   function send(e) {
     if (!code || !S.following || S.ended || !S.state || S.state.phase !== 'guessing') return;
     e.preventDefault(); e.stopPropagation();
-    const box = guessBox(), text = box ? box.value : '';
-    const step = S.state.step;
+    const box = guessBox(), text = box ? box.value : '', step = S.state.step, trace = S.state.trace;
     post(`${code}/guesses`, { student: me, text }).then((r) => {
       if (r.status === 200) {
-        keep(step, text); note(sentNote(r.body.text, 'guessing'));
-        if (root.LLMRoomTools) root.LLMRoomTools.sent(`${code}-${S.joined}-${step}`, r.body); // (its ids: right or not, at the reveal)
+        keep(trace, step, text); note(sentNote(r.body.text, 'guessing'));
+        if (root.LLMRoomTools) root.LLMRoomTools.sent(`${code}-${trace}-${step}`, r.body); // (its ids: right or not, at the reveal)
       } else note(why(r, root.LLMText.t('room.not_sent')));
     }).catch(() => note(root.LLMText.t('room.not_sent_unreachable')));
   }

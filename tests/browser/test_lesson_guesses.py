@@ -20,6 +20,20 @@ def words(page) -> dict:
     return page.evaluate(WORDS)
 
 
+# what a student's page shows of its class, said when a wait fails
+SHOWN = """() => ({ head: document.getElementById('room-head')?.textContent || '', status: document.querySelector('#room-bar .room-status')?.textContent || '',
+  note: document.querySelector('#room-bar .room-note')?.textContent || '', box: document.querySelector('#guess-input textarea')?.value,
+  joining: document.documentElement.classList.contains('room-joining'), key: window.LLMApp && LLMApp.state.key, step: window.LLMApp && LLMApp.state.step })"""
+
+
+def wait_shown(page, condition: str, timeout: int):
+    """Until `condition` holds in the page; else fail saying what the page showed."""
+    try:
+        page.wait_for_function(condition, timeout=timeout)
+    except Exception as e:  # noqa: BLE001  (playwright's TimeoutError)
+        raise AssertionError(f"not within {timeout / 1000:.0f} s: {condition}; the page showed {page.evaluate(SHOWN)}") from e
+
+
 def at_step(page, step):
     page.wait_for_function("(s) => window.LLMApp && LLMApp.mounted() && LLMApp.state.step === s"
                            " && document.body.classList.contains('guess-hidden')", arg=step, timeout=30_000)
@@ -44,8 +58,8 @@ def test_a_guess_stays_with_its_step_and_the_box_says_one_thing(browser, app_url
     phone.wait_for_function("() => /Sent: “hello”/.test(document.querySelector('#room-bar .room-note').textContent)", timeout=15_000)
 
     phone.reload()  # the note comes back with the guess
-    phone.wait_for_function("() => /Sent: “hello”/.test(document.querySelector('#room-bar .room-note')?.textContent || '')"
-                            " && document.querySelector('#guess-input textarea').value === 'hello'", timeout=90_000)
+    wait_shown(phone, "() => /Sent: “hello”/.test(document.querySelector('#room-bar .room-note')?.textContent || '')"
+               " && document.querySelector('#guess-input textarea').value === 'hello'", timeout=90_000)
 
     teacher.click("#class-next")  # a new step: an empty box, no note
     at_step(phone, step + 1)
