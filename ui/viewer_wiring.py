@@ -65,7 +65,7 @@ def static_paths() -> list[str]:
 
 
 def head_html(example: Trace | None = None) -> str:
-    """Script tags for the page's <head>: Plotly.js's cartesian bundle (viz/viewer/page.py; Gradio's own copy is
+    """Script tags for the page's <head>: the page's own Plotly.js (viz/viewer/page.py PLOTLY_JS; Gradio's own copy is
     private to its bundle), the viewer and its wiring; `?v=` makes a changed file load anew. With the
     example trace, its bundle's message is in the head too: the page fetches it while Gradio builds the
     page, not after the page-load event's round trip (the page opens with the example: ui/layout.py)."""

@@ -4,6 +4,7 @@ page's words before them (viz.text's catalogue), and the page's own "Guess first
 viz/viewer/guess.py, its script assets/viewer_guess.js: the app has its own). It makes no request of any kind."""
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -52,8 +53,9 @@ def sampling_controls() -> str:
             + "  </div>\n")
 
 
+@functools.lru_cache(maxsize=1)
 def plotly_js() -> tuple[str, str]:
-    """(the text of PLOTLY_JS, its plotly.js version)."""
+    """(the text of PLOTLY_JS, its plotly.js version): read and checked once a process, not at every export."""
     js = PLOTLY_JS.read_text(encoding="utf-8")
     m = re.search(r"plotly\.js(?: \([a-z -]+\))? v([0-9][0-9.]*)", js[:400])
     assert "</script" not in js.lower(), "plotly.js would end its <script> element early"
