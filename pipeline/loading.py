@@ -220,6 +220,13 @@ def resolve(spec: str | None) -> tuple[str, str, str]:
     return spec, spec, "hub"
 
 
+def import_libraries() -> None:
+    """What load_model imports before it reads a file: transformers' classes and its models' common code (~1.7 s
+    here, more while the app serves pages). The app's loading thread calls it first."""
+    import transformers.modeling_utils  # noqa: F401
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
+
+
 def load_model(spec: str | None = None, *, progress: Callable[[str], None] | None = None, residual_map: bool = True) -> LoadedModel:
     """Load a model by spec: None / "default" (embedded SmolLM2), a local directory, or a Hub id."""
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -59,7 +59,7 @@ def app_server(*args: str, log: Path | None = None, timeout: float = 300, env: d
             except OSError:
                 if time.time() > deadline:
                     raise RuntimeError(f"app.py did not answer on {url} within {timeout} s") from None
-                time.sleep(0.5)
+                time.sleep(0.1)
         yield url
     finally:
         proc.terminate()
