@@ -95,8 +95,8 @@ def row_views(cap: Captured, firsts: list, waited_ms: list, *, queries: bool = F
             r = parts[0 if only is not None else b] if parts is not None else (split[b] if split is not None else t[b:b + 1])
             f = firsts[b]
             if f and parts is None:
-                if pattern:  # (1, heads, q, own positions)
-                    r = r[:, :, f:, f:] if queries else r[:, :, :, f:]
+                if pattern:  # (1, heads, q, own positions); a long prefill's pass keeps only its last query (pipeline/attention.py)
+                    r = r[:, :, f:, f:] if queries and r.shape[2] > 1 else r[:, :, :, f:]
                 elif queries:  # (1, own positions, d_model)
                     r = r[:, f:]
             views[i][name] = r

@@ -40,6 +40,7 @@ from typing import Iterator, Sequence
 
 import torch
 
+from pipeline import attention
 from pipeline.arch import Arch
 from pipeline.model_thread import elsewhere
 
@@ -232,7 +233,8 @@ def run_with_cache(lm, ids, *, cache=None, keep: int = 1, hooks: bool = True, at
     result = Captured()  # the hooks fill it directly (no copy of ~120 entries after the pass)
     with lm.lock:
         t1 = time.perf_counter()
-        with torch.inference_mode(), (capture(lm.arch, result) if hooks else nullcontext()):
+        # (one row of logits kept: one query's attention read, so a long pass may skip the others': pipeline/attention.py)
+        with torch.inference_mode(), (capture(lm.arch, result) if hooks else nullcontext()), attention.last_query_only(keep == 1):
             out = model(input_ids=x, past_key_values=cache, use_cache=cache is not None, logits_to_keep=keep, **extra)
         t2 = time.perf_counter()
     result["logits"] = out.logits.detach()  # (rows, keep, vocab)

@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from pipeline import batching
+from pipeline import attention as attention_impl, batching
 from pipeline.sampling import stages as sampling
 from pipeline.formulas import kv_cache_bytes
 from pipeline.inside.analyses import trace_extras
@@ -26,7 +26,6 @@ from pipeline.errors import SettingsError
 from pipeline.tokens import Detokenizer
 
 TOP_N = 100  # candidates kept per step, by raw logit
-MAX_MATRIX_TOKENS = 512  # the prefill T x T attention is stored up to this prompt length
 
 
 def validate(settings: Settings) -> None:
@@ -348,7 +347,7 @@ def _inside_fields(lm, cap, row: int, phase: str, position: int) -> dict:
     attention = _query_rows(pats, row, position)  # (L, H, position+1)
     matrix = None
     T = position + 1  # prefill: the context so far, all of it fed in this pass
-    if phase == "prefill" and T <= MAX_MATRIX_TOKENS:
+    if phase == "prefill" and T <= attention_impl.MAX_MATRIX_TOKENS:  # (beyond it the pass keeps only the last query's)
         matrix = torch.stack([p[0, :, :T, :T] for p in pats]).float().cpu().numpy()  # (L, H, T, T)
     hidden = residual_stream(lm.arch, cap, row).float().cpu().numpy()  # (L+1, d)
     h64 = hidden.astype(np.float64)

@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from pipeline import attention
 from pipeline.paths import cache_dir
 from pipeline.arch import Arch, find_arch, model_info
 from pipeline.errors import ModelLoadError, Said
@@ -182,8 +183,7 @@ def prepare(model, tokenizer, *, model_id: str, source: str, load_seconds: float
     fit the residual stream's 2D map (one extra forward pass; a draft model never draws one).
     `weights`: how they are stored (pipeline.weights); default: as they are in memory, untrained."""
     model.eval()
-    if getattr(model.config, "_attn_implementation", "eager") != "eager":
-        model.set_attn_implementation("eager")
+    attention.use(model)  # eager, but for a long prefill's output (pipeline/attention.py)
     info = model_info(model, model_id=model_id, source=source)
     w = weights or {"weights": f"{info.dtype} in memory (not read from a file)", "bytes": 0}
     info = replace(info, weights=w["weights"], weight_bytes=int(w["bytes"]))

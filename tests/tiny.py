@@ -2,6 +2,7 @@
 trained in memory: the pipeline's code paths in seconds, no download."""
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 
 import torch
@@ -73,3 +74,33 @@ def loaded(family: str = "llama", seed: int = 0, **kw):
     from pipeline.loading import prepare
 
     return prepare(model(family, seed, **kw), tokenizer(), model_id=f"tiny-{family}", source="config")
+
+
+def prefilled_together(lm, runs) -> dict:
+    """Each (prompt, settings) of `runs` generated on a thread of its own, all queued while the loop's first pass (a
+    one-token run) waits for the model's lock, so that their prompts are prefilled in ONE left-padded pass: {i: steps}."""
+    import threading
+
+    from pipeline import batching
+    from pipeline.generate import start
+    from pipeline.trace.records import Settings
+
+    d = batching._decoder(lm)
+    gens, out = [iter(start(lm, p, s)) for p, s in runs], {}
+    busy = threading.Thread(target=lambda: list(start(lm, "z", Settings(temperature=0.0, max_new_tokens=1, chat=False))), daemon=True)
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, list(gens[i])), daemon=True) for i in range(len(gens))]
+    taken = d.prefill_passes
+    with lm.lock:  # the loop's first pass (the busy prompt's) waits for it: the others queue up behind it
+        busy.start()
+        with d.cond:
+            assert d.cond.wait_for(lambda: d.prefill_passes > taken, 10)
+        for th in threads:
+            th.start()
+        with d.cond:
+            assert d.cond.wait_for(lambda: len(d.prefills) == len(runs), 10)
+    end = time.monotonic() + 60  # (every thread within 60 s in all: a row the loop lost fails here, it does not hang)
+    for th in threads + [busy]:
+        th.join(max(0.0, end - time.monotonic()))
+    assert not [th for th in threads + [busy] if th.is_alive()], "generations that never ended"
+    assert batching.wait_idle(lm, 10)
+    return out

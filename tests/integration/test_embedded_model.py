@@ -15,7 +15,7 @@ PROMPT = "What is the capital of France? Answer in one sentence."
 def test_it_is_the_embedded_model(smol):
     i = smol.info
     assert (i.source, i.family, i.n_layers, i.n_heads, i.n_kv_heads, i.d_model, i.vocab_size) == ("embedded", "llama", 30, 9, 3, 576, 49152)
-    assert i.dtype == "float32" and smol.model.config._attn_implementation == "eager"
+    assert i.dtype == "float32" and smol.model.config._attn_implementation == "llm_viz"  # eager but for a long prefill (pipeline/attention.py)
 
 
 def test_the_4_bit_weights_are_named_from_the_gguf_file(smol):
@@ -89,3 +89,25 @@ def test_bench_reports_side_by_side_numbers(smol):
     assert r["plain_tokens_per_s"] > 0 and r["traced_tokens_per_s"] > 0
     assert r["ratio"] == pytest.approx(r["traced_tokens_per_s"] / r["plain_tokens_per_s"])
     assert "ratio traced/plain" in bench.report(r)
+
+
+def test_a_prompt_longer_than_the_kept_matrix_equals_an_eager_pass(smol):
+    """Over 512 tokens the prefill's output comes from the fused kernel and its last query's weights from eager's
+    formula (pipeline/attention.py): every step's logits, distribution and attention row are an eager pass's."""
+    import copy
+
+    from pipeline import attention
+
+    prompt = " ".join(f"Line {i}: the river runs past the old mill and the bridge." for i in range(48))
+    steps = list(start(smol, prompt, Settings(temperature=0, max_new_tokens=3, chat=False)))
+    assert len(steps[0].context_ids) > attention.MAX_MATRIX_TOKENS and steps[0].attention_matrix is None
+    eager = copy.deepcopy(smol.model)
+    eager.set_attn_implementation("eager")
+    with torch.inference_mode():
+        out = eager(torch.tensor([list(steps[-1].context_ids)]), output_attentions=True, use_cache=False)
+    for s in steps:
+        ref = out.logits[0, s.position].numpy()
+        assert np.abs(s.logits - ref).max() / np.abs(ref).max() < 1e-4
+        np.testing.assert_allclose(s.top_probs, sampling.softmax(ref)[s.top_ids], atol=1e-4)
+        rows = np.stack([a[0, :, s.position, : s.position + 1].numpy() for a in out.attentions])
+        np.testing.assert_allclose(s.attention, rows, atol=1e-4)

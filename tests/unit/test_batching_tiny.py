@@ -103,21 +103,7 @@ def test_prompts_prefilled_in_one_pass_match_their_runs_alone(llama):
     """Three prompts of different lengths queued while the model is busy are prefilled in ONE left-padded pass; each
     prefill's record (its whole attention matrix, residual stream, distribution, cache) is what it is alone."""
     runs = [(p, Settings(temperature=0.0 if i != 1 else 0.8, seed=i, max_new_tokens=4, chat=False)) for i, p in enumerate(PROMPTS)]
-    d = batching._decoder(llama)
-    gens, out = [iter(start(llama, p, s)) for p, s in runs], {}
-    busy = threading.Thread(target=lambda: list(start(llama, "z", Settings(temperature=0.0, max_new_tokens=1, chat=False))), daemon=True)
-    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, list(gens[i])), daemon=True) for i in range(len(gens))]
-    taken = d.prefill_passes
-    with llama.lock:  # the loop's first pass (the busy prompt's) waits for it: the three queue up behind it
-        busy.start()
-        with d.cond:
-            assert d.cond.wait_for(lambda: d.prefill_passes > taken, 10)
-        for th in threads:
-            th.start()
-        with d.cond:
-            assert d.cond.wait_for(lambda: len(d.prefills) == 3, 10)
-    _join_all(threads + [busy], 60)
-    assert batching.wait_idle(llama, 10)
+    out = tiny.prefilled_together(llama, runs)
     for i, (p, s) in enumerate(runs):
         alone, together = list(start(llama, p, s)), out[i]
         assert together[0].phase == "prefill" and together[0].batch_rows == 3
