@@ -2,8 +2,8 @@
 
 A trace keeps a prefill's whole T x T attention up to MAX_MATRIX_TOKENS tokens, and beyond that only each row's last
 query (pipeline/generate.py). Eager attention still makes the whole matrix: for a 2,001-token prompt 30 products and
-softmaxes of 9 x 2,001 x 2,001, 11 s of the prefill's 11 s here, where torch's fused `scaled_dot_product_attention`
-takes 4 s. So in a pass whose caller reads only its last query's weights (`last_query_only`: a captured pass that keeps
+softmaxes of 9 x 2,001 x 2,001, which made the prefill 11 s here, 4 s with torch's fused `scaled_dot_product_attention`
+instead. So in a pass whose caller reads only its last query's weights (`last_query_only`: a captured pass that keeps
 one row of logits) and whose every row has more than MAX_MATRIX_TOKENS keys and queries, `attention` computes the
 output with the fused kernel (the same mask, added to the same scores) and the last query's weights with the eager
 formula, for that query alone: the returned weights are (batch, heads, 1, keys). Every other pass (a decode step, a
