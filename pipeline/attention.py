@@ -44,9 +44,10 @@ def last_query_only(on: bool = True):
         _PASS.last_only = before
 
 
-def _family_eager(module):
-    """The module's own modeling file's eager attention (softcapping, sinks and windows are its business)."""
-    return sys.modules[type(module).__module__].eager_attention_forward
+def _family(module):
+    """The module's own modeling file: its eager attention (softcapping, sinks and windows are its business) and its
+    repeat_kv (each key/value head shared by its group of query heads)."""
+    return sys.modules[type(module).__module__]
 
 
 def _fused_ok(module, query, attention_mask, kwargs) -> bool:
@@ -60,20 +61,12 @@ def _fused_ok(module, query, attention_mask, kwargs) -> bool:
     return bool(seen.min() > MAX_MATRIX_TOKENS)
 
 
-def _repeat(x: torch.Tensor, groups: int) -> torch.Tensor:
-    """(batch, kv heads, T, d) -> (batch, heads, T, d): each key/value head shared by `groups` query heads, as eager's repeat_kv."""
-    if groups == 1:
-        return x
-    b, h, t, d = x.shape
-    return x[:, :, None].expand(b, h, groups, t, d).reshape(b, h * groups, t, d)
-
-
 def attention(module, query, key, value, attention_mask, scaling: float, dropout: float = 0.0, **kwargs):
     """transformers' attention interface: (output (batch, T, heads, d), weights). See the module's docstring."""
     if not _fused_ok(module, query, attention_mask, kwargs):
-        return _family_eager(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
-    groups = module.num_key_value_groups
-    k, v = _repeat(key, groups), _repeat(value, groups)
+        return _family(module).eager_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    repeat, groups = _family(module).repeat_kv, module.num_key_value_groups
+    k, v = repeat(key, groups), repeat(value, groups)
     mask = attention_mask[:, :, :, : k.shape[-2]]
     out = F.scaled_dot_product_attention(query, k, v, attn_mask=mask, scale=scaling)
     last = torch.matmul(query[:, :, -1:], k.transpose(2, 3)) * scaling + mask[:, :, -1:]  # eager's formula, the last query
