@@ -77,3 +77,28 @@ def test_what_lives_as_long_as_the_process_is_frozen_once_the_model_is_there(mon
         assert not settle.is_alive() and gc.get_freeze_count() >= 0.9 * alive
     finally:
         gc.unfreeze()
+
+
+class _FinishesWhileRead(ModelHolder):
+    """A holder whose load finishes just after its line is read: the moment a page's status tick can meet."""
+
+    @property
+    def status(self) -> str:
+        line = super().status
+        self.lm = self.lm or object()
+        self.ready.set()
+        return line
+
+
+def test_a_load_that_finishes_during_a_status_tick_keeps_the_timer_until_the_line_says_so(monkeypatch):
+    from ui.listeners import status_tick
+
+    monkeypatch.setattr(model, "HOLDER", _FinishesWhileRead(None))
+    line, timer = status_tick()
+    assert line == LOADING
+    assert timer.active, "the timer stopped on a line that still says loading: the page would say so for ever"
+    monkeypatch.setattr(model.HOLDER.__class__, "status", ModelHolder.status)
+    monkeypatch.setattr(model.HOLDER, "lm", None)
+    model.HOLDER.error = "no such model"  # the next tick: the load has ended (here in failure), the line says so
+    line, timer = status_tick()
+    assert "no such model" in line and not timer.active
