@@ -92,12 +92,15 @@ class ModelHolder:
 
     def get(self, shown: str | None = None):
         """The model, or at once the reason (ModelNotReady) there is none. `shown`: the model line the page
-        showed when it was clicked (None: no page, as for the API)."""
-        if self.lm is not None and _same_text(shown) not in self.loading_lines:
-            return self.lm
-        if self.lm is not None:  # loaded since the page last asked: the refusal redraws its line
+        showed when it was clicked (None: no page, as for the API). Whether loading has ended is read first, the model
+        after it: read the other way, a load that ended between the two read as a failure ("could not be loaded: None")."""
+        done = self.ready.is_set()
+        lm = self.lm
+        if lm is not None and _same_text(shown) not in self.loading_lines:
+            return lm
+        if lm is not None:  # loaded since the page last asked: the refusal redraws its line
             raise ModelNotReady(t("model.not_ready_done"))
-        if not self.ready.is_set():
+        if not done:
             raise ModelNotReady(t("model.not_ready_loading", line=self.status.strip("_")))
         raise ModelNotReady(t("model.not_ready_failed", error=messages.said(self.error)))
 

@@ -1,6 +1,7 @@
 """The model holder answers a click at once, and as the page's model line said when it was clicked."""
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -102,3 +103,25 @@ def test_a_load_that_finishes_during_a_status_tick_keeps_the_timer_until_the_lin
     model.HOLDER.error = "no such model"  # the next tick: the load has ended (here in failure), the line says so
     line, timer = status_tick()
     assert "no such model" in line and not timer.active
+
+
+class _EndsWhenAsked(threading.Event):
+    """A holder's `ready` whose load ends (the model there) at the moment it is first asked whether it has."""
+
+    def __init__(self, holder: ModelHolder):
+        super().__init__()
+        self.holder = holder
+
+    def is_set(self) -> bool:
+        if not super().is_set():
+            self.holder.lm = object()
+            self.set()
+        return super().is_set()
+
+
+def test_a_click_as_loading_ends_is_never_told_the_model_failed():
+    h = _holder()
+    h.ready = _EndsWhenAsked(h)
+    with pytest.raises(ModelNotReady, match="still loading .* just finished"):
+        h.get(LOADING)
+    assert h.get(LOADED_LINE) is h.lm
