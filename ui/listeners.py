@@ -143,9 +143,6 @@ def session_closed(request: gr.Request = None):
     downloads.remove_download_folder(DOWNLOADS, getattr(request, "session_hash", None))
 
 
-def status_tick():
-    """The model line, redrawn each second until the model has loaded (or failed), then the timer stops. `done` is
-    read before the line: read after it, a load that finished between the two stopped the timer on a line that
-    still said "loading", and that page said so for ever (a browser test waited 300 s for it)."""
-    done = model.HOLDER.ready.is_set()  # (set only once the model or its error is there: the line read next says so)
-    return model.HOLDER.status, gr.Timer(active=not done)
+def status_tick():  # the model line each second until loading has ended (or failed), then the timer stops
+    line, done = model.HOLDER.line_and_done()
+    return line, gr.Timer(active=not done)

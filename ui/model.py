@@ -61,6 +61,14 @@ class ModelHolder:
             return f"**{t('model.failed', error=messages.said(self.error))}**"
         return f"_{messages.said(self.line).strip()}_" if self.line else t("model.loading")
 
+    def line_and_done(self) -> tuple[str, bool]:
+        """(the model line, whether loading has ended), for the page's status tick. Whether loading has ended is read
+        first: it is set only once the model or its error is there, so the line read after it is final whenever it says
+        so. Read the other way, a load that ended between the two stopped the tick on a line that still said "loading",
+        and that page said so for ever (a browser test waited 300 s for it)."""
+        done = self.ready.is_set()
+        return self.status, done
+
     def start(self) -> "ModelHolder":
         threading.Thread(target=self._load, daemon=True).start()
         return self
@@ -93,7 +101,8 @@ class ModelHolder:
     def get(self, shown: str | None = None):
         """The model, or at once the reason (ModelNotReady) there is none. `shown`: the model line the page
         showed when it was clicked (None: no page, as for the API). Whether loading has ended is read first, the model
-        after it: read the other way, a load that ended between the two read as a failure ("could not be loaded: None")."""
+        after it, as in line_and_done: read the other way, a load that ended between the two read as a failure ("could
+        not be loaded: None")."""
         done = self.ready.is_set()
         lm = self.lm
         if lm is not None and _same_text(shown) not in self.loading_lines:

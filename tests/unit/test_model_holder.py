@@ -98,9 +98,7 @@ def test_a_load_that_finishes_during_a_status_tick_keeps_the_timer_until_the_lin
     line, timer = status_tick()
     assert line == LOADING
     assert timer.active, "the timer stopped on a line that still says loading: the page would say so for ever"
-    monkeypatch.setattr(model.HOLDER.__class__, "status", ModelHolder.status)
-    monkeypatch.setattr(model.HOLDER, "lm", None)
-    model.HOLDER.error = "no such model"  # the next tick: the load has ended (here in failure), the line says so
+    monkeypatch.setattr(model, "HOLDER", _holder(ready=True, error="no such model"))  # a load that has ended (here failed)
     line, timer = status_tick()
     assert "no such model" in line and not timer.active
 
