@@ -99,7 +99,7 @@
     waits.forEach((obs) => obs.disconnect());
     waits = [];
     TEXT_IDS.forEach((id) => observe(textWatch, id, SUBTREE));
-    IDS.forEach((id) => observe(panelWatch, id));
+    IDS.forEach((id) => { observe(panelWatch, id); observe(nearWatch, id); });
     observe(insideWatch, 'panel-inside');
     st.step = Math.round(numberOf('step-slider', m.bundle.n_steps - 1));
     readSampling();
@@ -150,11 +150,7 @@
     gen.querySelectorAll('[data-step]').forEach((el) => { const i = Number(el.dataset.step); el.hidden = i > s; el.classList.toggle('at-step', i === s); });
     const stop = document.querySelector('#output .stop-reason');
     if (stop) stop.hidden = s !== n - 1; // why it stopped: only with the last step on screen
-    document.querySelectorAll('#tokens-html .tok[data-step]').forEach((el) => {
-      const i = Number(el.dataset.step);
-      el.hidden = i > s;
-      el.classList.toggle('hl', i === s);
-    });
+    document.querySelectorAll('#tokens-html .tok[data-step]').forEach((el) => { const i = Number(el.dataset.step); el.hidden = i > s; el.classList.toggle('hl', i === s); });
     document.querySelectorAll('#tokens-html [data-named-at]').forEach((el) => { // a character cut across chips: named
       const named = s >= Number(el.dataset.namedAt); //   once its last chip is on screen (viz/char_parts.py)
       el.hidden = el.classList.contains('open') ? named : !named;
@@ -163,10 +159,7 @@
     if (counts && counts.innerHTML !== b.html.counts[s]) counts.innerHTML = b.html.counts[s];
     const kv = document.querySelector('#kv-summary .kv-summary');
     if (kv && kv.dataset.step !== String(s)) { kv.outerHTML = b.html.kv[s]; document.querySelector('#kv-summary .kv-summary').dataset.step = s; }
-    document.querySelectorAll('#spec-rounds .spec-round[data-first]').forEach((el) => {
-      const f = Number(el.dataset.first);
-      el.classList.toggle('on-screen', f <= s && s < f + Number(el.dataset.steps));
-    });
+    document.querySelectorAll('#spec-rounds .spec-round[data-first]').forEach((el) => { const f = Number(el.dataset.first); el.classList.toggle('on-screen', f <= s && s < f + Number(el.dataset.steps)); });
     if (textWatch) textWatch.takeRecords(); // (our own writes are not the server's)
   }
 
@@ -180,13 +173,20 @@
     root.LLMBridge.send('settled');
   }
 
-  // Which step panels are on screen: those are drawn first, and the only ones drawn while Play runs or a
-  // slider is dragged (the others catch up when Play stops, the slider is let go, or they scroll into view).
-  const inView = new Set(IDS);
-  const panelWatch = typeof IntersectionObserver === 'undefined' ? null : new IntersectionObserver((entries) => entries.forEach((e) => {
-    if (e.isIntersecting) { inView.add(e.target.id); if (st.bundle) render(); } else inView.delete(e.target.id);
-  }));
-  const drawOrder = () => IDS.filter((id) => inView.has(id)).concat(playing() || st.dragging ? [] : IDS.filter((id) => !inView.has(id)));
+  // Which step panels are on screen (`inView`: drawn first, and the only ones drawn while Play runs or a slider is
+  // dragged) and within a screen of it (`near`: drawn after those, each in a task of its own). A panel further away is
+  // drawn as it comes near: a page opens with its first screen's figures only (1 s sooner here; a phone's none). Once Tab
+  // is pressed every panel is drawn, so that each figure's toolbar is a Tab stop (assets/viewer_plot.js).
+  const IO = typeof IntersectionObserver === 'undefined' ? null : IntersectionObserver;
+  const inView = new Set(IO ? [] : IDS), near = new Set(IO ? [] : IDS);
+  let everyPanel = !IO;
+  const watching = (set, opts) => IO && new IO((entries) => entries.forEach((e) => {
+    if (e.isIntersecting) { set.add(e.target.id); if (st.bundle) render(); } else set.delete(e.target.id);
+  }), opts);
+  const panelWatch = watching(inView), nearWatch = watching(near, { rootMargin: '100% 0px' });
+  const due = (id) => everyPanel || near.has(id) || inView.has(id); // (a panel drawn now, or once Play and a drag end)
+  const drawOrder = () => IDS.filter((id) => inView.has(id)).concat(playing() || st.dragging ? [] : IDS.filter((id) => !inView.has(id) && due(id)));
+  document.addEventListener('keydown', (e) => { if (e.key === 'Tab' && !everyPanel) { everyPanel = true; render(); } }, true);
 
   const insideWatch = typeof IntersectionObserver === 'undefined' ? null : new IntersectionObserver((entries) => entries.forEach((e) => {
     st.insideInView = e.isIntersecting;
@@ -371,9 +371,9 @@
     document.addEventListener(type, done);
     done();
   });
-  // settled(): every panel shows the step on screen (and the sampling settings); onScreen(): the panels on screen do
-  // (those off screen may still be drawing)
-  const settled = () => when('llmapp:rendered', () => st.bundle && !st.busy && st.rendered === st.step && IDS.every((id) => st.drawn[id] === wanted(id)));
+  // settled(): every panel that is drawn shows the step (and the sampling settings): those near the screen, or all once
+  // Tab was pressed; onScreen(): the panels on screen do (those off screen may still be drawing)
+  const settled = () => when('llmapp:rendered', () => st.bundle && !st.busy && st.rendered === st.step && IDS.every((id) => !due(id) || st.drawn[id] === wanted(id)));
   const onScreen = () => when('llmapp:on-screen', () => st.bundle && IDS.every((id) => !inView.has(id) || st.drawn[id] === wanted(id)));
 
   watchSampling();

@@ -82,12 +82,16 @@
     layout.margin = Object.assign({}, layout.margin, { t: ((layout.margin && layout.margin.t) || 80) + Math.max(0, Math.ceil(added)) + shift });
   }
 
-  // and each trace's legend entry: Plotly wraps none, and a language's longer words ran past a phone's edge
+  // and each trace's legend entry, each of its lines (a name the server broke in two had a line too long at 320 px):
+  // Plotly wraps none, and a language's longer words ran past a phone's edge
   function wrappedLegend(data, layout, width) {
     const size = (layout.legend && layout.legend.font && layout.legend.font.size) || 14;
     const per = Math.max(12, Math.floor((width - 60) / (size * 0.56)));
-    return data.map((tr) => (tr && typeof tr.name === 'string' && !/[<>]/.test(tr.name) && tr.name.length > per
-      ? Object.assign({}, tr, { name: fitLine(tr.name, per).join('<br>') }) : tr));
+    return data.map((tr) => {
+      const lines = tr && typeof tr.name === 'string' ? tr.name.split('<br>') : [];
+      if (!lines.length || lines.some((l) => /[<>]/.test(l)) || lines.every((l) => l.length <= per)) return tr;
+      return Object.assign({}, tr, { name: lines.flatMap((l) => fitLine(l, per)).join('<br>') });
+    });
   }
 
   /* Panels side by side (x and x2: the KV cache and the timing; x, x2, x3: sampling under three settings) one over

@@ -128,13 +128,38 @@ def open_page(browser, url: str, *, width: int = 1400, height: int = 1000, recor
     return page
 
 
+# A step panel is drawn only once it comes near the screen (assets/app_viewer.js), as a person scrolls to it: a test
+# or script that reads one scrolls to it first, and waits until every panel drawn shows the step (the server's plots, drawn
+# while a run streams, show at once).
+INTO_VIEW = """async (id) => { const el = document.getElementById(id); if (!el) return;
+  el.scrollIntoView({block: 'nearest'});
+  await new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));  // (the page has seen it come near)
+  if (window.LLMApp && LLMApp.mounted())
+    await Promise.race([LLMApp.settled(), new Promise((ok) => setTimeout(ok, 30000))]); }"""
+
+
+def into_view(page, elem_id: str) -> None:
+    """Scroll the block `elem_id` into view as a person would, and wait for the page to draw what it shows there."""
+    page.evaluate(INTO_VIEW, elem_id)
+
+
+def scroll_through(page) -> None:
+    """Scroll down the whole page a screen at a time, as a reader does, then back to its top: every step panel drawn."""
+    page.evaluate("""async () => { const frame = () => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
+      const drawn = () => (window.LLMApp && LLMApp.mounted() ? Promise.race([LLMApp.settled(), new Promise((ok) => setTimeout(ok, 30000))]) : null);
+      for (let y = 0; y < document.documentElement.scrollHeight; y += innerHeight) { scrollTo(0, y); await frame(); await drawn(); }
+      scrollTo(0, 0); await frame(); }""")
+
+
 def slider_max(page, elem_id: str = "step-slider") -> int:
     return int(page.get_attribute(f"#{elem_id} input[type=range]", "max"))
 
 
 def drag_slider(page, elem_id: str, fractions, steps: int = 2) -> None:
     """Drag a slider's handle with the mouse through some positions (fractions of its width), fast, as a person would."""
-    box = page.locator(f"#{elem_id} input[type=range]").bounding_box()
+    handle = page.locator(f"#{elem_id} input[type=range]")
+    handle.scroll_into_view_if_needed()  # (the page may be scrolled to a panel below it)
+    box = handle.bounding_box()
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + box["width"] * fractions[0], y)
     page.mouse.down()

@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scripts.browser_kit import (CHROMIUM_FLAGS, app_server, chromium_path, open_page, set_number,  # noqa: E402
+from scripts.browser_kit import (CHROMIUM_FLAGS, app_server, chromium_path, into_view, open_page, set_number,  # noqa: E402
                                 wait_model_loaded)
 from viz import panels  # noqa: E402
 
@@ -71,11 +71,13 @@ def main(argv=None):
         step = 6
         page.evaluate("([id, v]) => { const r = document.querySelector('#' + id + ' input[type=range]'); r.value = v;"
                       " r.dispatchEvent(new Event('input', {bubbles: true})); }", ["step-slider", step])
+        into_view(page, "emb-plot")  # (a step panel is drawn as it comes near the screen)
         page.wait_for_function("(s) => (document.querySelector('#emb-plot .js-plotly-plot')?.layout?.title?.text || '').includes('step ' + s)",
                                arg=step, timeout=30_000)
         time.sleep(1.5)
         for card in panels.CARDS:  # every numbered card but speculative decoding's (below, after a speculative run)
             if card.elem_id != "panel-speculative":
+                into_view(page, card.elem_id)
                 page.locator(f"#{card.elem_id}").first.screenshot(path=str(a.out / f"{card.elem_id.removeprefix('panel-')}.png"))
         inside_tabs(page, a.out, step)
         # the guided tour, at its attention stage

@@ -14,8 +14,10 @@ from scripts.browser_kit import (  # noqa: F401  (re-exported for the tests)
     chromium_path,
     drag_slider,
     free_port,
+    into_view,
     new_page,
     open_page,
+    scroll_through,
     set_number,
     slider_max,
     wait_model_loaded,
@@ -31,6 +33,7 @@ def error_toasts(page) -> list[str]:
 
 def wait_title(page, elem_id: str, text: str, timeout_ms: int = 30_000):
     """Until the plot's title holds `text` (make it exact: 'step 3:' and not 'step 3', which 'step 39' holds)."""
+    into_view(page, elem_id)
     page.wait_for_function(
         "([id, t]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');"
         " const s = el && el.layout && el.layout.title; return !!s && (s.text || String(s)).includes(t); }",
@@ -44,12 +47,14 @@ def slider_value(page, elem_id: str = "step-slider") -> int:
 
 def plot_data(page, elem_id: str) -> list:
     """The traces Plotly drew in a gr.Plot (the real figure data in the browser)."""
+    into_view(page, elem_id)
     return page.evaluate(
         f"() => {{ const el = document.querySelector('#{elem_id} .js-plotly-plot');"
         " return el && el.data ? JSON.parse(JSON.stringify(el.data.map(t => ({name: t.name, x: t.x, y: t.y, type: t.type})))) : null; }")
 
 
 def plot_title(page, elem_id: str) -> str:
+    into_view(page, elem_id)
     return page.evaluate(
         f"() => {{ const el = document.querySelector('#{elem_id} .js-plotly-plot');"
         " const t = el && el.layout && el.layout.title; return t ? (t.text || String(t)) : ''; }")
@@ -65,6 +70,7 @@ def n_generated_chips(page) -> int:
 
 def wait_plot_step(page, elem_id: str, step: int, timeout_ms: int = 30_000):
     """Until the plot's title names exactly `step` ('step 3' followed by no digit: 'step 39' is not step 3)."""
+    into_view(page, elem_id)
     page.wait_for_function(
         "([id, n]) => { const el = document.querySelector('#' + id + ' .js-plotly-plot');"
         " const s = el && el.layout && el.layout.title; const t = s ? (s.text || String(s)) : '';"

@@ -15,7 +15,7 @@ from pipeline import gallery
 from viz.style import visible
 from viz.viewer.page import render_html
 
-from .harness import new_page, wait_model_loaded
+from .harness import new_page, scroll_through, wait_model_loaded
 from .keys import stop, unseen
 from .lesson_kit import PHONE, PROJECTOR, lesson, next_in_lesson, on_step, send, student_page, teacher_page, wait_headline
 
@@ -42,6 +42,8 @@ def opened(browser, url, *, size=(1366, 768), phone=False, dark=False):
     else:
         page = new_page(browser, width=size[0], height=size[1], record_toasts=False)
     page.goto(url)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=120_000)
+    scroll_through(page)  # (each step panel is drawn as it comes into view: every one checked)
     page.wait_for_selector("#dist-plot svg.main-svg[role=img]", state="attached", timeout=120_000)
     return page
 

@@ -8,7 +8,7 @@ from pipeline.trace.files import load
 from viz.panels import STEP_IDS
 from viz.viewer.page import PLOTLY_JS
 
-from .harness import ROOT, drag_slider, error_toasts, new_page, set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step
+from .harness import ROOT, drag_slider, error_toasts, into_view, new_page, set_number, slider_max, slider_value, wait_model_loaded, wait_plot_step
 from .viewer_js import N_SHOWN, TOL, reference
 
 pytestmark = pytest.mark.browser
@@ -57,8 +57,13 @@ def _same_run_with_logits(saved):
 
 
 def _panel_steps(page) -> list:
-    page.evaluate("() => LLMApp.settled()")
-    return page.evaluate(STEPS, list(PANELS))
+    """The step each panel shows, scrolled to in turn (a panel is drawn as it comes near the screen), then the top again."""
+    steps = []
+    for pid in PANELS:
+        into_view(page, pid)
+        steps.append(page.evaluate(STEPS, [pid])[0])
+    page.evaluate("() => window.scrollTo(0, 0)")
+    return steps
 
 
 def test_scrub_play_and_reshape_send_no_request_and_match_the_pipeline(browser, app_url, tmp_path):
@@ -142,7 +147,7 @@ def test_the_viewer_draws_with_the_plotly_js_of_the_exported_page(browser, app_u
     page.locator("#panel-inside").scroll_into_view_if_needed()
     page.wait_for_function("(v) => window.Plotly && window.Plotly.version !== v", arg=ours, timeout=60_000)  # Gradio's is in
     set_number(page, "step-slider", 9)
-    page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === 9)", arg=list(PANELS), timeout=60_000)
+    assert _panel_steps(page) == [9] * 5  # (each drawn as it is scrolled to)
     assert page.evaluate("() => LLMViewer.plotly().version") == ours
     traces = "(p) => Object.keys(p.PlotSchema.get().traces)"
     assert "scatter3d" in page.evaluate(f"() => ({traces})(window.Plotly)")  # (Gradio's: every trace type)
@@ -168,7 +173,8 @@ def test_scrubbing_the_moment_a_run_ends_lands_on_the_slider_step(browser, app_u
     drag_slider(page, "step-slider", (0.9, 0.5, 0.2, 0.3))  # at once: no wait for the viewer
     want = slider_value(page)
     assert want < 11
-    page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === {want})", arg=list(PANELS), timeout=120_000)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted() && LLMApp.state.bundle.n_steps === 12", timeout=120_000)
+    assert _panel_steps(page) == [want] * 5  # (each drawn as it is scrolled to)
     assert page.evaluate("() => LLMApp.state.bundle.n_steps") == 12
     assert not page.errors and not error_toasts(page)
 
@@ -178,15 +184,20 @@ HIGHLIGHTED = "() => Number(document.querySelector('#tokens-html .tok.hl')?.data
 
 def test_a_drag_moves_what_is_on_screen_and_the_rest_catches_up_when_let_go(browser, app_url):
     """While the step slider is held, each move redraws only what is on screen (the text and chips
-    next to the slider), so the drag keeps up with the pointer; let go, every step panel shows the step."""
+    next to the slider), so the drag keeps up with the pointer; let go, the panels near the screen show the step, and
+    each panel below shows it as it is scrolled to (a panel no one has scrolled to is not drawn at all)."""
     page = new_page(browser)
     page.goto(app_url)
     page.wait_for_selector("#step-slider input[type=range]")
     drag_slider(page, "step-slider", (0.9, 0.1, 0.7))  # at once, as the page opens; then the drag this test looks at
-    page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === Number(document.querySelector('#step-slider input').value))",
-                           arg=list(PANELS), timeout=120_000)
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=120_000)
+    first = slider_value(page)
+    for pid in PANELS:  # each panel, scrolled to, shows the slider's step
+        into_view(page, pid)
+        page.wait_for_function(f"(id) => ({STEPS})([id])[0] === {first}", arg=pid, timeout=30_000)
     page.evaluate("() => window.scrollTo(0, 0)")
     before = page.evaluate(STEPS, ["kv-plot"])[0]  # the KV panel: far below the slider, off screen
+    assert before == first
     box = page.locator("#step-slider input[type=range]").bounding_box()
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + 2, y)
@@ -198,7 +209,12 @@ def test_a_drag_moves_what_is_on_screen_and_the_rest_catches_up_when_let_go(brow
     assert held not in (before, 0)
     assert page.evaluate(STEPS, ["kv-plot"])[0] == before  # not drawn for each move of the drag
     page.mouse.up()
-    page.wait_for_function(f"(ids) => ({STEPS})(ids).every(s => s === {held})", arg=list(PANELS), timeout=30_000)
+    page.wait_for_function(f"() => ({STEPS})(['dist-plot'])[0] === {held}", timeout=30_000)  # (on screen: at once)
+    page.evaluate("() => LLMApp.settled()")
+    assert page.evaluate(STEPS, ["kv-plot"])[0] == before  # off screen: not drawn until it is scrolled to
+    for pid in PANELS:
+        into_view(page, pid)
+        page.wait_for_function(f"(id) => ({STEPS})([id])[0] === {held}", arg=pid, timeout=30_000)
     assert not page.errors and not error_toasts(page)
 
 

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from .harness import ROOT, new_page, wait_model_loaded
+from .harness import ROOT, new_page, scroll_through, wait_model_loaded
 
 pytestmark = pytest.mark.browser
 
@@ -181,7 +181,9 @@ def _open_app(browser, url: str, *, width: int, height: int, scheme: str, theme:
     page = new_page(browser, width=width, height=height)
     page.emulate_media(color_scheme=scheme)
     page.goto(url + (f"/?__theme={theme}" if theme else "/"))
-    # the example trace's step panels, drawn by the page's step viewer
+    # the example trace's step panels, drawn by the page's step viewer as they come into view
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=120_000)
+    scroll_through(page)
     page.wait_for_function(
         "(ids) => ids.every((id) => { const p = document.querySelector('#' + id + ' .viewer-plot');"
         " return p && p._fullLayout; })", arg=list(STEP_PANELS), timeout=120_000)

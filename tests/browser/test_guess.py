@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .harness import new_page, wait_model_loaded
+from .harness import new_page, scroll_through, wait_model_loaded
 
 pytestmark = pytest.mark.browser
 
@@ -34,6 +34,9 @@ def test_a_guess_reveals_the_step_with_the_models_numbers(browser, app_url):
     page.goto(app_url + "?guess=1")
     page.wait_for_function(HIDDEN, timeout=90_000)
     assert page.is_checked("#guess-toggle input")
+    page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=90_000)
+    scroll_through(page)  # (the panels below the first screen drawn too: hidden as well)
+    assert page.evaluate("() => !!document.querySelector('#emb-plot .viewer-plot')?._fullLayout")
     assert page.evaluate(VISIBLE) == {"text": False, "chip": False, "dist": False, "emb": False, "tour": False}  # (the tour names the token)
     # one element an id: the guess box once (a Group wrote its id twice), no id of ours on two elements
     assert page.evaluate("""() => { const c = {}; document.querySelectorAll('[id]').forEach((e) => { if (e.id) c[e.id] = (c[e.id] || 0) + 1; });

@@ -185,9 +185,11 @@ def test_a_plots_mode_bar_is_one_tab_stop_its_buttons_on_the_arrow_keys(browser,
     move along it, the next Tab leaves it (eight stops a plot were eight a keyboard user passed on the way)."""
     page = new_page(browser, width=1366, height=768, record_toasts=False)
     page.goto(app_url)
-    wait(page, "window.LLMApp && LLMApp.mounted() && document.querySelectorAll('.modebar').length >= 2", timeout=120_000)
+    wait(page, "window.LLMApp && LLMApp.mounted() && document.querySelectorAll('.modebar').length >= 1", timeout=120_000)
     page.focus("#prompt textarea")
     stops = tab_to(page, ".modebar-btn")
+    # the first Tab drew every step panel, those below the screen too: each figure's toolbar is a Tab stop
+    wait(page, "LLMAppPanels.every((id) => document.querySelector('#' + id + ' .viewer-plot .modebar'))", timeout=30_000)
     bar = "document.activeElement.closest('.modebar')"
     assert state(page, f"{bar}.getAttribute('role')") == "toolbar" and unseen(stops) == []
     n = state(page, f"{bar}.querySelectorAll('.modebar-btn').length")

@@ -8,7 +8,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from viz.text import catalogue
 
-from .harness import wait_model_loaded
+from .harness import scroll_through, wait_model_loaded
 
 pytestmark = pytest.mark.browser
 
@@ -72,10 +72,7 @@ def test_no_figure_on_a_phone_cuts_its_words(browser, app_url, shots, lang):
     page.wait_for_function("() => window.LLMApp && LLMApp.mounted()", timeout=120_000)
     if lang == "en":
         wait_model_loaded(page)  # (the panels that need the model drawn too; its words are English)
-    height = page.evaluate("() => document.documentElement.scrollHeight")
-    for y in range(0, height, 600):  # (the panels further down draw as they scroll into view)
-        page.evaluate("(y) => window.scrollTo(0, y)", y)
-        page.wait_for_timeout(100)
+    scroll_through(page)  # (the panels further down draw as they come near the screen)
     page.wait_for_function(f"() => ({DRAWN})() >= 8", timeout=60_000)
     assert page.evaluate(CUT) == [] and page.evaluate(NOTE_OVER_BARS) == []
     page.wait_for_selector("#attn-plot .annotation-text", state="attached", timeout=30_000)  # (the grid of every head)

@@ -27,6 +27,21 @@ def test_each_line_of_the_distributions_title_fits_320_px():
     assert words(text) == words(title)  # nothing dropped, nothing added
 
 
+LEGEND = """function run(job) { return LLMViewerPhone.wrappedLegend(job.names.map((name) => ({name})), {legend: {font: {size: 12}}}, job.width)
+  .map((t) => t.name); }"""
+
+
+def test_a_legend_entry_the_server_broke_in_two_has_each_line_fitted():
+    """The speculative cost curve's entry "one target pass fed n tokens (measured)<br>= a round with ngram": its first
+    line ran past a 320 px window (test_accessibility's 320 px test, once that figure was drawn)."""
+    names = ["one target pass fed n tokens (measured)<br>= a round with ngram", "short<br>names", "<b>bold</b> kept as it is"]
+    got = run_js([(ROOT / "assets" / "viewer_phone.js").read_text(encoding="utf-8")], LEGEND, {"names": names, "width": 216})
+    per = (216 - 60) // (12 * 0.56)  # (the characters of 12 px type in the figure's width, less the legend's symbol)
+    assert all(len(line) <= per for line in got[0].split("<br>")) and got[0].count("<br>") >= 2, got[0]
+    assert got[0].replace("<br>", " ") == names[0].replace("<br>", " ")  # (nothing dropped)
+    assert got[1:] == names[1:]  # (lines that fit, and markup, as they were)
+
+
 # -- a figure of two panels on a phone (stacked, rowsStacked, cellsFitted, notesFitted) -------------------------------
 FIT = """function run(job) { const fig = JSON.parse(job.fig), P = LLMViewerPhone;
   const data = P.cellsFitted(P.stacked(fig.data, fig.layout), fig.layout, job.width); P.notesFitted(fig.layout, job.width);
