@@ -85,15 +85,16 @@ def page_generate(page, n: int, live: bool) -> tuple[float, float, int]:
     return (times[first] - t_click) / 1000, (last - first) / max((times[last] - times[first]) / 1000, 1e-9), last
 
 
-# One move of a slider as a drag makes it, then until the page's viewer shows it (every step panel, viz.panels):
-# milliseconds in the browser's own clock.
-# A slider moved: [ms until every step panel shows it, each panel's step then, the step, ms until those on screen did]
+# One move of a slider as a drag makes it, then until the page's viewer shows it (every step panel it draws: those
+# within a screen of the screen, assets/app_viewer.js; viz.panels): milliseconds in the browser's own clock.
+# A slider moved: [ms until every panel drawn shows it, each panel's step then (null: not drawn), the step, ms until
+# those on screen did]
 MOVE = """async ([id, v]) => { const r = document.querySelector('#' + id + ' input[type=range]');
   const t0 = performance.now(); r.value = v; r.dispatchEvent(new Event('input', {bubbles: true}));
   let seen = null; LLMApp.onScreen().then(() => { seen = performance.now() - t0; });
   const s = await LLMApp.settled(); const ms = performance.now() - t0;
   const ids = window.LLMAppPanels;
-  return [ms, ids.map(i => document.querySelector('#' + i + ' .js-plotly-plot').layout.meta.step), s, seen === null ? ms : seen]; }"""
+  return [ms, ids.map(i => document.querySelector('#' + i + ' .js-plotly-plot')?.layout?.meta?.step ?? null), s, seen === null ? ms : seen]; }"""
 # Play with the distribution panel at the top of the window, as a class would watch it: the panels on
 # screen follow every step they can; the steps they showed, per second, and which panels they were
 # (at the "fast" speed: 12 steps a second at most, the viewer's own pace).
@@ -164,8 +165,8 @@ def after_run(page, n: int, reps: int = 3) -> dict[str, list[float]]:
 
 def tall_scrub(browser, url: str, reps: int = 20) -> dict[str, list[float]]:
     """The step slider moved in a 1440x1800 window scrolled to the distribution, the step panels on screen (at
-    least in part: how many is printed): ms until they show the step, ms until all five do (those off screen
-    drawn after), and the requests sent meanwhile (the example trace the page opens with)."""
+    least in part: how many is printed): ms until they show the step, ms until all those within a screen of it do
+    (drawn after; one further away is drawn once scrolled near), and the requests sent meanwhile (the example trace)."""
     from scripts.browser_kit import open_page
 
     page = open_page(browser, url, record_toasts=False, width=1440, height=1800)
@@ -192,7 +193,7 @@ def tall_scrub(browser, url: str, reps: int = 20) -> dict[str, list[float]]:
 
 
 def viewer_times(page, reps: int = 20) -> dict[str, list[float]]:
-    """The step viewer in the app: slider moves to all five panels redrawn, sampling moves to the
+    """The step viewer in the app: slider moves to the panels near the screen redrawn, sampling moves to the
     distribution reshaped (ms, and requests the page sent meanwhile and in the settle that follows), Play."""
     n = slider_max(page) + 1
     out = {"step_ms": [], "step_seen_ms": [], "step_requests": [], "step_settle_requests": [], "step_settle_requests_inside": [], "sampling_ms": [],
@@ -204,7 +205,7 @@ def viewer_times(page, reps: int = 20) -> dict[str, list[float]]:
         page.evaluate("() => { LLMApp.state.settleMs = 1e9; }")  # first the viewer alone: no settle call
         before = len(requests)
         ms, shown, s, seen = page.evaluate(MOVE, ["step-slider", target])
-        assert shown == [target] * 5 and s == target, (shown, target)
+        assert shown[0] == target and s == target, (shown, target)  # (the distribution: on screen)
         out["step_ms"].append(ms)
         out["step_seen_ms"].append(seen)
         out["step_requests"].append(len(requests) - before)

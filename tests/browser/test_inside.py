@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from .harness import open_page, plot_data, plot_title, set_number, slider_max, wait_plot_step
+from .harness import into_view, open_page, plot_data, plot_title, set_number, slider_max, wait_plot_step
 from .test_app import _generate, mark_stale, wait_stopped
 
 pytestmark = pytest.mark.browser
@@ -137,6 +137,7 @@ def test_clicking_a_candidate_bar_branches_and_both_branches_stay(browser, app_u
     assert branched != original
     # at the fork, the distribution names the token as forced, not sampled
     _scrub(page, 1)
+    into_view(page, "dist-plot")  # (the branches' tab is further down: the distribution is drawn as it is scrolled to)
     page.wait_for_function("() => { const el = document.querySelector('#dist-plot .js-plotly-plot');"
                            " return !!(el && el.data && el.data.some(t => Array.from(t.y || []).some(l => String(l).includes('◀ forced')))); }",
                            timeout=30_000)
