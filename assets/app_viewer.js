@@ -132,9 +132,9 @@
     } }));
   }
 
-  // The text, chips, counts, KV summary and speculative round of the step on screen, from the server's
-  // HTML of the whole trace (viz.output, viz.tokens, viz.speculative mark each step's part) and the
-  // bundle's per-step HTML. Nothing is shown while that HTML is not yet this whole trace's.
+  // The text, chips, counts, KV summary and speculative round of the step on screen (assets/step_text.js), from the
+  // server's HTML of the whole trace and the bundle's per-step HTML. Nothing is shown while that HTML is not yet this
+  // whole trace's.
   const TEXT_IDS = ['output', 'tokens-html', 'kv-summary', 'spec-rounds'];
   // (the server redrew one of them: show the step on screen in it again)
   const textWatch = typeof MutationObserver === 'undefined' ? null : new MutationObserver(() => { st.textStep = -1; showText(); });
@@ -147,19 +147,7 @@
     if (Number(gen.dataset.steps) !== n || document.querySelectorAll('#tokens-html .tok[data-step]').length !== n) return;
     if (s === st.textStep) return; // (already shown: a sampling slider moved, not the step)
     st.textStep = s;
-    gen.querySelectorAll('[data-step]').forEach((el) => { const i = Number(el.dataset.step); el.hidden = i > s; el.classList.toggle('at-step', i === s); });
-    const stop = document.querySelector('#output .stop-reason');
-    if (stop) stop.hidden = s !== n - 1; // why it stopped: only with the last step on screen
-    document.querySelectorAll('#tokens-html .tok[data-step]').forEach((el) => { const i = Number(el.dataset.step); el.hidden = i > s; el.classList.toggle('hl', i === s); });
-    document.querySelectorAll('#tokens-html [data-named-at]').forEach((el) => { // a character cut across chips: named
-      const named = s >= Number(el.dataset.namedAt); //   once its last chip is on screen (viz/char_parts.py)
-      el.hidden = el.classList.contains('open') ? named : !named;
-    });
-    const counts = document.querySelector('#tokens-html .tok-counts');
-    if (counts && counts.innerHTML !== b.html.counts[s]) counts.innerHTML = b.html.counts[s];
-    const kv = document.querySelector('#kv-summary .kv-summary');
-    if (kv && kv.dataset.step !== String(s)) { kv.outerHTML = b.html.kv[s]; document.querySelector('#kv-summary .kv-summary').dataset.step = s; }
-    document.querySelectorAll('#spec-rounds .spec-round[data-first]').forEach((el) => { const f = Number(el.dataset.first); el.classList.toggle('on-screen', f <= s && s < f + Number(el.dataset.steps)); });
+    root.LLMStepText.show(b.html, s, n); // (assets/step_text.js)
     if (textWatch) textWatch.takeRecords(); // (our own writes are not the server's)
   }
 
@@ -188,7 +176,7 @@
   const drawOrder = () => IDS.filter((id) => inView.has(id)).concat(playing() || st.dragging ? [] : IDS.filter((id) => !inView.has(id) && due(id)));
   document.addEventListener('keydown', (e) => { if (e.key === 'Tab' && !everyPanel) { everyPanel = true; render(); } }, true);
 
-  const insideWatch = typeof IntersectionObserver === 'undefined' ? null : new IntersectionObserver((entries) => entries.forEach((e) => {
+  const insideWatch = IO && new IO((entries) => entries.forEach((e) => {
     st.insideInView = e.isIntersecting;
     if (e.isIntersecting) askServer();
   }));
@@ -394,7 +382,7 @@
   const letGo = () => { if (st.dragging) { st.dragging = false; render(); } };
   ['pointerup', 'pointercancel'].forEach((type) => root.addEventListener(type, letGo, true));
   document.addEventListener('change', (e) => { if (e.target.matches && held(e.target)) letGo(); }, true);
-  root.LLMApp = { state: st, drain, settled, onScreen, mounted: () => st.bundle !== null, render, playing };
+  root.LLMApp = { state: st, drain, settled, onScreen, mounted: () => st.bundle !== null, render, playing, due: (id) => !IDS.includes(id) || due(id) };
   root.LLMBridge.on(['live', 'bundle', 'panel'], (m, text) => { (root.LLMAppInbox = root.LLMAppInbox || []).push(text); drain(); }); // (the first: in the head)
   drain();
 })(window);

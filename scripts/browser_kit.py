@@ -131,11 +131,19 @@ def open_page(browser, url: str, *, width: int = 1400, height: int = 1000, recor
 # A step panel is drawn only once it comes near the screen (assets/app_viewer.js), as a person scrolls to it: a test
 # or script that reads one scrolls to it first, and waits until every panel drawn shows the step (the server's plots, drawn
 # while a run streams, show at once).
+# The page learns that a panel came near from an IntersectionObserver, whose callback may come several frames after the
+# scroll on a busy machine: wait for the page to count the panel as due, then for it to draw what is due.
+NEARED = """const frame = () => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
+  const mounted = () => window.LLMApp && LLMApp.mounted();
+  const noticed = async (ids) => { for (const end = performance.now() + 10000; performance.now() < end; await frame())
+    if (!mounted() || ids.every((id) => LLMApp.due(id))) return; };
+  const drawn = () => (mounted() ? Promise.race([LLMApp.settled(), new Promise((ok) => setTimeout(ok, 30000))]) : null);
+  const onScreen = () => (window.LLMAppPanels || []).filter((id) => { const r = document.getElementById(id)?.getBoundingClientRect();
+    return r && r.bottom > 0 && r.top < innerHeight; });"""
+
 INTO_VIEW = """async (id) => { const el = document.getElementById(id); if (!el) return;
-  el.scrollIntoView({block: 'nearest'});
-  await new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));  // (the page has seen it come near)
-  if (window.LLMApp && LLMApp.mounted())
-    await Promise.race([LLMApp.settled(), new Promise((ok) => setTimeout(ok, 30000))]); }"""
+  """ + NEARED + """
+  el.scrollIntoView({block: 'nearest'}); await frame(); await noticed([id]); await drawn(); }"""
 
 
 def into_view(page, elem_id: str) -> None:
@@ -145,9 +153,9 @@ def into_view(page, elem_id: str) -> None:
 
 def scroll_through(page) -> None:
     """Scroll down the whole page a screen at a time, as a reader does, then back to its top: every step panel drawn."""
-    page.evaluate("""async () => { const frame = () => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
-      const drawn = () => (window.LLMApp && LLMApp.mounted() ? Promise.race([LLMApp.settled(), new Promise((ok) => setTimeout(ok, 30000))]) : null);
-      for (let y = 0; y < document.documentElement.scrollHeight; y += innerHeight) { scrollTo(0, y); await frame(); await drawn(); }
+    page.evaluate("""async () => { """ + NEARED + """
+      for (let y = 0; y < document.documentElement.scrollHeight; y += innerHeight) {
+        scrollTo(0, y); await frame(); await noticed(onScreen()); await drawn(); }
       scrollTo(0, 0); await frame(); }""")
 
 

@@ -50,7 +50,7 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets"
 # observer may fire before the next script has run). The viewer's scripts first, text.js first of all: every
 # script that writes a word calls its LLMText (tests/unit/test_script_order.py).
 SCRIPTS = (PLOTLY_JS, *(ASSETS / f for f in VIEWER_SCRIPTS), ASSETS / "link_actions.js", ASSETS / "branch_ask.js", ASSETS / "page_view.js",
-           ASSETS / "app_viewer.js", ASSETS / "guess.js", ASSETS / "room_tools.js", ASSETS / "room_teacher.js", ASSETS / "room.js")
+           ASSETS / "step_text.js", ASSETS / "app_viewer.js", ASSETS / "guess.js", ASSETS / "room_tools.js", ASSETS / "room_teacher.js", ASSETS / "room.js")
 # drawn by the server for a whole trace, the page showing their steps; the panels the page draws from the
 # bundle (viz.panels: FIVE is an older name, from when there were five)
 LIGHT = panels.LIGHT_KEYS

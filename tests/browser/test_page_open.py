@@ -10,6 +10,8 @@ import re
 
 import pytest
 
+from scripts.browser_kit import NEARED
+
 from .harness import into_view, new_page, scroll_through, wait_model_loaded
 
 pytestmark = pytest.mark.browser
@@ -91,7 +93,8 @@ def test_the_text_box_keeps_the_step_on_screen_in_view(browser, app_url):
 
 
 # A step move: at the first frame in which the distribution shows the step, which step panels show it too
-FIRST_FRAME = """async (v) => { const r = document.querySelector('#step-slider input[type=range]');
+FIRST_FRAME = """async (v) => { """ + NEARED + """
+  const r = document.querySelector('#step-slider input[type=range]');
   const d = document.querySelector('#dist-plot .viewer-plot');
   const at = (id) => document.querySelector('#' + id + ' .viewer-plot')?.layout?.meta?.step;
   let seen = null;
@@ -102,6 +105,7 @@ FIRST_FRAME = """async (v) => { const r = document.querySelector('#step-slider i
   while (seen === null) await new Promise((ok) => requestAnimationFrame(ok));
   const where = (id) => { const r = document.getElementById(id).getBoundingClientRect();  // (the text's length moves them)
     return r.bottom <= 0 || r.top >= innerHeight ? (r.bottom <= -innerHeight || r.top >= 2 * innerHeight ? 'far' : 'near') : 'on'; };
+  await noticed(window.LLMAppPanels.filter((id) => where(id) !== 'far')); await drawn();  // (moved near: the page told late)
   return [seen, window.LLMAppPanels.filter((id) => at(id) === v), Object.fromEntries(window.LLMAppPanels.map((id) => [id, where(id)]))]; }"""
 
 
