@@ -133,7 +133,8 @@ def open_page(browser, url: str, *, width: int = 1400, height: int = 1000, recor
 # while a run streams, show at once).
 # The page learns that a panel came near from an IntersectionObserver, whose callback may come several frames after the
 # scroll on a busy machine: wait for the page to count the panel as due, then for it to draw what is due.
-NEARED = """const frame = () => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
+# (a frame, or a second when the page's frames stall: a loop of frames must not wait forever on a page that paints nothing)
+NEARED = """const frame = () => new Promise((ok) => { requestAnimationFrame(() => requestAnimationFrame(ok)); setTimeout(ok, 1000); });
   const mounted = () => window.LLMApp && LLMApp.mounted();
   const noticed = async (ids) => { for (const end = performance.now() + 10000; performance.now() < end; await frame())
     if (!mounted() || ids.every((id) => LLMApp.due(id))) return; };
@@ -152,10 +153,14 @@ def into_view(page, elem_id: str) -> None:
 
 
 def scroll_through(page) -> None:
-    """Scroll down the whole page a screen at a time, as a reader does, then back to its top: every step panel drawn."""
+    """Scroll down the whole page a screen at a time, as a reader does, then back to its top: every step panel drawn.
+    (Two minutes at most: a page whose panels never settle is left for the test's own checks to find, not waited on
+    until the test's timeout.)"""
     page.evaluate("""async () => { """ + NEARED + """
-      for (let y = 0; y < document.documentElement.scrollHeight; y += innerHeight) {
-        scrollTo(0, y); await frame(); await noticed(onScreen()); await drawn(); }
+      const end = () => scrollY + innerHeight >= document.documentElement.scrollHeight - 1, until = performance.now() + 120000;
+      for (let y = 0; y < document.documentElement.scrollHeight && performance.now() < until; y += innerHeight) {
+        scrollTo(0, y); await frame(); await noticed(onScreen()); await drawn();
+        if (end()) break; }  // (the bottom read: a page that grows below it as panels draw is not followed for ever)
       scrollTo(0, 0); await frame(); }""")
 
 
