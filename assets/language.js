@@ -45,6 +45,11 @@
     } catch (err) { console.error('language: the catalogue did not come', err); }
   }
 
+  // Gradio's labels, choices and placeholders in the language: the server's `words` listener (ui/language.py
+  // relabelling), asked by a page not in English only. Every component an event has touched joins the list Gradio's
+  // page walks at each message of any run (~105 here): an English page running it paid for nothing, at every token.
+  if (lang !== 'en') (function ask() { if (root.LLMBridge) root.LLMBridge.send('words'); else setTimeout(ask, 0); })();
+
   // <html lang>: ours, also after Gradio writes the browser's own there
   const html = document.documentElement;
   html.lang = lang;

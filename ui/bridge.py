@@ -21,8 +21,9 @@ from pathlib import Path
 import gradio as gr
 
 # the page's messages to the server: a candidate bar's branch, the step slider settled, a class started, the
-# teacher's new trace, a class joined, a lesson's step picked, a teacher's page reloaded, "Copy link", a drawn continuation opened
-TO_SERVER = ("branch", "settled", "class_start", "class_sync", "join", "lesson", "resume", "copy", "sample_open")
+# teacher's new trace, a class joined, a lesson's step picked, a teacher's page reloaded, "Copy link", a drawn continuation
+# opened, Gradio's labels asked for in a language other than English (ui/language.py relabelling)
+TO_SERVER = ("branch", "settled", "class_start", "class_sync", "join", "lesson", "resume", "copy", "sample_open", "words")
 _COUNT = itertools.count()  # (a message's `n`: two alike are still two)
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 # inline in the page's head, before any other script of the page: Gradio adds the head's script files without waiting

@@ -133,7 +133,9 @@ def _words_of(block) -> dict:
 def relabelling(demo: gr.Blocks) -> tuple | None:
     """(The listener, its outputs) that, as the page opens, gives every component whose label, info, placeholder,
     choices (or a button's or a Markdown's text) is a sentence of the catalogue that sentence in the visitor's language
-    (nothing changes for English); None: no such component. ui/wiring.py runs it after the page's load."""
+    (nothing changes for English); None: no such component. ui/wiring.py makes it the listener of the bridge's "words",
+    which a page not in English sends as it opens (assets/language.js): once run, its outputs join the components Gradio's
+    page walks at every message of every run, so an English page never runs it (docs/benchmarks.md)."""
     mine = [(c, m) for c, m in _AGAIN if demo.blocks.get(c._id) is c]
     _AGAIN[:] = [x for x in _AGAIN if x not in mine]  # (taken: a later build starts from none)
     made = {id(c): m for c, m in mine}

@@ -270,8 +270,8 @@ def _page_open(demo: gr.Blocks, w: Wires) -> None:
     # (its bundle says `opened`: assets/room.js asks for a room's trace only after it, else that trace would come after the room's)
     loaded = demo.load(w.other.on_load, None, [p.state, C.info, C.spec_summary, *(C[k] for k in viz_panels.LIGHT_KEYS)], show_progress="hidden")
     relabel = language.relabelling(demo)  # Gradio's labels in the visitor's language (ui/language.py)
-    if relabel is not None:
-        loaded.then(relabel[0], outputs=relabel[1], show_progress="hidden", queue=False)
+    if relabel is not None:  # (asked by a page not in English only: assets/language.js)
+        bridge.listen(C.bridge, "words")(relabel[0], None, relabel[1], show_progress="hidden", queue=False)
     opened = Call(_marked(viewer.bundle_message, opened=True), w.send_bundle.inputs, C.bridge).after(loaded)
     _links(w, opened, demo)
     C.status_timer.tick(status_tick, None, [C.info, C.status_timer], show_progress="hidden")

@@ -200,3 +200,33 @@ def test_a_class_with_a_french_teacher_and_spanish_and_chinese_students(browser,
             assert page.evaluate(TITLE_HIT, ".room-headline") == [], lang
         page.screenshot(path=str(shots / f"lang_class_{lang}.png"))
     teacher.click("#class-close")
+
+
+def _asks_for_labels(browser, app_url, locale: str, words_fn: int) -> bool:
+    """Whether a page opened with the browser's language `locale` called the relabelling listener (`words_fn`) by the
+    time it has opened (it asks at once, from its head: assets/language.js)."""
+    page = new_page(browser, locale=locale)
+    bodies: list[str] = []
+    page.on("request", lambda r: r.method == "POST" and bodies.append(r.post_data or ""))
+    page.goto(app_url)
+    page.wait_for_function(OPENED, timeout=120_000)
+    called = re.compile(rf'"fn_index":\s*{words_fn}\b')
+    if locale.startswith("en"):
+        return any(called.search(b) for b in bodies)
+    page.wait_for_function(f"() => !!document.querySelector('#generate') && document.querySelector('#generate').innerText "
+                           f"!== {catalogue(DEFAULT)['button.generate']!r}", timeout=30_000)
+    return any(called.search(b) for b in bodies)
+
+
+def test_only_a_page_in_another_language_asks_for_gradios_labels(browser, app_url):
+    """The relabelling's outputs (every label, ~105 components) join the list of components Gradio's page walks at every
+    message of any run, once their event has run: an English page ran it for labels that stay as they were, and each
+    streamed token then cost it a third more (docs/benchmarks.md, "The page while a run streams"). English asks nothing;
+    French asks, and its labels are French."""
+    import json
+    import urllib.request
+
+    cfg = json.load(urllib.request.urlopen(app_url.rstrip("/") + "/config", timeout=30))
+    words_fn = next(d["id"] for d in cfg["dependencies"] if d.get("api_name") == "words")
+    assert not _asks_for_labels(browser, app_url, "en-US", words_fn)
+    assert _asks_for_labels(browser, app_url, "fr-FR", words_fn)
