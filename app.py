@@ -29,7 +29,7 @@ from pipeline.trace import bounds as trace_bounds
 from pipeline.trace import files as trace_io
 from pipeline.errors import TraceFormatError
 from pipeline.trace.records import Trace
-from ui import api, bridge, language, layout, links, listeners, model, network, wiring
+from ui import api, bridge, early_head, language, layout, links, listeners, model, network, wiring
 from ui.rooms import passages as passages_api
 from ui.rooms import store as room_store
 from ui.rooms import rooms
@@ -99,6 +99,7 @@ def main(argv=None):
                 show_error=True, enable_monitoring=False, max_file_size=trace_bounds.MAX_FILE_BYTES,  # a larger upload is refused as it streams in
                 max_threads=64,  # Gradio's 40 would be taken by the 32 generation slots (ui/api.py) and 8 other listeners
                 prevent_thread_lock=True)
+    early_head.serve_first(demo.app)  # scripts that run before Gradio's own, at the top of the page (ui/early_head.py)
     demo.app.include_router(rooms_api.router)  # the class rooms' JSON API, beside the page (ui/rooms/api.py)
     rooms_asgi.serve_first(demo.app, rooms_api.router, rooms_api.state_answer)  # ... before Gradio's middleware and routes
     demo.app.include_router(passages_api.router)  # the real-text passages a room can play (ui/rooms/passages.py)

@@ -132,3 +132,30 @@ def test_a_step_move_shows_the_panels_on_screen_before_drawing_the_others(browse
     for pid in far:  # scrolled to, it shows the step
         into_view(page, pid)
         assert page.evaluate("(id) => document.querySelector('#' + id + ' .viewer-plot').layout.meta.step", pid) == top - 1
+
+
+# Every animation frame the page asks the browser for, with who asked (the stack's caller line), from before any
+# script of the page runs.
+COUNT_FRAMES = """(() => { const raf = window.requestAnimationFrame; window.__frames = [];
+  window.requestAnimationFrame = function (fn) {
+    window.__frames.push([performance.now(), ((new Error().stack || '').split('\\n')[2] || '').trim().slice(0, 120)]);
+    return raf.call(this, fn); }; })();"""
+
+
+def test_gradios_status_trackers_ask_for_no_frames_on_a_page_at_rest(browser, app_url):
+    """Gradio's status tracker of the page's own loading is removed while pending and its loop of animation frames
+    went on, 60 a second for as long as the page stayed open (5% of a core at rest here). With the trackers' frames a
+    tenth of a second apart (assets/status_frames.js, first in the page: ui/early_head.py), they ask for none.
+    (A Svelte spring of Gradio's loader may still ask for ~20 a second on a page opened after the model has loaded:
+    docs/benchmarks.md, "A page at rest".)"""
+    page = new_page(browser, width=1366, height=768)
+    page.add_init_script(COUNT_FRAMES)
+    page.goto(app_url)
+    page.wait_for_selector("#panel-distribution .js-plotly-plot", timeout=60_000)
+    wait_model_loaded(page)
+    asked = page.evaluate("""async () => { await new Promise((ok) => setTimeout(ok, 1000));  // (the page settles)
+      const t0 = performance.now(); await new Promise((ok) => setTimeout(ok, 2000));
+      return window.__frames.filter(([t]) => t >= t0).map(([, who]) => who); }""")
+    by_trackers = [who for who in asked if "/statustracker-" in who]
+    assert by_trackers == [], f"{len(by_trackers)} frames asked for by Gradio's status trackers in 2 s at rest"
+    assert page.evaluate("() => window.LLMStatusFrames && window.LLMStatusFrames.TENTH_MS") == 100
