@@ -6,7 +6,7 @@
  * the browser for a frame 60 times a second on a page at rest (5% of a core on a 2-core laptop at rest, the page's
  * tasks a third of that; a phone's CPU never sleeps). A tracker's frames come every 100 ms instead: the tenths it
  * shows, and no frames for the browser to make. Every other caller gets the browser's own requestAnimationFrame.
- * tests/browser/test_page_open.py counts a resting page's frames; tests/unit/test_status_frames.py checks that Gradio's
+ * tests/browser/test_page_open.py counts a resting page's frames; tests/unit/test_early_head.py checks that Gradio's
  * tracker still loops where this looks for it.
  */
 (function (root) {

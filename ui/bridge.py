@@ -31,10 +31,15 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets"
 HEAD_SCRIPTS = ("bridge.js", "values.js")
 
 
+def inline_scripts(names) -> str:
+    """The scripts `names` (files of assets/), inline, in one <script>."""
+    code = "\n".join((ASSETS / f).read_text(encoding="utf-8") for f in names)
+    return f"<script>{code}</script>"
+
+
 def head_html() -> str:
     """The bridge's and the values module's scripts, inline, for the page's <head> (first in it: app.py)."""
-    code = "\n".join((ASSETS / f).read_text(encoding="utf-8") for f in HEAD_SCRIPTS)
-    return f"<script>{code}</script>"
+    return inline_scripts(HEAD_SCRIPTS)
 
 
 def on_load_js() -> str:

@@ -3,25 +3,23 @@
 Gradio adds the `head` given to launch() (ui/bridge.py's scripts and the rest) once its own modules have run. A script
 that must be in place before them goes here: assets/status_frames.js, which gives Gradio's status trackers a frame a
 tenth of a second apart (the tracker module keeps its own reference to requestAnimationFrame, taken as it loads).
-`serve_first(app, names)` wraps the started app (as ui/rooms/asgi.py's front does): the page itself (a GET of the
+`serve_first(app)` wraps the started app (as ui/rooms/asgi.py's front does): the page itself (a GET of the
 app's root answered with HTML) gets the scripts right after its <head>; every other request, and a page answered
 compressed (nothing to insert into), passes as it came.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
+from ui.bridge import inline_scripts
+
 EARLY_SCRIPTS = ("status_frames.js",)
 HEAD = b"<head>"
 
 
 def early_html(names=EARLY_SCRIPTS) -> bytes:
     """The scripts `names` (in assets/), inline, in one <script>."""
-    code = "\n".join((ASSETS / n).read_text(encoding="utf-8") for n in names)
-    return f"<script>{code}</script>".encode("utf-8")
+    return inline_scripts(names).encode("utf-8")
 
 
 def with_early(body: bytes, html: bytes) -> bytes:

@@ -146,7 +146,7 @@ def test_gradios_status_trackers_ask_for_no_frames_on_a_page_at_rest(browser, ap
     """Gradio's status tracker of the page's own loading is removed while pending and its loop of animation frames
     went on, 60 a second for as long as the page stayed open (5% of a core at rest here). With the trackers' frames a
     tenth of a second apart (assets/status_frames.js, first in the page: ui/early_head.py), they ask for none.
-    (A Svelte spring of Gradio's loader may still ask for ~20 a second on a page opened after the model has loaded:
+    (A Svelte spring of Gradio's loader may still ask for about 14-22 a second on a page opened after the model has loaded:
     docs/benchmarks.md, "A page at rest".)"""
     page = new_page(browser, width=1366, height=768)
     page.add_init_script(COUNT_FRAMES)
